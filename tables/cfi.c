@@ -527,7 +527,7 @@ struct interp {
 
 static int expr_is(const uint8_t *e, uint64_t len, const uint8_t *want, size_t wlen)
 {
-	return len == wlen && memcmp(e, want, wlen) == 0;
+	return len == wlen && (wlen == 0 || memcmp(e, want, wlen) == 0);
 }
 
 /* Matches "OP sleb" (one breg op, optionally followed by TAIL) and returns

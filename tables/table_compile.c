@@ -310,7 +310,8 @@ static int fdes_collect(struct inputs *in, struct cfi_fde **out, size_t *n, size
 		fdes[kept++] = fdes[i];
 	}
 	*n = kept;
-	qsort(fdes, *n, sizeof(*fdes), fde_cmp);
+	if (*n)
+		qsort(fdes, *n, sizeof(*fdes), fde_cmp);
 	/* eh_frame FDEs are sorted among themselves now; drop debug FDEs that
 	 * overlap one of them (eh_frame is what the code really runs with). */
 	for (neh = 0, i = 0; i < *n; i++)
