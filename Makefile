@@ -45,6 +45,8 @@ SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(BUILD)/libunwinder.a $(BUILD)/libtables.a
 ASAN_LIBS := $(ASAN)/libunwinder.a $(ASAN)/libtables.a
+# Unit tests link the cli modules too (everything but main).
+ASAN_CLI_LIB := $(ASAN)/libcli.a
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 
 # Until cli/ has sources there is no dwleak to link; everything else builds.
@@ -107,9 +109,13 @@ $(ASAN)/dwleak: $(call objs,$(ASAN),$(CLI_SRCS)) $(ASAN_LIBS)
 	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $(call objs,$(ASAN),$(CLI_SRCS)) $(ASAN_LIBS) $(LDLIBS)
 
 # Each tests/unit/test_NAME.c is one test program.
-$(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
+$(ASAN_CLI_LIB): $(call objs,$(ASAN),$(filter-out cli/main.c,$(CLI_SRCS)))
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(ASAN)/tests/%: tests/unit/%.c $(ASAN_CLI_LIB) $(ASAN_LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -I cli -MMD -MP -MF $@.d -o $@ $< $(ASAN_CLI_LIB) $(ASAN_LIBS) $(LDLIBS)
 
 # --- Test programs ---
 

@@ -26,6 +26,7 @@
 #define PE_datarel 0x30
 
 /* x86_64 DWARF register numbers. */
+#define REG_RBX 3
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RIP 16
@@ -504,11 +505,17 @@ struct cfa_rule {
 	uint64_t len;
 };
 
-/* Only the registers the walker can use are tracked: the CFA, rbp and the
- * return address column.  Rules for other registers are parsed and dropped. */
+/* Only the registers the walker can use are tracked: the CFA, rbp, rbx and
+ * the return address column.  Rules for other registers are parsed and
+ * dropped.  A CFA that became undefined (def_cfa_register or
+ * def_cfa_offset applied to an expression: invalid DWARF, which libdw
+ * refuses too) has is_expr == CFA_INVALID. */
+#define CFA_INVALID 2
+
 struct frame_state {
 	struct cfa_rule cfa;
 	struct reg_rule rbp;
+	struct reg_rule rbx;
 	struct reg_rule ra;
 };
 
@@ -581,11 +588,15 @@ static void cfa_to_rule(const struct cfa_rule *c, struct unwind_rule *r)
 	int i;
 
 	r->cfa_type = UNWIND_CFA_UNSUPPORTED;
-	if (!c->is_expr) {
+	if (c->is_expr == CFA_INVALID) {
+		return;
+	} else if (!c->is_expr) {
 		if (c->reg == REG_RSP)
 			r->cfa_type = UNWIND_CFA_RSP;
 		else if (c->reg == REG_RBP)
 			r->cfa_type = UNWIND_CFA_RBP;
+		else if (c->reg == REG_RBX)
+			r->cfa_type = UNWIND_CFA_RBX;
 	} else if (expr_breg(c->expr, c->len, OP_breg7, NULL, 0, &off)) {
 		r->cfa_type = UNWIND_CFA_RSP;
 	} else if (expr_breg(c->expr, c->len, OP_breg6, NULL, 0, &off)) {
@@ -609,36 +620,37 @@ static void cfa_to_rule(const struct cfa_rule *c, struct unwind_rule *r)
 	r->cfa_off = (int32_t)off;
 }
 
-static void rbp_to_rule(const struct reg_rule *b, struct unwind_rule *r)
+/* Where a callee-saved register (rbp or rbx) of the caller is. */
+static void reg_to_rule(const struct reg_rule *b, uint8_t *type, int32_t *out_off)
 {
 	int64_t off = 0;
 
 	switch (b->kind) {
 	case RK_SAME:
-		r->rbp_type = UNWIND_RBP_SAME;
+		*type = UNWIND_RBP_SAME;
 		return;
 	case RK_UNDEF:
-		r->rbp_type = UNWIND_RBP_UNDEFINED;
+		*type = UNWIND_RBP_UNDEFINED;
 		return;
 	case RK_OFFSET:
 		off = b->off;
-		r->rbp_type = UNWIND_RBP_CFA;
+		*type = UNWIND_RBP_CFA;
 		break;
 	case RK_EXPR:
 		if (expr_breg(b->expr, b->len, OP_breg6, NULL, 0, &off)) {
-			r->rbp_type = UNWIND_RBP_AT_RBP;
+			*type = UNWIND_RBP_AT_RBP;
 			break;
 		}
 		/* fall through */
 	default:
-		r->rbp_type = UNWIND_RBP_UNSUPPORTED;
+		*type = UNWIND_RBP_UNSUPPORTED;
 		return;
 	}
 	if (!fits32(off)) {
-		r->rbp_type = UNWIND_RBP_UNSUPPORTED;
+		*type = UNWIND_RBP_UNSUPPORTED;
 		return;
 	}
-	r->rbp_off = (int32_t)off;
+	*out_off = (int32_t)off;
 }
 
 /* Translates the interpreter's state into the walker's rule.  Rules are
@@ -663,7 +675,8 @@ static void state_to_rule(const struct frame_state *s, int signal, struct unwind
 		r->cfa_off = 0;
 		return;
 	}
-	rbp_to_rule(&s->rbp, r);
+	reg_to_rule(&s->rbp, &r->rbp_type, &r->rbp_off);
+	reg_to_rule(&s->rbx, &r->rbx_type, &r->rbx_off);
 }
 
 static int interp_emit(struct interp *in, uint64_t to)
@@ -686,6 +699,8 @@ static struct reg_rule *interp_reg(struct interp *in, uint64_t reg)
 		return &in->st.ra;
 	if (reg == REG_RBP)
 		return &in->st.rbp;
+	if (reg == REG_RBX)
+		return &in->st.rbx;
 	return NULL;
 }
 
@@ -695,6 +710,8 @@ static const struct reg_rule *init_reg(struct interp *in, uint64_t reg)
 		return &in->init.ra;
 	if (reg == REG_RBP)
 		return &in->init.rbp;
+	if (reg == REG_RBX)
+		return &in->init.rbx;
 	return NULL;
 }
 
@@ -815,10 +832,14 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 		return 0;
 	case 0x0d: /* def_cfa_register */
 		in->st.cfa.reg = rd_uleb(r);
-		return in->st.cfa.is_expr ? -EINVAL : 0;
+		if (in->st.cfa.is_expr)
+			in->st.cfa.is_expr = CFA_INVALID;
+		return 0;
 	case 0x0e: /* def_cfa_offset */
 		in->st.cfa.off = (int64_t)rd_uleb(r);
-		return in->st.cfa.is_expr ? -EINVAL : 0;
+		if (in->st.cfa.is_expr)
+			in->st.cfa.is_expr = CFA_INVALID;
+		return 0;
 	case 0x0f: /* def_cfa_expression */
 		in->st.cfa.is_expr = 1;
 		return block(r, &in->st.cfa.expr, &in->st.cfa.len);
@@ -840,7 +861,9 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 		return 0;
 	case 0x13: /* def_cfa_offset_sf */
 		in->st.cfa.off = rd_sleb(r) * da;
-		return in->st.cfa.is_expr ? -EINVAL : 0;
+		if (in->st.cfa.is_expr)
+			in->st.cfa.is_expr = CFA_INVALID;
+		return 0;
 	case 0x14: /* val_offset */
 		reg = rd_uleb(r);
 		set_reg(in, reg, RK_VAL_OFFSET, (int64_t)rd_uleb(r) * da, NULL, 0);
@@ -885,6 +908,7 @@ static void state_init(struct frame_state *s)
 	s->cfa.reg = REG_RSP;
 	s->cfa.off = 8;
 	s->rbp.kind = RK_SAME;
+	s->rbx.kind = RK_SAME;
 	s->ra.kind = RK_OFFSET;
 	s->ra.off = -8;
 }

@@ -689,39 +689,50 @@ static const char *const cfa_names[] = {
 	[UNWIND_CFA_RBP] = "rbp",	      [UNWIND_CFA_PLT11] = "plt11",
 	[UNWIND_CFA_PLT10] = "plt10",	      [UNWIND_CFA_DEREF_RBP] = "deref(rbp",
 	[UNWIND_CFA_END] = "end-of-stack",    [UNWIND_CFA_SIGNAL] = "signal-frame",
-	[UNWIND_CFA_UNSUPPORTED] = "unsupported",
+	[UNWIND_CFA_RBX] = "rbx",	      [UNWIND_CFA_UNSUPPORTED] = "unsupported",
 };
+
+static void reg_format(uint8_t type, int32_t off, char *buf, size_t len)
+{
+	switch (type) {
+	case UNWIND_RBP_SAME:
+		snprintf(buf, len, "same");
+		break;
+	case UNWIND_RBP_CFA:
+		snprintf(buf, len, "[cfa%+d]", off);
+		break;
+	case UNWIND_RBP_AT_RBP:
+		snprintf(buf, len, "[rbp%+d]", off);
+		break;
+	case UNWIND_RBP_UNDEFINED:
+		snprintf(buf, len, "undefined");
+		break;
+	default:
+		snprintf(buf, len, "unsupported");
+	}
+}
 
 void table_rule_format(const struct unwind_rule *r, char *buf, size_t len)
 {
-	char rbp[48];
+	char rbp[32], rbx[40];
 	const char *cfa = r->cfa_type <= UNWIND_CFA_UNSUPPORTED ? cfa_names[r->cfa_type] : "invalid";
 
-	switch (r->rbp_type) {
-	case UNWIND_RBP_SAME:
-		snprintf(rbp, sizeof(rbp), "same");
-		break;
-	case UNWIND_RBP_CFA:
-		snprintf(rbp, sizeof(rbp), "[cfa%+d]", r->rbp_off);
-		break;
-	case UNWIND_RBP_AT_RBP:
-		snprintf(rbp, sizeof(rbp), "[rbp%+d]", r->rbp_off);
-		break;
-	case UNWIND_RBP_UNDEFINED:
-		snprintf(rbp, sizeof(rbp), "undefined");
-		break;
-	default:
-		snprintf(rbp, sizeof(rbp), "unsupported");
+	reg_format(r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
+	rbx[0] = 0;
+	if (r->rbx_type != UNWIND_RBP_SAME) {
+		memcpy(rbx, " rbx=", 6);
+		reg_format(r->rbx_type, r->rbx_off, rbx + 5, sizeof(rbx) - 5);
 	}
 	switch (r->cfa_type) {
 	case UNWIND_CFA_RSP:
 	case UNWIND_CFA_RBP:
+	case UNWIND_CFA_RBX:
 	case UNWIND_CFA_PLT11:
 	case UNWIND_CFA_PLT10:
-		snprintf(buf, len, "cfa=%s%+d rbp=%s", cfa, r->cfa_off, rbp);
+		snprintf(buf, len, "cfa=%s%+d rbp=%s%s", cfa, r->cfa_off, rbp, rbx);
 		break;
 	case UNWIND_CFA_DEREF_RBP:
-		snprintf(buf, len, "cfa=%s%+d) rbp=%s", cfa, r->cfa_off, rbp);
+		snprintf(buf, len, "cfa=%s%+d) rbp=%s%s", cfa, r->cfa_off, rbp, rbx);
 		break;
 	default:
 		snprintf(buf, len, "%s", cfa);

@@ -10,7 +10,7 @@
 
 #define PAGE_SER_SIZE 8
 #define ROW_SER_SIZE 4
-#define RULE_SER_SIZE 12
+#define RULE_SER_SIZE 16
 #define MAX_FIRST_PAGE (UINT64_MAX >> UNWIND_PAGE_SHIFT) /* last page of a 64-bit space */
 
 /* A write cursor into a buffer sized up front. */
@@ -139,9 +139,11 @@ static void write_arrays(struct wcur *w, const struct unwind_table *t)
 	for (i = 0; i < t->nrules; i++) {
 		put_u32(w, (uint32_t)t->rules[i].cfa_off);
 		put_u32(w, (uint32_t)t->rules[i].rbp_off);
+		put_u32(w, (uint32_t)t->rules[i].rbx_off);
 		put_u8(w, t->rules[i].cfa_type);
 		put_u8(w, t->rules[i].rbp_type);
-		put_u16(w, t->rules[i].pad);
+		put_u8(w, t->rules[i].rbx_type);
+		put_u8(w, t->rules[i].pad);
 	}
 }
 
@@ -233,9 +235,11 @@ static void read_arrays(struct rcur *r, struct unwind_table *t)
 	for (i = 0; i < t->nrules; i++) {
 		t->rules[i].cfa_off = (int32_t)get_u32(r);
 		t->rules[i].rbp_off = (int32_t)get_u32(r);
+		t->rules[i].rbx_off = (int32_t)get_u32(r);
 		t->rules[i].cfa_type = get_u8(r);
 		t->rules[i].rbp_type = get_u8(r);
-		t->rules[i].pad = get_u16(r);
+		t->rules[i].rbx_type = get_u8(r);
+		t->rules[i].pad = get_u8(r);
 	}
 }
 
@@ -247,7 +251,8 @@ static bool rules_valid(const struct unwind_table *t)
 		const struct unwind_rule *rule = &t->rules[i];
 
 		if (rule->cfa_type > UNWIND_CFA_UNSUPPORTED ||
-		    rule->rbp_type > UNWIND_RBP_UNSUPPORTED || rule->pad != 0)
+		    rule->rbp_type > UNWIND_RBP_UNSUPPORTED ||
+		    rule->rbx_type > UNWIND_RBP_UNSUPPORTED || rule->pad != 0)
 			return false;
 	}
 	return true;

@@ -12,7 +12,7 @@
  * Bump it whenever either changes (a new field, a different row split, a
  * fixed rule): the table cache keys on it, so old entries stop matching.
  */
-#define TABLE_FORMAT_VERSION 1
+#define TABLE_FORMAT_VERSION 2
 
 /*
  * Layout, every integer little-endian, no padding:
@@ -25,7 +25,7 @@
  *    72  u8 build_id[64]           (bytes past build_id_len are zero)
  *   pages  npages x { u32 first_row, u32 nrows }
  *   rows   nrows  x { u16 pc_low, u16 rule }
- *   rules  nrules x { s32 cfa_off, s32 rbp_off, u8 cfa_type, u8 rbp_type, u16 pad }
+ *   rules  nrules x { s32 cfa_off, s32 rbp_off, s32 rbx_off, u8 cfa_type, u8 rbp_type, u8 rbx_type, u8 pad }
  */
 #define TABLE_SER_MAGIC "DWLKTABL"
 #define TABLE_SER_HEADER_SIZE 136

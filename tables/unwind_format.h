@@ -34,11 +34,14 @@ enum unwind_cfa_type {
 	UNWIND_CFA_DEREF_RBP = 5, /* realigned stack: CFA = *(u64 *)(rbp + cfa_off) */
 	UNWIND_CFA_END = 6,	 /* return address undefined: outermost frame */
 	UNWIND_CFA_SIGNAL = 7,	 /* signal trampoline: regs come from rt_sigframe at rsp */
-	UNWIND_CFA_UNSUPPORTED = 8, /* any other rule: the walker stops and counts it */
+	UNWIND_CFA_RBX = 8,	 /* CFA = rbx + cfa_off (glibc's _dl_runtime_resolve) */
+	UNWIND_CFA_UNSUPPORTED = 9, /* any other rule: the walker stops and counts it */
 };
 
-/* Where the caller's rbp is.  The return address is always at CFA - 8 (a
- * row whose return address rule is anything else is UNWIND_CFA_UNSUPPORTED). */
+/* Where the caller's rbp (and, with the same types, rbx) is.  The return
+ * address is always at CFA - 8 (a row whose return address rule is
+ * anything else is UNWIND_CFA_UNSUPPORTED).  rbx is tracked only because
+ * a few hand-written functions compute their CFA from it. */
 enum unwind_rbp_type {
 	UNWIND_RBP_SAME = 0,	    /* unchanged (same value, or no rule) */
 	UNWIND_RBP_CFA = 1,	    /* saved at *(u64 *)(CFA + rbp_off) */
@@ -57,9 +60,11 @@ enum unwind_rbp_type {
 struct unwind_rule {
 	__s32 cfa_off; /* bytes; meaning depends on cfa_type */
 	__s32 rbp_off; /* bytes; meaning depends on rbp_type */
+	__s32 rbx_off; /* bytes; meaning depends on rbx_type */
 	__u8 cfa_type; /* enum unwind_cfa_type */
 	__u8 rbp_type; /* enum unwind_rbp_type */
-	__u16 pad;     /* zero */
+	__u8 rbx_type; /* enum unwind_rbp_type, for rbx */
+	__u8 pad;      /* zero */
 };
 
 struct unwind_row {
@@ -72,7 +77,7 @@ struct unwind_page {
 	__u32 nrows;	 /* rows in this page; 0 = no CFI anywhere in the page */
 };
 
-_Static_assert(sizeof(struct unwind_rule) == 12, "unwind_rule layout");
+_Static_assert(sizeof(struct unwind_rule) == 16, "unwind_rule layout");
 _Static_assert(sizeof(struct unwind_row) == 4, "unwind_row layout");
 _Static_assert(sizeof(struct unwind_page) == 8, "unwind_page layout");
 

@@ -38,7 +38,10 @@ static void die(const char *fmt, ...)
 #define CHECK(cond, ...)                                                        \
 	do {                                                                    \
 		if (!(cond))                                                    \
-			die("%s:%d: %s: " __VA_ARGS__, __FILE__, __LINE__, #cond); \
+		{                                                               \
+			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			die("" __VA_ARGS__);                                    \
+		}                                                               \
 	} while (0)
 
 static bool tables_equal(const struct unwind_table *a, const struct unwind_table *b)

@@ -1,0 +1,355 @@
+/* `dwleak tables [--verify] FILE...`: prints an object's compiled unwind
+ * rows the way `readelf --debug-dump=frames-interp` prints CFI, or checks
+ * every row against libdw and prints one parseable summary line per file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd_tables.h"
+#include "debug_file.h"
+#include "table.h"
+#include "table_cache.h"
+#include "table_verify.h"
+
+#define EXIT_MISMATCH 1
+#define EXIT_USAGE 2
+#define RULE_TEXT_MAX 128
+#define MISMATCHES_SHOWN 50 /* per object; the summary line counts them all */
+
+/* Settings of one `dwleak tables` run; zero is the default for each. */
+struct tables_env {
+	bool verify;		/* --verify: compare with libdw instead of printing rows */
+	bool no_cache;		/* --no-cache: always compile, never read or write the cache */
+	const char *debug_file; /* --debug-file: separate debug file of the one FILE */
+	const char **debug_dirs; /* --debug-dir (repeatable), NULL-terminated */
+	size_t ndebug_dirs;
+	struct table_cache *cache; /* NULL when disabled or unavailable */
+};
+
+enum tables_opt_key {
+	OPT_VERIFY = 0x100,
+	OPT_DEBUG_FILE,
+	OPT_DEBUG_DIR,
+	OPT_NO_CACHE,
+};
+
+static const struct option tables_options[] = {
+	{ "verify", no_argument, NULL, OPT_VERIFY },
+	{ "debug-file", required_argument, NULL, OPT_DEBUG_FILE },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char tables_usage[] =
+	"Usage: dwleak tables [--verify] [--debug-file PATH] [--debug-dir DIR] [--no-cache] FILE...\n"
+	"\n"
+	"Compiles the DWARF call-frame information (.eh_frame, and .debug_frame from the\n"
+	"object or its separate debug file) of each ELF FILE into the compact unwind\n"
+	"table dwleak's in-kernel stack walker uses, and prints it: a header, then one\n"
+	"line per row with its address range, how to find the CFA (the caller's rsp)\n"
+	"and where the caller's rbp was saved.\n"
+	"\n"
+	"  --verify            check every row against libdw's own reading of the CFI\n"
+	"                      instead of printing rows; prints each disagreement and one\n"
+	"                      summary line per file:\n"
+	"                        verify FILE: fdes=N rows=N bytes=N bytes_per_row=X.XX\n"
+	"                                     coverage=XX.XXX% mismatches=N\n"
+	"                      (coverage: share of CFI-covered code the walker can unwind)\n"
+	"  --debug-file PATH   take .debug_frame from PATH too (one FILE only); by default\n"
+	"                      the debug file is looked up by build id and .gnu_debuglink\n"
+	"                      next to FILE, in .debug/ and under /usr/lib/debug\n"
+	"  --debug-dir DIR     also look for debug files under DIR (repeatable)\n"
+	"  --no-cache          compile every table afresh; do not read or write the cache\n"
+	"                      ($XDG_CACHE_HOME/dwleak or ~/.cache/dwleak)\n"
+	"  -h, --help          show this help\n"
+	"\n"
+	"Rows read like:  0x26000-0x26006  cfa=rsp+16 rbp=same\n"
+	"  cfa=rsp+N / rbp+N      CFA is that register plus N\n"
+	"  cfa=plt11/plt10+N      .plt stubs: rsp+N, +8 past the push in each stub\n"
+	"  cfa=deref_rbp...       realigned stack: CFA loaded from memory at rbp+N\n"
+	"  rbp=[cfa-16]           caller's rbp saved at CFA-16; rbp=same: unchanged\n"
+	"  end / signal / unsupported: outermost frame, signal trampoline, or a rule\n"
+	"  the walker cannot follow (it stops there and counts it)\n"
+	"\n"
+	"Examples:\n"
+	"  dwleak tables /lib/x86_64-linux-gnu/libc.so.6 | less\n"
+	"  dwleak tables --verify /usr/bin/python3.11 /usr/lib/x86_64-linux-gnu/libstdc++.so.6\n"
+	"  dwleak tables --verify --debug-file prog.debug prog\n"
+	"\n"
+	"Exit status: 0 success, 1 --verify found a mismatch, 2 a usage error or a FILE\n"
+	"that could not be read (the other FILEs are still processed).\n";
+
+/* What the user can do about each compile or open failure. */
+static const char *error_advice(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "check the path";
+	case -EACCES:
+	case -EPERM:
+		return "check its permissions, or run as a user who can read it";
+	case -EISDIR:
+		return "give an ELF file, not a directory";
+	case -ENOEXEC:
+		return "give an x86_64 ELF executable or shared library (is it truncated?)";
+	case -ENODATA:
+		return "if a separate debug file has .debug_frame, install it or pass --debug-file PATH";
+	case -ENOMEM:
+		return "free some memory and retry";
+	default:
+		return "check that it is a readable x86_64 ELF object";
+	}
+}
+
+static void report_error(const char *path, int err, const char *why)
+{
+	fprintf(stderr, "dwleak: cannot read %s: %s; %s\n", path, why, error_advice(err));
+}
+
+static void build_id_print(const struct unwind_table *t)
+{
+	uint32_t i;
+
+	if (!t->build_id_len) {
+		printf("  build-id: none\n");
+		return;
+	}
+	printf("  build-id: ");
+	for (i = 0; i < t->build_id_len; i++)
+		printf("%02x", t->build_id[i]);
+	printf("\n");
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static double per_row(uint64_t bytes, uint32_t rows)
+{
+	return rows ? (double)bytes / rows : 0.0;
+}
+
+static void header_print(const char *path, const char *debug_path, const struct unwind_table *t)
+{
+	uint64_t bytes = table_walker_bytes(t);
+
+	printf("%s:\n", path);
+	build_id_print(t);
+	printf("  debug file: %s\n", debug_path ? debug_path : "none");
+	printf("  fdes: %" PRIu32 " (.eh_frame %" PRIu32 ", .debug_frame %" PRIu32
+	       ", skipped %" PRIu32 ")\n",
+	       t->nfdes, t->nfdes_eh, t->nfdes_debug, t->nfdes_bad);
+	printf("  rows: %" PRIu32 "  rules: %" PRIu32 "  pages: %" PRIu32 "  bytes: %" PRIu64
+	       " (%.2f per row)\n",
+	       t->nrows, t->nrules, t->npages, bytes, per_row(bytes, t->nrows));
+	printf("  code covered by CFI: %" PRIu64 " bytes, walker-supported: %" PRIu64
+	       " (%.3f%%)\n",
+	       t->covered_bytes, t->supported_bytes, percent(t->supported_bytes, t->covered_bytes));
+}
+
+static int span_print(const struct table_span *span, void *arg)
+{
+	char text[RULE_TEXT_MAX];
+
+	(void)arg;
+	table_rule_format(span->rule, text, sizeof(text));
+	printf("  %#" PRIx64 "-%#" PRIx64 "  %s\n", span->start, span->end, text);
+	return 0;
+}
+
+/* State of one --verify run, for the mismatch callback. */
+struct verify_print {
+	const char *path;
+	uint64_t shown;
+	uint64_t seen;
+};
+
+static void mismatch_print(void *arg, uint64_t addr, const char *ours, const char *theirs)
+{
+	struct verify_print *vp = arg;
+
+	if (vp->seen++ >= MISMATCHES_SHOWN)
+		return;
+	vp->shown++;
+	printf("mismatch %s %#" PRIx64 ": ours %s, libdw %s\n", vp->path, addr, ours, theirs);
+}
+
+/* Runs table_verify() and prints the summary; returns an exit status. */
+static int object_verify(const char *path, int fd, const struct table_opts *opts,
+			 const struct unwind_table *t)
+{
+	struct verify_print vp = { .path = path };
+	struct table_verify_result res;
+	int ret;
+
+	ret = table_verify(fd, opts, t, &res, mismatch_print, &vp);
+	if (ret) {
+		report_error(path, ret, table_verify_last_error());
+		return EXIT_USAGE;
+	}
+	if (vp.seen > vp.shown)
+		printf("mismatch %s: ... %" PRIu64 " more not shown\n", path, vp.seen - vp.shown);
+	printf("verify %s: fdes=%" PRIu32 " rows=%" PRIu32 " bytes=%" PRIu64
+	       " bytes_per_row=%.2f coverage=%.3f%% mismatches=%" PRIu64 "\n",
+	       path, res.nfdes, res.nrows, res.walker_bytes, per_row(res.walker_bytes, res.nrows),
+	       percent(res.supported_bytes, res.covered_bytes), res.mismatches);
+	return res.mismatches ? EXIT_MISMATCH : 0;
+}
+
+/* Opens PATH for reading; refuses what is not a regular file. */
+static int object_open(const char *path, int *fd)
+{
+	struct stat st;
+	int err;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		err = -errno;
+		report_error(path, err, strerror(-err));
+		return err;
+	}
+	if (fstat(*fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
+		report_error(path, err, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		close(*fd);
+		*fd = -1;
+		return err;
+	}
+	return 0;
+}
+
+/* The debug file to use for FD: --debug-file, else the usual lookup. */
+static char *debug_path_for(const struct tables_env *env, int fd, const char *path)
+{
+	char *found = NULL;
+
+	if (env->debug_file)
+		return strdup(env->debug_file);
+	if (debug_file_find(fd, path, env->debug_dirs, &found) == 0)
+		return found;
+	return NULL;
+}
+
+/* Compiles (or fetches) and prints or verifies one FILE; returns an exit status. */
+static int object_run(const struct tables_env *env, const char *path)
+{
+	struct unwind_table *t = NULL;
+	struct table_opts opts = { 0 };
+	char *debug_path = NULL;
+	int fd, ret, status = EXIT_USAGE;
+
+	if (object_open(path, &fd))
+		return EXIT_USAGE;
+	debug_path = debug_path_for(env, fd, path);
+	opts.debug_path = debug_path;
+	ret = table_cache_get(env->cache, fd, path, &opts, &t, NULL);
+	if (ret) {
+		report_error(path, ret, table_last_error());
+		goto out;
+	}
+	if (env->verify) {
+		status = object_verify(path, fd, &opts, t);
+		goto out;
+	}
+	header_print(path, debug_path, t);
+	table_for_each_span(t, span_print, NULL);
+	status = 0;
+out:
+	table_free(t);
+	free(debug_path);
+	close(fd);
+	return status;
+}
+
+static int debug_dir_add(struct tables_env *env, const char *dir)
+{
+	const char **dirs = realloc(env->debug_dirs, (env->ndebug_dirs + 2) * sizeof(*dirs));
+
+	if (!dirs)
+		return -ENOMEM;
+	dirs[env->ndebug_dirs++] = dir;
+	dirs[env->ndebug_dirs] = NULL;
+	env->debug_dirs = dirs;
+	return 0;
+}
+
+static void usage_error(const char *msg)
+{
+	fprintf(stderr, "dwleak tables: %s\nTry 'dwleak tables --help' for more information.\n", msg);
+}
+
+/* Parses options into ENV; returns -1 to go on, else an exit status. */
+static int options_parse(struct tables_env *env, int argc, char **argv)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0; /* our own message names the command */
+	while ((c = getopt_long(argc, argv, "h", tables_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_VERIFY:
+			env->verify = true;
+			break;
+		case OPT_DEBUG_FILE:
+			env->debug_file = optarg;
+			break;
+		case OPT_DEBUG_DIR:
+			if (debug_dir_add(env, optarg))
+				return EXIT_USAGE;
+			break;
+		case OPT_NO_CACHE:
+			env->no_cache = true;
+			break;
+		case 'h':
+			fputs(tables_usage, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "dwleak tables: unknown option or missing argument '%s'\n"
+				"Try 'dwleak tables --help' for more information.\n", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage_error("no FILE given");
+		return EXIT_USAGE;
+	}
+	if (env->debug_file && argc - optind > 1) {
+		usage_error("--debug-file applies to a single FILE");
+		return EXIT_USAGE;
+	}
+	return -1;
+}
+
+int cmd_tables(int argc, char **argv)
+{
+	struct tables_env env = { 0 };
+	int i, ret, status = 0;
+
+	ret = options_parse(&env, argc, argv);
+	if (ret >= 0)
+		goto out;
+	/* A cache that cannot be opened (no $HOME) just means compiling every time. */
+	if (!env.no_cache && table_cache_open(NULL, &env.cache))
+		env.cache = NULL;
+	for (i = optind; i < argc; i++) {
+		ret = object_run(&env, argv[i]);
+		if (ret > status)
+			status = ret;
+		fflush(stdout);
+	}
+	ret = status;
+out:
+	table_cache_close(env.cache);
+	free(env.debug_dirs);
+	return ret;
+}
