@@ -1,0 +1,123 @@
+/* The leak report: one plain data model the tracer fills in, and the writers
+ * that turn it into memleak-like text, the JSON of SPEC.md and folded stacks. */
+#ifndef DWLEAK_REPORT_H
+#define DWLEAK_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/*
+ * One frame of a stack.  Every pointer is borrowed: the report never owns or
+ * frees strings, the caller keeps them alive until the writers return.
+ * ADDRESS is always meaningful; ELF_ADDRESS only when MODULE is set.  An
+ * inlined frame shares ADDRESS with the frame after it (its caller) and has
+ * no meaningful OFFSET.
+ */
+struct report_frame {
+	uint64_t address;     /* runtime address */
+	uint64_t elf_address; /* same place in MODULE's ELF virtual address space */
+	const char *module;   /* path of the mapped object, NULL when no mapping is known */
+	const char *build_id; /* lowercase hex, NULL when unknown */
+	const char *function; /* demangled name, NULL when no symbol is known */
+	uint64_t offset;      /* address - start of FUNCTION, bytes */
+	const char *file;     /* source file, NULL without line information */
+	int line;             /* source line, 0 (or negative) = unknown */
+	bool inlined;         /* inlined into the next (outer) frame */
+};
+
+/*
+ * The outstanding allocations made from one call stack.  FRAMES are innermost
+ * first (the allocator, then its callers).  FP_FRAMES is the frame-pointer
+ * walk of the same site and is only written when the report's unwind mode is
+ * "both".  TRUNCATED and UNWIND_ERROR say how a walk that did not reach the
+ * outermost frame ended; both may be unset for a complete walk.
+ */
+struct report_stack {
+	uint64_t bytes;
+	uint64_t allocations;
+	const char *allocator;         /* "malloc", "calloc", "operator new", ...; NULL = unknown */
+	const struct report_frame *frames;
+	size_t nframes;
+	const struct report_frame *fp_frames;
+	size_t nfp_frames;
+	bool truncated;                /* the walk hit the depth limit (after NFRAMES frames) */
+	const char *unwind_error;      /* NULL, or why the walk stopped early */
+	double oldest_age_s;           /* age of the oldest allocation, seconds; NAN = unknown */
+	double growth_bytes_per_s;     /* since the previous interval report; NAN = unknown */
+};
+
+/*
+ * Counts over the whole trace, not only the stacks a report shows.  STACKS is
+ * the number of distinct stacks with outstanding allocations.
+ */
+struct report_totals {
+	uint64_t outstanding_bytes;
+	uint64_t outstanding_allocations;
+	uint64_t stacks;
+	uint64_t dropped_events;   /* events lost (ring buffer or map full) */
+	uint64_t truncated_stacks; /* walks stopped by the depth limit */
+	uint64_t unwind_errors;    /* walks stopped by a missing rule or unreadable memory */
+};
+
+/*
+ * A whole report.  STACKS may be in any order: the writers show them by bytes,
+ * largest first, ties by allocations, then in the order given.  The
+ * COUNTER_NAMES/COUNTER_VALUES arrays (NCOUNTERS each) are extra named
+ * counters (per-reason BPF give-ups and the like); text shows the non-zero
+ * ones in its footer, JSON all of them in a top-level "counters" object.
+ */
+struct report {
+	int pid;
+	const char *command;  /* path of the traced program, NULL = unknown */
+	const char *unwind;   /* "dwarf", "fp" or "both" */
+	double duration_s;    /* time traced so far, seconds */
+	time_t timestamp;     /* wall clock of the text header; 0 = now */
+	struct report_totals totals;
+	struct report_stack *stacks;
+	size_t nstacks;
+	const char *const *counter_names;
+	const uint64_t *counter_values;
+	size_t ncounters;
+};
+
+/*
+ * Sorts R->stacks in place by bytes descending, ties by allocations
+ * descending, remaining ties keeping their order (stable).
+ * Returns 0, or -ENOMEM (R is then unchanged).
+ */
+int report_sort(struct report *r);
+
+/*
+ * Sets totals.outstanding_bytes, outstanding_allocations and stacks from
+ * R->stacks, and truncated_stacks and unwind_errors to the number of stacks
+ * that are truncated or carry an unwind_error.  dropped_events is left alone;
+ * a caller with better counts (the BPF per-reason counters) sets them after.
+ */
+void report_totals_from_stacks(struct report *r);
+
+/*
+ * Each writer writes R to F, showing at most TOP stacks (0 = all) in the
+ * order report_sort() gives, without modifying R.  Nothing is written to F
+ * before the order is known, so -ENOMEM leaves F untouched.
+ * Return 0, -ENOMEM, or -EIO when F reports an error.
+ *
+ * report_write_text: memleak-like text, a header, one block per stack
+ *   (frames indented, innermost first) and a footer with the totals.
+ * report_write_json: the JSON object of SPEC.md, ending in a newline.
+ * report_write_folded: one line per stack, "outer;...;inner BYTES", for
+ *   FlameGraph, inferno and speedscope.
+ */
+int report_write_text(FILE *f, const struct report *r, unsigned int top);
+int report_write_json(FILE *f, const struct report *r, unsigned int top);
+int report_write_folded(FILE *f, const struct report *r, unsigned int top);
+
+/*
+ * Formats BYTES for people ("480 B", "12.5 KiB", "3.0 GiB") into BUF of
+ * SIZE bytes (24 is always enough).  Returns BUF.
+ */
+char *report_human_bytes(char *buf, size_t size, double bytes);
+
+#endif

@@ -1,0 +1,778 @@
+/* Symbolization of report frames with libdwfl, offline: each object gets its
+ * own Dwfl (so its ELF addresses are its dwfl addresses up to one bias), is
+ * read from an fd because the mapped file may be gone from disk, and keeps
+ * a cache of resolved addresses because stacks of one report share frames. */
+#define _GNU_SOURCE /* asprintf */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "symbolize.h"
+
+/* libstdc++'s demangler (the Itanium C++ ABI entry point); link -lstdc++. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Where libdwfl looks by debuglink name before the user's dirs: the
+ * object's dir, its .debug/ and the system root.  The leading '+' turns on
+ * the CRC check of debuglink candidates so a stale file is never used. */
+#define DEFAULT_DEBUGINFO_PATH "+:.debug:/usr/lib/debug"
+
+#define MODULE_BUCKETS_MIN 16 /* power of two; grows with the module count */
+#define ADDR_CACHE_MIN 64     /* power of two; grows at half load */
+
+/*
+ * One cached result.  USED marks a filled slot; FRAMES/N are the frames
+ * sym_module_resolve() copies out for (ADDR, RETURN_ADDR).
+ */
+struct addr_entry {
+	uint64_t addr;
+	bool return_addr;
+	bool used;
+	struct sym_frame *frames;
+	size_t n;
+};
+
+/*
+ * The name to show for the function symbols starting at ADDR (a dwfl
+ * address).  NAME points into libdwfl's copy of the symbol table and lives
+ * as long as the module's Dwfl; RANK orders aliases, higher is better.
+ */
+struct sym_alias {
+	Dwarf_Addr addr;
+	const char *name;
+	int rank;
+};
+
+/*
+ * An object and its Dwfl.  BIAS is what libdwfl adds to the object's ELF
+ * addresses (0 for most, but offline reporting may place an ET_DYN higher).
+ * BUILD_ID is NULL exactly when the object has none; then DEV/INO/SIZE/MTIME
+ * identify the bytes.  CACHE is an open-addressed table of CACHE_CAP slots
+ * (a power of two), at most half of them used.
+ */
+struct sym_module {
+	struct sym_module *next; /* bucket chain */
+	char *path;
+	char *build_id;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	struct addr_entry *cache;
+	size_t cache_cap;
+	size_t cache_len;
+	struct sym_alias *aliases;
+	size_t n_aliases;
+	bool aliases_ready;
+};
+
+/*
+ * CALLBACKS points at DEBUGINFO_PATH and must outlive every Dwfl made from
+ * it, hence lives here.  MODULES is a chained hash table on the path with
+ * N_BUCKETS (a power of two) buckets and N_MODULES entries.
+ */
+struct symbolizer {
+	char *debuginfo_path;
+	Dwfl_Callbacks callbacks;
+	struct sym_module **modules;
+	size_t n_buckets;
+	size_t n_modules;
+};
+
+/* A growing array of frames while one address is resolved. */
+struct frame_list {
+	struct sym_frame *v;
+	size_t n;
+	size_t cap;
+};
+
+static uint64_t hash_bytes(const void *p, size_t len, uint64_t h)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL; /* FNV-1a */
+	return h;
+}
+
+static uint64_t hash_path(const char *path)
+{
+	return hash_bytes(path, strlen(path), 0xcbf29ce484222325ULL);
+}
+
+static uint64_t hash_addr(uint64_t addr, bool return_addr)
+{
+	uint64_t h = addr * 2 + return_addr;
+
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+int symbolizer_new(const char *const *debug_dirs, struct symbolizer **out)
+{
+	struct symbolizer *s;
+	size_t len = strlen(DEFAULT_DEBUGINFO_PATH) + 1;
+	char *cwd = NULL;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; debug_dirs && debug_dirs[i]; i++) {
+		if (!debug_dirs[i][0] || strchr(debug_dirs[i], ':'))
+			return -EINVAL;
+		/* Relative dirs become absolute: libdwfl would read them as
+		 * subdirs of each object's dir and skip them for build ids. */
+		if (debug_dirs[i][0] != '/' && !cwd) {
+			cwd = getcwd(NULL, 0);
+			if (!cwd)
+				return -errno;
+			if (strchr(cwd, ':')) {
+				free(cwd);
+				return -EINVAL;
+			}
+		}
+		len += strlen(debug_dirs[i]) + 2 + (debug_dirs[i][0] != '/' ? strlen(cwd) : 0);
+	}
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		goto out;
+	s->debuginfo_path = malloc(len);
+	s->n_buckets = MODULE_BUCKETS_MIN;
+	s->modules = calloc(s->n_buckets, sizeof(*s->modules));
+	if (!s->debuginfo_path || !s->modules)
+		goto out;
+	strcpy(s->debuginfo_path, DEFAULT_DEBUGINFO_PATH);
+	for (size_t i = 0; debug_dirs && debug_dirs[i]; i++) {
+		strcat(s->debuginfo_path, ":");
+		if (debug_dirs[i][0] != '/') {
+			strcat(s->debuginfo_path, cwd);
+			strcat(s->debuginfo_path, "/");
+		}
+		strcat(s->debuginfo_path, debug_dirs[i]);
+	}
+
+	s->callbacks.find_elf = dwfl_build_id_find_elf;
+	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.section_address = dwfl_offline_section_address;
+	s->callbacks.debuginfo_path = &s->debuginfo_path;
+	*out = s;
+	s = NULL;
+	err = 0;
+out:
+	symbolizer_free(s);
+	free(cwd);
+	return err;
+}
+
+static void module_free(struct sym_module *m)
+{
+	for (size_t i = 0; i < m->cache_cap; i++)
+		if (m->cache[i].used)
+			sym_frames_free(m->cache[i].frames, m->cache[i].n);
+	free(m->cache);
+	free(m->aliases);
+	if (m->dwfl)
+		dwfl_end(m->dwfl); /* closes the fd libdwfl consumed */
+	free(m->build_id);
+	free(m->path);
+	free(m);
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t b = 0; s->modules && b < s->n_buckets; b++) {
+		struct sym_module *m = s->modules[b], *next;
+
+		for (; m; m = next) {
+			next = m->next;
+			module_free(m);
+		}
+	}
+	free(s->modules);
+	free(s->debuginfo_path);
+	free(s);
+}
+
+/*
+ * Reads the build id of the ELF object at FD as hex into *OUT (NULL when it
+ * has none).  Returns 0, -ENOEXEC when FD is not ELF, -ENOMEM.
+ */
+static int read_build_id(int fd, char **out)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *bits;
+	ssize_t len;
+	int err = 0;
+
+	*out = NULL;
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	len = dwelf_elf_gnu_build_id(elf, &bits);
+	if (len > 0) {
+		const unsigned char *b = bits;
+
+		*out = malloc(len * 2 + 1);
+		if (!*out) {
+			err = -ENOMEM;
+			goto out;
+		}
+		for (ssize_t i = 0; i < len; i++)
+			sprintf(*out + i * 2, "%02x", b[i]);
+	}
+out:
+	elf_end(elf);
+	return err;
+}
+
+static bool module_matches(const struct sym_module *m, const char *path, const char *build_id,
+			   const struct stat *st)
+{
+	if (strcmp(m->path, path) != 0)
+		return false;
+	if (m->build_id || build_id)
+		return m->build_id && build_id && strcmp(m->build_id, build_id) == 0;
+	return m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
+	       m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* Doubles the module table when it gets as many modules as buckets. */
+static void modules_grow(struct symbolizer *s)
+{
+	size_t n = s->n_buckets * 2;
+	struct sym_module **t = calloc(n, sizeof(*t));
+
+	if (!t)
+		return; /* longer chains, still correct */
+	for (size_t b = 0; b < s->n_buckets; b++) {
+		struct sym_module *m = s->modules[b], *next;
+
+		for (; m; m = next) {
+			size_t nb = hash_path(m->path) & (n - 1);
+
+			next = m->next;
+			m->next = t[nb];
+			t[nb] = m;
+		}
+	}
+	free(s->modules);
+	s->modules = t;
+	s->n_buckets = n;
+}
+
+/*
+ * Hands FD to a new Dwfl for M.  Sets *CONSUMED once libdwfl owns FD
+ * (dwfl_end() closes it, even when a later step fails); until then FD is
+ * still the caller's.
+ */
+static int module_report(struct symbolizer *s, struct sym_module *m, int fd, bool *consumed)
+{
+	*consumed = false;
+	m->dwfl = dwfl_begin(&s->callbacks);
+	if (!m->dwfl)
+		return -ENOMEM;
+	/* The name and the file name are both PATH: libdwfl looks for
+	 * debuglink files next to the file name, while FD gives the bytes. */
+	m->mod = dwfl_report_offline(m->dwfl, m->path, m->path, fd);
+	if (!m->mod)
+		return -ENOEXEC;
+	*consumed = true;
+	if (dwfl_report_end(m->dwfl, NULL, NULL) != 0)
+		return -ENOEXEC;
+	if (!dwfl_module_getelf(m->mod, &m->bias))
+		return -ENOEXEC;
+	return 0;
+}
+
+int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym_module **out)
+{
+	struct sym_module *m = NULL;
+	char *build_id = NULL;
+	struct stat st;
+	size_t bucket;
+	bool consumed;
+	int own_fd, err;
+
+	*out = NULL;
+	if (fd >= 0)
+		own_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	else
+		own_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (own_fd < 0)
+		return -errno;
+	if (fstat(own_fd, &st) != 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = read_build_id(own_fd, &build_id);
+	if (err)
+		goto fail;
+
+	bucket = hash_path(path) & (s->n_buckets - 1);
+	for (m = s->modules[bucket]; m; m = m->next) {
+		if (module_matches(m, path, build_id, &st)) {
+			close(own_fd);
+			free(build_id);
+			*out = m;
+			return 0;
+		}
+	}
+
+	err = -ENOMEM;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		goto fail;
+	m->path = strdup(path);
+	if (!m->path)
+		goto fail;
+	m->build_id = build_id;
+	build_id = NULL;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->size = st.st_size;
+	m->mtime = st.st_mtim;
+	err = module_report(s, m, own_fd, &consumed);
+	if (consumed)
+		own_fd = -1; /* now libdwfl's */
+	if (err)
+		goto fail;
+
+	m->next = s->modules[bucket];
+	s->modules[bucket] = m;
+	if (++s->n_modules > s->n_buckets)
+		modules_grow(s);
+	*out = m;
+	return 0;
+fail:
+	if (m)
+		module_free(m);
+	free(build_id);
+	if (own_fd >= 0)
+		close(own_fd);
+	return err;
+}
+
+const char *sym_module_path(const struct sym_module *m)
+{
+	return m->path;
+}
+
+const char *sym_module_build_id(const struct sym_module *m)
+{
+	return m->build_id;
+}
+
+void sym_frames_free(struct sym_frame *frames, size_t n)
+{
+	if (!frames)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(frames[i].function);
+		free(frames[i].file);
+	}
+	free(frames);
+}
+
+/* A malloc'd copy of NAME, demangled when it is a C++ mangled name.
+ * *OK is set false on allocation failure (NAME NULL gives NULL, ok). */
+static char *name_dup(const char *name, bool *ok)
+{
+	char *r;
+
+	if (!name)
+		return NULL;
+	if (name[0] == '_' && name[1] == 'Z') {
+		int status;
+
+		r = __cxa_demangle(name, NULL, NULL, &status);
+		if (r)
+			return r;
+		/* status -2 (not a mangled name) or -3: keep it as is */
+	}
+	r = strdup(name);
+	if (!r)
+		*ok = false;
+	return r;
+}
+
+static char *str_dup(const char *s, bool *ok)
+{
+	char *r;
+
+	if (!s)
+		return NULL;
+	r = strdup(s);
+	if (!r)
+		*ok = false;
+	return r;
+}
+
+/* Appends a frame with copies of FUNCTION (demangled) and FILE. */
+static int frames_push(struct frame_list *fl, const char *function, uint64_t offset,
+		       const char *file, int line, bool inlined)
+{
+	struct sym_frame *f;
+	bool ok = true;
+
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 4;
+		struct sym_frame *v = realloc(fl->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		fl->v = v;
+		fl->cap = cap;
+	}
+	f = &fl->v[fl->n];
+	f->function = name_dup(function, &ok);
+	f->offset = offset;
+	f->file = str_dup(file, &ok);
+	f->line = line > 0 ? line : 0;
+	f->inlined = inlined;
+	fl->n++;
+	return ok ? 0 : -ENOMEM;
+}
+
+/*
+ * The C++ linkage name of a subprogram or inlined instance (demangled
+ * later, so names carry scope and parameters the way addr2line -C prints
+ * them), else its DW_AT_name when NAME_OK, each looked up through
+ * DW_AT_abstract_origin and DW_AT_specification.  A linkage name that is
+ * not mangled is an asm label (glibc's __GI___libc_malloc for malloc) and
+ * is passed over: the public name is what users know.
+ */
+static const char *die_function_name(Dwarf_Die *die, bool name_ok)
+{
+	static const unsigned int linkage_attrs[] = {
+		DW_AT_linkage_name,
+		DW_AT_MIPS_linkage_name,
+	};
+	Dwarf_Attribute attr;
+
+	for (size_t i = 0; i < sizeof(linkage_attrs) / sizeof(linkage_attrs[0]); i++) {
+		const char *name =
+			dwarf_formstring(dwarf_attr_integrate(die, linkage_attrs[i], &attr));
+
+		if (name && name[0] == '_' && name[1] == 'Z')
+			return name;
+	}
+	return name_ok ? dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr)) : NULL;
+}
+
+static bool die_udata(Dwarf_Die *die, unsigned int name, Dwarf_Word *out)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_formudata(dwarf_attr(die, name, &attr), out) == 0;
+}
+
+/*
+ * Pushes the DWARF frames of dwfl address PC: one per inlined instance,
+ * innermost first, then the containing subprogram.  FILE/LINE start as the
+ * line table's position of PC and move to each inline's call site.  Sets
+ * *REACHED when the chain ended in a physical function.
+ *
+ * Names follow addr2line: an inlined instance by its C++ linkage name or
+ * DW_AT_name; the physical function by its C++ linkage name, else by its
+ * ELF symbol SYMNAME (which, unlike DW_AT_name, carries C++ scope and
+ * parameters for static functions, and is the public alias), else by
+ * DW_AT_name.
+ */
+static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *symname,
+			     uint64_t offset, const char *file, int line,
+			     struct frame_list *fl, bool *reached)
+{
+	Dwarf_Addr dwbias;
+	Dwarf_Die *cudie = dwfl_module_addrdie(m->mod, pc, &dwbias);
+	Dwarf_Die *scopes = NULL, innermost;
+	Dwarf_Files *files = NULL;
+	int nscopes, err = 0;
+
+	*reached = false;
+	if (!cudie)
+		return 0;
+	/* dwarf_getscopes() continues from an inlined instance into its
+	 * abstract origin's parents; the concrete nesting - the chain of
+	 * inlines - comes from the parents of the innermost scope. */
+	nscopes = dwarf_getscopes(cudie, pc - dwbias, &scopes);
+	if (nscopes <= 0) {
+		free(scopes);
+		return 0;
+	}
+	innermost = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	nscopes = dwarf_getscopes_die(&innermost, &scopes);
+	if (nscopes <= 0) {
+		free(scopes);
+		return 0;
+	}
+	if (dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+		files = NULL;
+
+	for (int i = 0; i < nscopes && !err; i++) {
+		Dwarf_Die *scope = &scopes[i];
+		int tag = dwarf_tag(scope);
+		const char *name;
+		Dwarf_Word word;
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		if (tag != DW_TAG_inlined_subroutine) {
+			name = die_function_name(scope, false);
+			if (!name)
+				name = symname ? symname : die_function_name(scope, true);
+			err = frames_push(fl, name, offset, file, line, false);
+			*reached = true;
+			break;
+		}
+		err = frames_push(fl, die_function_name(scope, true), offset, file, line, true);
+		file = NULL;
+		line = 0;
+		if (files && die_udata(scope, DW_AT_call_file, &word))
+			file = dwarf_filesrc(files, word, NULL, NULL);
+		if (die_udata(scope, DW_AT_call_line, &word) && word <= INT32_MAX)
+			line = (int)word;
+	}
+	/* When the chain ends without a subprogram (odd DWARF), the caller
+	 * adds the ELF symbol with the last call site. */
+	if (!err && !*reached && fl->n > 0) {
+		err = frames_push(fl, symname, offset, file, line, false);
+		*reached = true;
+	}
+	free(scopes);
+	return err;
+}
+
+/*
+ * How good NAME with binding BIND is as the name of its address: glibc
+ * gives one function several names (malloc, __libc_malloc and the local
+ * __GI___libc_malloc); users and the report format expect the public one,
+ * the way perf picks it.  Global beats weak beats local, then fewer
+ * leading underscores, then shorter.
+ */
+static int alias_rank(const char *name, unsigned int bind)
+{
+	int bind_rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
+	size_t underscores = strspn(name, "_"), len = strlen(name);
+
+	if (underscores > 15)
+		underscores = 15;
+	if (len > 4095)
+		len = 4095;
+	return bind_rank << 16 | (int)(15 - underscores) << 12 | (int)(4095 - len);
+}
+
+static int alias_cmp(const void *a, const void *b)
+{
+	const struct sym_alias *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return y->rank - x->rank; /* best first */
+}
+
+/* Builds M's alias table from every function symbol libdwfl knows
+ * (.symtab, .dynsym, .gnu_debugdata).  Without memory there is none and
+ * libdwfl's own choice stands. */
+static void aliases_build(struct sym_module *m)
+{
+	int nsyms = dwfl_module_getsymtab(m->mod);
+	size_t n = 0;
+
+	m->aliases_ready = true;
+	if (nsyms <= 0)
+		return;
+	m->aliases = malloc(nsyms * sizeof(*m->aliases));
+	if (!m->aliases)
+		return;
+	for (int i = 1; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !name[0] || shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		m->aliases[n].addr = addr;
+		m->aliases[n].name = name;
+		m->aliases[n].rank = alias_rank(name, GELF_ST_BIND(sym.st_info));
+		n++;
+	}
+	qsort(m->aliases, n, sizeof(*m->aliases), alias_cmp);
+	/* Keep the best name of each address. */
+	m->n_aliases = 0;
+	for (size_t i = 0; i < n; i++)
+		if (m->n_aliases == 0 || m->aliases[m->n_aliases - 1].addr != m->aliases[i].addr)
+			m->aliases[m->n_aliases++] = m->aliases[i];
+}
+
+/* The best name of the function symbols at ADDR, or FALLBACK. */
+static const char *alias_best(struct sym_module *m, Dwarf_Addr addr, const char *fallback)
+{
+	size_t lo = 0, hi;
+
+	if (!m->aliases_ready)
+		aliases_build(m);
+	hi = m->n_aliases;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->aliases[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < m->n_aliases && m->aliases[lo].addr == addr)
+		return m->aliases[lo].name;
+	return fallback;
+}
+
+/* Resolves without the cache; see sym_module_resolve(). */
+static int resolve_uncached(struct sym_module *m, uint64_t addr, bool return_addr,
+			    struct frame_list *fl)
+{
+	uint64_t lookup = return_addr && addr > 0 ? addr - 1 : addr;
+	Dwarf_Addr pc = lookup + m->bias;
+	const char *symname, *file = NULL;
+	uint64_t offset = 0;
+	GElf_Off symoff;
+	GElf_Sym sym;
+	Dwfl_Line *dl;
+	int line = 0, err;
+	bool reached;
+
+	symname = dwfl_module_addrinfo(m->mod, pc, &symoff, &sym, NULL, NULL, NULL);
+	if (symname) {
+		symname = alias_best(m, pc - symoff, symname);
+		offset = symoff + (addr - lookup);
+	}
+	dl = dwfl_module_getsrc(m->mod, pc);
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+	if (!file)
+		line = 0;
+
+	err = frames_push_dwarf(m, pc, symname, offset, file, line, fl, &reached);
+	if (err || reached)
+		return err;
+	return frames_push(fl, symname, offset, file, line, false);
+}
+
+static int frames_copy(const struct sym_frame *src, size_t n, struct sym_frame **out)
+{
+	struct sym_frame *v = calloc(n, sizeof(*v));
+	bool ok = true;
+
+	*out = NULL;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = src[i];
+		v[i].function = str_dup(src[i].function, &ok);
+		v[i].file = str_dup(src[i].file, &ok);
+	}
+	if (!ok) {
+		sym_frames_free(v, n);
+		return -ENOMEM;
+	}
+	*out = v;
+	return 0;
+}
+
+static struct addr_entry *cache_slot(struct addr_entry *t, size_t cap, uint64_t addr,
+				     bool return_addr)
+{
+	size_t i = hash_addr(addr, return_addr) & (cap - 1);
+
+	while (t[i].used && (t[i].addr != addr || t[i].return_addr != return_addr))
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+/* Makes room for one more entry; returns false when memory is short. */
+static bool cache_reserve(struct sym_module *m)
+{
+	size_t cap = m->cache_cap ? m->cache_cap * 2 : ADDR_CACHE_MIN;
+	struct addr_entry *t;
+
+	if ((m->cache_len + 1) * 2 <= m->cache_cap)
+		return true;
+	t = calloc(cap, sizeof(*t));
+	if (!t)
+		return false;
+	for (size_t i = 0; i < m->cache_cap; i++)
+		if (m->cache[i].used)
+			*cache_slot(t, cap, m->cache[i].addr, m->cache[i].return_addr) = m->cache[i];
+	free(m->cache);
+	m->cache = t;
+	m->cache_cap = cap;
+	return true;
+}
+
+int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
+		       struct sym_frame **frames, size_t *n)
+{
+	struct frame_list fl = { 0 };
+	struct addr_entry *e;
+	int err;
+
+	*frames = NULL;
+	*n = 0;
+	if (m->cache_cap) {
+		e = cache_slot(m->cache, m->cache_cap, addr, return_addr);
+		if (e->used) {
+			err = frames_copy(e->frames, e->n, frames);
+			if (!err)
+				*n = e->n;
+			return err;
+		}
+	}
+
+	err = resolve_uncached(m, addr, return_addr, &fl);
+	if (err) {
+		sym_frames_free(fl.v, fl.n);
+		return err;
+	}
+	/* The cache keeps FL; the caller gets a copy.  Without room for it
+	 * the caller simply gets FL itself. */
+	if (!cache_reserve(m) || frames_copy(fl.v, fl.n, frames) != 0) {
+		*frames = fl.v;
+		*n = fl.n;
+		return 0;
+	}
+	e = cache_slot(m->cache, m->cache_cap, addr, return_addr);
+	e->addr = addr;
+	e->return_addr = return_addr;
+	e->used = true;
+	e->frames = fl.v;
+	e->n = fl.n;
+	m->cache_len++;
+	*n = fl.n;
+	return 0;
+}
