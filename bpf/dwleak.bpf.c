@@ -1,0 +1,769 @@
+// SPDX-License-Identifier: GPL-2.0
+/* dwleak's kernel side: allocator uprobes, the bookkeeping of outstanding
+ * allocations, and the DWARF stack walker that reads the compact unwind
+ * tables (tables/unwind_format.h) user space loaded into maps. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "dwleak.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set through the skeleton's rodata before load. */
+const volatile __u32 target_tgid = 0;
+const volatile __u32 nranges = 0; /* entries used in alloc_ranges */
+/* ELF address of each probe in the allocator's object: the probe's ip
+ * minus it is the object's load bias in the current process, so ranges
+ * need no per-process setup (a spawned target maps libc after attach). */
+const volatile __u64 probe_vaddr[ALLOC_KIND_COUNT] = {};
+
+/* --- Tables (filled by unwinder/) --- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct file_key);
+	__type(value, struct table_info);
+} tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct page_key);
+	__type(value, struct unwind_page);
+} pages SEC(".maps");
+
+/* rows and rules are sized from user space before load, from the tables
+ * it compiled and with room for libraries loaded later. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct unwind_rule);
+} rules SEC(".maps");
+
+/* --- Bookkeeping --- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20); /* resized from user space */
+	__type(key, __u64);
+	__type(value, struct alloc_info);
+} allocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16); /* resized from user space */
+	__type(key, __u64);
+	__type(value, struct stack_trace);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 16); /* resized from user space */
+	__type(key, __u64);
+	__type(value, struct stack_stats);
+} stack_stats SEC(".maps");
+
+/* Mappings the walker met, so user space can name frames even after the
+ * target exited: key (tgid, vm_start). */
+struct mapping_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start;
+};
+
+struct mapping_seen {
+	__u64 end;
+	__u64 pgoff; /* bytes */
+	struct file_key file;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct mapping_key);
+	__type(value, struct mapping_seen);
+} mappings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DWLEAK_MAX_ALLOC_RANGES);
+	__type(key, __u32);
+	__type(value, struct alloc_range);
+} alloc_ranges SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_trace);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} events SEC(".maps");
+
+/* Files already asked for, so a missing table is requested once. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct file_key);
+	__type(value, __u8);
+} requested SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+
+	if (v)
+		*v += 1;
+}
+
+/* --- The walker --- */
+
+struct vma_slot {
+	__u64 start;
+	__u64 end;
+	__u64 bias; /* ELF address = pc - bias */
+	__u32 table_id;
+	__u32 rule_base;
+	__u32 state; /* enum slot_state */
+	__u32 pad;
+};
+
+enum slot_state { SLOT_EMPTY = 0, SLOT_TABLE, SLOT_NO_TABLE, SLOT_ANON };
+
+struct walk_ctx {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u64 hash;
+	__u64 tramp;	 /* this mm's uretprobe trampoline, 0 if none */
+	__u32 n;
+	__u32 end;	 /* enum walk_end */
+	__u32 bp_ok;	 /* the frame's rbp is known */
+	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
+	__u32 tgid;
+	__u32 next_slot;
+	struct vma_slot slot[DWLEAK_VMA_CACHE];
+};
+
+struct vma_found {
+	__u64 start;
+	__u64 end;
+	__u64 pgoff;
+	struct file_key file;
+	__u32 has_file;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct vma_found *f)
+{
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+
+	f->start = BPF_CORE_READ(vma, vm_start);
+	f->end = BPF_CORE_READ(vma, vm_end);
+	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	if (!file)
+		return 0;
+	f->file.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	f->file.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	f->has_file = 1;
+	return 0;
+}
+
+static __always_inline void request_table(struct walk_ctx *w, struct vma_found *f, __u64 pc)
+{
+	struct event *e;
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(&requested, &f->file, &one, BPF_NOEXIST))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		bpf_map_delete_elem(&requested, &f->file);
+		return;
+	}
+	e->type = EVENT_NEED_TABLE;
+	e->tgid = w->tgid;
+	e->file = f->file;
+	e->pc = pc;
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_found *f)
+{
+	struct mapping_key k = { .tgid = w->tgid, .start = f->start };
+	struct mapping_seen v = { .end = f->end, .pgoff = f->pgoff, .file = f->file };
+
+	if (!bpf_map_lookup_elem(&mappings, &k))
+		bpf_map_update_elem(&mappings, &k, &v, BPF_ANY);
+}
+
+/* Fills a cache slot for the mapping holding PC.  Returns the slot index,
+ * or -1 with w->end set. */
+static int slot_fill(struct walk_ctx *w, __u64 pc)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct vma_found f = {};
+	struct table_info *ti;
+	struct vma_slot *s;
+	__u64 off;
+	__u32 i, idx;
+
+	if (bpf_find_vma(task, pc, vma_cb, &f, 0)) {
+		w->end = WALK_ERR_NO_MAPPING;
+		return -1;
+	}
+	idx = w->next_slot++ & (DWLEAK_VMA_CACHE - 1);
+	s = &w->slot[idx];
+	s->start = f.start;
+	s->end = f.end;
+	s->state = SLOT_ANON;
+	if (!f.has_file)
+		return idx;
+	remember_mapping(w, &f);
+	ti = bpf_map_lookup_elem(&tables, &f.file);
+	if (!ti) {
+		s->state = SLOT_NO_TABLE;
+		request_table(w, &f, pc);
+		return idx;
+	}
+	off = pc - f.start + f.pgoff;
+	for (i = 0; i < DWLEAK_MAX_SEGMENTS && i < ti->nsegs; i++) {
+		if (off < ti->segs[i].off_start || off >= ti->segs[i].off_end)
+			continue;
+		s->bias = f.start - f.pgoff - ti->segs[i].vaddr_delta;
+		s->table_id = ti->table_id;
+		s->rule_base = ti->rule_base;
+		s->state = SLOT_TABLE;
+		return idx;
+	}
+	s->state = SLOT_NO_TABLE; /* executable code outside the table's segments */
+	return idx;
+}
+
+static int slot_find(struct walk_ctx *w, __u64 pc)
+{
+	int i;
+
+	for (i = 0; i < DWLEAK_VMA_CACHE; i++) {
+		if (w->slot[i].state != SLOT_EMPTY && pc >= w->slot[i].start && pc < w->slot[i].end)
+			return i;
+	}
+	return slot_fill(w, pc);
+}
+
+/* The rule for ELF address PC in table TABLE_ID, or NULL (no FDE). */
+static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
+{
+	struct page_key k = { .table_id = table_id, .page = (__u32)(pc >> UNWIND_PAGE_SHIFT) };
+	__u16 off = pc & (UNWIND_PAGE_SIZE - 1);
+	struct unwind_page *pg;
+	struct unwind_row *row;
+	__u32 lo = 0, hi, mid, idx, i;
+
+	pg = bpf_map_lookup_elem(&pages, &k);
+	if (!pg)
+		return NULL;
+	hi = pg->nrows;
+	/* lo ends as the number of rows starting at or before off */
+	for (i = 0; i < DWLEAK_ROW_SEARCH_STEPS && lo < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		idx = pg->first_row + mid;
+		row = bpf_map_lookup_elem(&rows, &idx);
+		if (!row)
+			return NULL;
+		if (row->pc_low <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	idx = pg->first_row + lo - 1;
+	row = bpf_map_lookup_elem(&rows, &idx);
+	if (!row)
+		return NULL;
+	idx = rule_base + row->rule;
+	return bpf_map_lookup_elem(&rules, &idx);
+}
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* The return address stored at ADDR.  While one of our uretprobes is
+ * pending the stack holds the kernel's trampoline there instead; the real
+ * address was saved at the probed call's entry. */
+static int read_ra(struct walk_ctx *w, __u64 addr, __u64 *ra)
+{
+	struct thread_state *ts;
+	int i;
+
+	if (read_u64(ra, addr)) {
+		w->end = WALK_ERR_READ;
+		return -1;
+	}
+	if (!w->tramp || *ra != w->tramp)
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (ts) {
+		for (i = 0; i < DWLEAK_MAX_PENDING; i++) {
+			if (i < ts->depth && ts->calls[i].ra_addr == addr) {
+				*ra = ts->calls[i].ra;
+				count(CNT_TRAMPOLINE_FIXED);
+				return 0;
+			}
+		}
+	}
+	w->end = WALK_ERR_TRAMPOLINE;
+	return -1;
+}
+
+/* The interrupted context saved by the kernel in the rt_sigframe. */
+static int walk_signal(struct walk_ctx *w)
+{
+	__u64 sp = w->sp;
+
+	if (read_u64(&w->pc, sp + UNWIND_SIGFRAME_RIP) || read_u64(&w->sp, sp + UNWIND_SIGFRAME_RSP) ||
+	    read_u64(&w->bp, sp + UNWIND_SIGFRAME_RBP)) {
+		w->end = WALK_ERR_READ;
+		return -1;
+	}
+	w->bp_ok = 1;
+	w->exact_pc = 1;
+	return 0;
+}
+
+/* Computes the caller's frame from RULE.  Returns 1 to stop the walk. */
+static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
+{
+	__u64 cfa, ra, bp;
+
+	switch (rule->cfa_type) {
+	case UNWIND_CFA_RSP:
+		cfa = w->sp + rule->cfa_off;
+		break;
+	case UNWIND_CFA_RBP:
+		if (!w->bp_ok)
+			goto no_rbp;
+		cfa = w->bp + rule->cfa_off;
+		break;
+	case UNWIND_CFA_PLT11:
+	case UNWIND_CFA_PLT10:
+		cfa = w->sp + rule->cfa_off;
+		if ((w->pc & 15) >= (rule->cfa_type == UNWIND_CFA_PLT11 ? 11 : 10))
+			cfa += 8;
+		break;
+	case UNWIND_CFA_DEREF_RBP:
+		if (!w->bp_ok)
+			goto no_rbp;
+		if (read_u64(&cfa, w->bp + rule->cfa_off))
+			goto bad_read;
+		break;
+	case UNWIND_CFA_END:
+		w->end = WALK_END_OK;
+		return 1;
+	case UNWIND_CFA_SIGNAL:
+		return walk_signal(w) ? 1 : 0;
+	case UNWIND_CFA_NONE:
+		w->end = WALK_ERR_NO_FDE;
+		return 1;
+	default:
+		w->end = WALK_ERR_UNSUPPORTED;
+		return 1;
+	}
+	if (read_ra(w, cfa - 8, &ra))
+		return 1;
+	switch (rule->rbp_type) {
+	case UNWIND_RBP_SAME:
+		break;
+	case UNWIND_RBP_CFA:
+		if (read_u64(&bp, cfa + rule->rbp_off))
+			goto bad_read;
+		w->bp = bp;
+		break;
+	case UNWIND_RBP_AT_RBP:
+		if (!w->bp_ok || read_u64(&bp, w->bp + rule->rbp_off))
+			w->bp_ok = 0;
+		else
+			w->bp = bp;
+		break;
+	default:
+		w->bp_ok = 0;
+	}
+	w->sp = cfa;
+	w->pc = ra;
+	w->exact_pc = 0;
+	if (!ra) {
+		w->end = WALK_END_ZERO_RA;
+		return 1;
+	}
+	return 0;
+no_rbp:
+	w->end = WALK_ERR_RBP_UNKNOWN;
+	return 1;
+bad_read:
+	w->end = WALK_ERR_READ;
+	return 1;
+}
+
+/* One frame: record pc, find its rule, step to the caller. */
+static long walk_step(__u64 i, struct walk_ctx *w)
+{
+	struct unwind_rule *rule;
+	struct stack_trace *st;
+	__u32 zero = 0, n = w->n;
+	__u64 lookup;
+	int s;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 1;
+	if (n >= DWLEAK_MAX_FRAMES) {
+		w->end = WALK_END_TRUNCATED;
+		return 1;
+	}
+	st->pcs[n] = w->pc;
+	w->n = n + 1;
+	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
+	count(CNT_FRAMES);
+	lookup = w->exact_pc ? w->pc : w->pc - 1;
+	s = slot_find(w, lookup);
+	if (s < 0)
+		return 1;
+	s &= DWLEAK_VMA_CACHE - 1;
+	if (w->slot[s].state == SLOT_ANON) {
+		w->end = w->tramp && w->pc == w->tramp ? WALK_ERR_TRAMPOLINE : WALK_ERR_NO_MAPPING;
+		return 1;
+	}
+	if (w->slot[s].state != SLOT_TABLE) {
+		w->end = WALK_ERR_NO_TABLE;
+		return 1;
+	}
+	rule = rule_find(w->slot[s].table_id, w->slot[s].rule_base, lookup - w->slot[s].bias);
+	if (!rule) {
+		w->end = WALK_ERR_NO_FDE;
+		return 1;
+	}
+	return walk_apply(w, rule);
+}
+
+static __always_inline __u64 uretprobe_trampoline(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+}
+
+/* Walks the user stack at an allocator's entry and stores it.  Returns the
+ * stack id (a hash of its frames, kind and end). */
+static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
+{
+	struct walk_ctx w = {};
+	struct stack_trace *st;
+	__u32 zero = 0;
+
+	w.pc = PT_REGS_IP(ctx);
+	w.sp = PT_REGS_SP(ctx);
+	w.bp = ctx->bp;
+	w.bp_ok = 1;
+	w.exact_pc = 1;
+	w.tgid = tgid;
+	w.hash = 0xcbf29ce484222325ull ^ kind;
+	w.tramp = uretprobe_trampoline();
+	w.end = WALK_END_TRUNCATED;
+	bpf_loop(DWLEAK_MAX_FRAMES + 1, walk_step, &w, 0);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->nframes = w.n;
+	st->end = w.end;
+	st->kind = kind;
+	w.hash = (w.hash ^ w.end) * 0x100000001b3ull;
+	w.hash ^= w.hash >> 29;
+	count(CNT_WALKS);
+	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
+	if (bpf_map_update_elem(&stacks, &w.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &w.hash))
+		count(CNT_STACKS_FULL);
+	return w.hash;
+}
+
+/* --- Bookkeeping --- */
+
+static void stats_add(__u64 stack_id, __s64 bytes, __s64 n)
+{
+	struct stack_stats *s, zero = {};
+
+	s = bpf_map_lookup_elem(&stack_stats, &stack_id);
+	if (!s) {
+		bpf_map_update_elem(&stack_stats, &stack_id, &zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&stack_stats, &stack_id);
+		if (!s) {
+			count(CNT_STATS_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&s->bytes, bytes);
+	__sync_fetch_and_add(&s->allocations, n);
+}
+
+/* Forgets ADDR; returns 0 when it was tracked. */
+static int alloc_forget(__u64 addr)
+{
+	struct alloc_info *a, copy;
+
+	a = bpf_map_lookup_elem(&allocs, &addr);
+	if (!a)
+		return -1;
+	copy = *a;
+	if (bpf_map_delete_elem(&allocs, &addr))
+		return -1; /* a concurrent free took it */
+	stats_add(copy.stack_id, -(__s64)copy.size, -1);
+	return 0;
+}
+
+static void alloc_record(__u64 addr, __u64 size, __u64 stack_id, __u32 kind)
+{
+	struct alloc_info a = {
+		.size = size,
+		.stack_id = stack_id,
+		.ts = bpf_ktime_get_ns(),
+		.kind = kind,
+		.tid = (__u32)bpf_get_current_pid_tgid(),
+	};
+
+	if (!alloc_forget(addr))
+		count(CNT_REPLACED); /* its free went by a path we do not see */
+	if (bpf_map_update_elem(&allocs, &addr, &a, BPF_NOEXIST)) {
+		count(CNT_ALLOCS_FULL);
+		return;
+	}
+	stats_add(stack_id, size, 1);
+}
+
+static __always_inline __u32 current_tgid(void)
+{
+	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* A call is nested (counted by its outer call) when it comes from inside
+ * a probed allocator function, or is a tail call reusing the pending
+ * call's return slot (operator new[] jumping to operator new). */
+static int call_nested(struct pt_regs *ctx, struct thread_state *ts, __u32 kind, __u64 sp,
+		       __u64 ra)
+{
+	struct alloc_range *r;
+	__u32 i, d = ts->depth;
+	__u64 elf_ra;
+
+	if (d == 0)
+		return 0;
+	if (d <= DWLEAK_MAX_PENDING && ts->calls[(d - 1) & (DWLEAK_MAX_PENDING - 1)].ra_addr == sp)
+		return 1;
+	if (kind >= ALLOC_KIND_COUNT)
+		return 0;
+	elf_ra = ra - (PT_REGS_IP(ctx) - probe_vaddr[kind]);
+	for (i = 0; i < DWLEAK_MAX_ALLOC_RANGES && i < nranges; i++) {
+		r = bpf_map_lookup_elem(&alloc_ranges, &i);
+		if (r && elf_ra >= r->start && elf_ra < r->end)
+			return 1;
+	}
+	return 0;
+}
+
+static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
+{
+	struct thread_state *ts;
+	struct pending_call *c;
+	__u32 tgid = current_tgid(), d;
+	__u64 sp = PT_REGS_SP(ctx), ra = 0;
+
+	if (tgid != target_tgid)
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return 0;
+	d = ts->depth;
+	if (d >= DWLEAK_MAX_PENDING) {
+		count(CNT_PENDING_FULL);
+		return 0;
+	}
+	read_u64(&ra, sp);
+	c = &ts->calls[d & (DWLEAK_MAX_PENDING - 1)];
+	c->ra_addr = sp;
+	c->ra = ra;
+	c->size = size;
+	c->arg = arg;
+	c->kind = kind;
+	c->outer = !call_nested(ctx, ts, kind, sp, ra);
+	c->stack_id = 0;
+	if (c->outer) {
+		count(CNT_ALLOC_CALLS);
+		c->stack_id = stack_walk(ctx, kind, tgid);
+	} else {
+		count(CNT_NESTED_CALLS);
+	}
+	ts->depth = d + 1;
+	return 0;
+}
+
+static void alloc_done(struct pending_call *c, __u64 ret)
+{
+	__u64 addr = ret;
+
+	switch (c->kind) {
+	case ALLOC_REALLOC:
+	case ALLOC_REALLOCARRAY:
+		if (!ret) {
+			/* realloc(p, 0) frees p and returns NULL (glibc) */
+			if (c->size == 0 && c->arg)
+				alloc_forget(c->arg);
+			else
+				count(CNT_FAILED_ALLOCS);
+			return;
+		}
+		if (c->arg)
+			alloc_forget(c->arg);
+		break;
+	case ALLOC_POSIX_MEMALIGN:
+		if ((int)ret != 0 || read_u64(&addr, c->arg)) {
+			count(CNT_FAILED_ALLOCS);
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	if (!addr) {
+		count(CNT_FAILED_ALLOCS);
+		return;
+	}
+	alloc_record(addr, c->size, c->stack_id, c->kind);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_exit, __u64 ret)
+{
+	struct pending_call c;
+	struct thread_state *ts;
+	__u64 sp = PT_REGS_SP(ctx);
+	__u32 i, d;
+
+	if (current_tgid() != target_tgid)
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!ts)
+		return 0;
+	d = ts->depth;
+	/* the matching entry is the innermost whose return slot sp just popped;
+	 * entries above it belong to calls left by longjmp */
+	for (i = 0; i < DWLEAK_MAX_PENDING; i++) {
+		__u32 k = (d - 1 - i) & (DWLEAK_MAX_PENDING - 1);
+
+		if (i >= d)
+			break;
+		if (ts->calls[k].ra_addr + 8 != sp)
+			continue;
+		c = ts->calls[k];
+		ts->depth = d - 1 - i;
+		if (c.outer)
+			alloc_done(&c, ret);
+		return 0;
+	}
+	count(CNT_PENDING_LOST);
+	return 0;
+}
+
+/* n * size, saturated: an overflowing request fails in the allocator. */
+static __always_inline __u64 mul_sat(__u64 n, __u64 size)
+{
+	__u64 limit;
+
+	if (!size)
+		return 0;
+	limit = ~0ull / size;
+	/* keep clang from turning the check into a 128-bit multiply (__multi3),
+	 * which BPF has no instruction for (clang 14) */
+	asm volatile("" : "+r"(limit));
+	return n > limit ? ~0ull : n * size;
+}
+
+/* One entry program serves every allocator function (one verification at
+ * load); the attach cookie says which function fired (enum alloc_kind). */
+SEC("uprobe")
+int BPF_KPROBE(alloc_enter_any)
+{
+	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__u32 kind = (__u32)bpf_get_attach_cookie(ctx);
+
+	switch (kind) {
+	case ALLOC_CALLOC:
+		return alloc_enter(ctx, kind, mul_sat(a1, a2), 0);
+	case ALLOC_REALLOC:
+		return alloc_enter(ctx, kind, a2, a1);
+	case ALLOC_REALLOCARRAY:
+		return alloc_enter(ctx, kind, mul_sat(a2, a3), a1);
+	case ALLOC_POSIX_MEMALIGN:
+		return alloc_enter(ctx, kind, a3, a1);
+	case ALLOC_ALIGNED_ALLOC:
+	case ALLOC_MEMALIGN:
+		return alloc_enter(ctx, kind, a2, 0);
+	case ALLOC_MALLOC:
+	case ALLOC_VALLOC:
+	case ALLOC_PVALLOC:
+		return alloc_enter(ctx, kind, a1, 0);
+	default:
+		return 0;
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, __u64 ptr)
+{
+	struct thread_state *ts;
+	__u64 ra = 0;
+
+	if (current_tgid() != target_tgid || !ptr)
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (ts && ts->depth) {
+		read_u64(&ra, PT_REGS_SP(ctx));
+		if (call_nested(ctx, ts, ALLOC_FREE, PT_REGS_SP(ctx), ra)) {
+			count(CNT_NESTED_CALLS);
+			return 0;
+		}
+	}
+	count(CNT_FREE_CALLS);
+	if (alloc_forget(ptr))
+		count(CNT_FREE_UNKNOWN);
+	return 0;
+}

@@ -1,0 +1,224 @@
+/* dwleak's entry point: parses the tracing options of SPEC.md into a
+ * struct env for the tracer, and hands `dwleak tables ...` to its own
+ * command. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_tables.h"
+#include "trace.h"
+
+#define DWLEAK_VERSION "0.1.0"
+
+enum main_opt_key {
+	OPT_UNWIND = 0x100,
+	OPT_MIN_AGE,
+	OPT_FORMAT,
+	OPT_MMAP,
+	OPT_SAMPLE_BYTES,
+	OPT_DEBUG_DIR,
+	OPT_FAIL_ON_LEAK,
+	OPT_SUPPRESSIONS,
+	OPT_VERSION,
+	OPT_STATS,
+};
+
+static const struct option main_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "top", required_argument, NULL, 't' },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "mmap", no_argument, NULL, OPT_MMAP },
+	{ "sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "fail-on-leak", optional_argument, NULL, OPT_FAIL_ON_LEAK },
+	{ "suppressions", required_argument, NULL, OPT_SUPPRESSIONS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char main_usage[] =
+	"Usage: dwleak -p PID [OPTIONS]            trace a running process (all its threads)\n"
+	"       dwleak [OPTIONS] -- CMD [ARG...]   start CMD and trace it from its first instruction\n"
+	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
+	"\n"
+	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
+	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
+	"frame pointers, recompilation or restart needed).\n"
+	"\n"
+	"  -p, --pid PID            trace this process\n"
+	"  -d, --duration SEC       stop after SEC seconds (default: Ctrl-C or target exit)\n"
+	"  -i, --interval SEC       also print a report every SEC seconds\n"
+	"  -t, --top N              stacks per report (default 10; 0 = all)\n"
+	"      --unwind MODE        dwarf (default), fp, or both (compare the two)\n"
+	"      --min-age SEC        count only allocations at least SEC seconds old\n"
+	"      --format FMT         text (default), json, folded, pprof or svg\n"
+	"  -o, --output FILE        write the final report to FILE\n"
+	"      --mmap               also track anonymous mmap/munmap\n"
+	"      --sample-bytes N     sample one allocation per N bytes (0 = all, default)\n"
+	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
+	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0)\n"
+	"      --suppressions FILE  stacks to leave out of reports\n"
+	"      --stats              also print the walker's counters (why walks stopped)\n"
+	"  -h, --help               show this help\n"
+	"      --version            show the version\n"
+	"\n"
+	"Examples:\n"
+	"  dwleak -p 1234 -d 30                    30 seconds of a running server\n"
+	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
+	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
+	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
+	"\n"
+	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("dwleak: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\nTry 'dwleak --help' for more information.\n", stderr);
+	return EXIT_USAGE;
+}
+
+static int parse_ll(const char *s, long long min, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return errno || end == s || *end || *out < min ? -EINVAL : 0;
+}
+
+static int parse_seconds(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || !(*out >= 0) ? -EINVAL : 0;
+}
+
+static bool one_of(const char *s, const char *const *words)
+{
+	for (; *words; words++)
+		if (strcmp(s, *words) == 0)
+			return true;
+	return false;
+}
+
+/* Applies one option C (argument ARG) to ENV; 0 or an exit status. */
+static int option_apply(struct env *env, int c, const char *arg)
+{
+	static const char *const unwinds[] = { "dwarf", "fp", "both", NULL };
+	static const char *const formats[] = { "text", "json", "folded", "pprof", "svg", NULL };
+	long long v;
+
+	switch (c) {
+	case 'p':
+		if (parse_ll(arg, 1, &v) || v > INT_MAX)
+			return usage_error("invalid pid '%s'", arg);
+		env->pid = (long)v;
+		return 0;
+	case 'd':
+		return parse_seconds(arg, &env->duration_s) ? usage_error("invalid duration '%s'", arg) : 0;
+	case 'i':
+		return parse_seconds(arg, &env->interval_s) ? usage_error("invalid interval '%s'", arg) : 0;
+	case OPT_MIN_AGE:
+		return parse_seconds(arg, &env->min_age_s) ? usage_error("invalid --min-age '%s'", arg) : 0;
+	case 't':
+		if (parse_ll(arg, 0, &v) || v > INT_MAX)
+			return usage_error("invalid --top '%s'", arg);
+		env->top = (long)v;
+		return 0;
+	case OPT_UNWIND:
+		env->unwind = arg;
+		return one_of(arg, unwinds) ? 0 : usage_error("--unwind takes dwarf, fp or both, not '%s'", arg);
+	case OPT_FORMAT:
+		env->format = arg;
+		return one_of(arg, formats) ? 0 : usage_error("unknown --format '%s'", arg);
+	case OPT_SAMPLE_BYTES:
+		return parse_ll(arg, 0, &env->sample_bytes) ? usage_error("invalid --sample-bytes '%s'", arg) : 0;
+	case OPT_FAIL_ON_LEAK:
+		env->fail_on_leak = true;
+		if (arg && parse_ll(arg, 0, &env->fail_bytes))
+			return usage_error("invalid --fail-on-leak '%s'", arg);
+		return 0;
+	case 'o':
+		env->output = arg;
+		return 0;
+	case OPT_SUPPRESSIONS:
+		env->suppressions = arg;
+		return 0;
+	case OPT_MMAP:
+		env->mmap = true;
+		return 0;
+	case OPT_DEBUG_DIR: {
+		const char **grown = realloc(env->debug_dirs, (env->ndebug_dirs + 2) * sizeof(*grown));
+
+		if (!grown)
+			return usage_error("%s", "out of memory");
+		grown[env->ndebug_dirs++] = arg;
+		grown[env->ndebug_dirs] = NULL;
+		env->debug_dirs = grown;
+		return 0;
+	}
+	case OPT_STATS:
+		env->stats = true;
+		return 0;
+	default:
+		return usage_error("%s", "unknown option");
+	}
+}
+
+/* Parses ARGV into ENV; returns -1 to go on, else an exit status. */
+static int options_parse(struct env *env, int argc, char **argv)
+{
+	int c, ret;
+
+	opterr = 0; /* reported below, with the usual hint */
+	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", main_options, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(main_usage, stdout);
+			return 0;
+		}
+		if (c == OPT_VERSION) {
+			printf("dwleak %s\n", DWLEAK_VERSION);
+			return 0;
+		}
+		if (c == '?')
+			return usage_error("unknown option or missing argument '%s'", argv[optind - 1]);
+		ret = option_apply(env, c, optarg);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		env->cmd = &argv[optind];
+	if (!env->pid == !env->cmd)
+		return usage_error("%s", env->pid ? "give either -p PID or -- CMD, not both"
+						  : "nothing to trace: give -p PID or -- CMD");
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct env env = { .top = 10, .unwind = "dwarf", .format = "text" };
+	int ret;
+
+	if (argc > 1 && strcmp(argv[1], "tables") == 0)
+		return cmd_tables(argc - 1, argv + 1);
+	ret = options_parse(&env, argc, argv);
+	if (ret >= 0)
+		return ret;
+	ret = trace_run(&env);
+	free(env.debug_dirs);
+	return ret;
+}

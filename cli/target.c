@@ -1,0 +1,287 @@
+/* Target process handling for the tracer: pid checks, the held child of
+ * `dwleak -- CMD`, and the list of objects a command will map. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "target.h"
+
+int target_check_pid(pid_t pid, const char **why)
+{
+	char path[64], buf[8];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (access(path, F_OK)) {
+		*why = "no such process";
+		return -ESRCH;
+	}
+	/* kernel threads map no memory: their maps file is empty */
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = "cannot read its memory maps";
+		return -errno;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0) {
+		*why = "is a kernel thread (it has no user-space memory to trace)";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static char *read_cmdline(pid_t pid)
+{
+	char path[64], *buf;
+	ssize_t n, i;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return strdup("?");
+	buf = calloc(1, 4097);
+	n = buf ? read(fd, buf, 4096) : -1;
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return strdup("?");
+	}
+	for (i = 0; i < n - 1; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	return buf;
+}
+
+int target_attach(struct target *t, pid_t pid)
+{
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->release_fd = -1;
+	t->command = read_cmdline(pid);
+	return t->command ? 0 : -ENOMEM;
+}
+
+static char *join_argv(char **argv)
+{
+	size_t len = 1, i;
+	char *s;
+
+	for (i = 0; argv[i]; i++)
+		len += strlen(argv[i]) + 1;
+	s = calloc(1, len);
+	if (!s)
+		return NULL;
+	for (i = 0; argv[i]; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+int target_spawn(struct target *t, char **argv)
+{
+	int pfd[2];
+	char c;
+	pid_t pid;
+
+	memset(t, 0, sizeof(*t));
+	t->release_fd = -1;
+	t->command = join_argv(argv);
+	if (!t->command)
+		return -ENOMEM;
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(pfd[1]);
+		/* wait for the probes; EOF without a byte means dwleak gave up */
+		if (read(pfd[0], &c, 1) != 1)
+			_exit(127);
+		execvp(argv[0], argv);
+		fprintf(stderr, "dwleak: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pfd[0]);
+	t->pid = pid;
+	t->spawned = true;
+	t->release_fd = pfd[1];
+	return 0;
+}
+
+int target_release(struct target *t)
+{
+	int err = 0;
+
+	if (t->release_fd < 0)
+		return 0;
+	if (write(t->release_fd, "x", 1) != 1)
+		err = -errno;
+	close(t->release_fd);
+	t->release_fd = -1;
+	return err;
+}
+
+bool target_alive(struct target *t)
+{
+	int status;
+
+	if (t->exited)
+		return false;
+	if (t->spawned) {
+		if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
+			t->exited = true;
+			t->exit_status = status;
+			return false;
+		}
+		return true;
+	}
+	if (kill(t->pid, 0) && errno == ESRCH) {
+		t->exited = true;
+		return false;
+	}
+	return true;
+}
+
+void target_abort(struct target *t)
+{
+	if (!t->spawned || t->exited)
+		return;
+	if (t->release_fd >= 0) {
+		close(t->release_fd); /* the child sees EOF and exits 127 */
+		t->release_fd = -1;
+	}
+	waitpid(t->pid, &t->exit_status, 0);
+	t->exited = true;
+}
+
+void target_free(struct target *t)
+{
+	if (t->release_fd >= 0)
+		close(t->release_fd);
+	free(t->command);
+}
+
+char *target_which(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char *dirs, *dir, *save = NULL, *cand;
+
+	if (strchr(cmd, '/'))
+		return realpath(cmd, NULL);
+	dirs = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (!dirs)
+		return NULL;
+	for (dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if (asprintf(&cand, "%s/%s", dir, cmd) < 0)
+			break;
+		if (access(cand, X_OK) == 0) {
+			char *real = realpath(cand, NULL);
+
+			free(cand);
+			free(dirs);
+			return real;
+		}
+		free(cand);
+	}
+	free(dirs);
+	return NULL;
+}
+
+static int paths_add(char ***paths, size_t *n, const char *p)
+{
+	char **grown;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp((*paths)[i], p))
+			return 0;
+	grown = realloc(*paths, (*n + 2) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	*paths = grown;
+	grown[*n] = strdup(p);
+	if (!grown[*n])
+		return -ENOMEM;
+	grown[++*n] = NULL;
+	return 0;
+}
+
+/* Parses one line of the loader's trace output: "name => /path (0x...)"
+ * or "/path (0x...)". */
+static const char *trace_line_path(char *line)
+{
+	char *p = strstr(line, "=> "), *end;
+
+	p = p ? p + 3 : line;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '/')
+		return NULL;
+	end = strstr(p, " (0x");
+	if (end)
+		*end = 0;
+	return p;
+}
+
+int target_libs(const char *prog, char ***paths)
+{
+	char *cmd, *line = NULL;
+	size_t n = 0, cap = 0;
+	const char *p;
+	int err = 0;
+	FILE *f;
+
+	*paths = NULL;
+	err = paths_add(paths, &n, prog);
+	if (err)
+		return err;
+	/* ldd runs the program's own loader in trace mode: no user code runs */
+	if (asprintf(&cmd, "ldd '%s' 2>/dev/null", prog) < 0)
+		return -ENOMEM;
+	f = popen(cmd, "re");
+	free(cmd);
+	if (!f)
+		return 0; /* a static program: only itself */
+	while (getline(&line, &cap, f) > 0) {
+		line[strcspn(line, "\n")] = 0;
+		p = trace_line_path(line);
+		if (p && access(p, R_OK) == 0) {
+			char *real = realpath(p, NULL);
+
+			err = paths_add(paths, &n, real ? real : p);
+			free(real);
+			if (err)
+				break;
+		}
+	}
+	free(line);
+	pclose(f);
+	return err;
+}
+
+void target_libs_free(char **paths)
+{
+	size_t i;
+
+	for (i = 0; paths && paths[i]; i++)
+		free(paths[i]);
+	free(paths);
+}

@@ -1,0 +1,50 @@
+/* The traced process: checking a pid, starting a command held just before
+ * its execve (so probes are in place for its first instruction), and
+ * finding the libraries and allocator it uses. */
+#ifndef DWLEAK_TARGET_H
+#define DWLEAK_TARGET_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct target {
+	pid_t pid;
+	bool spawned;	   /* started by us (-- CMD) */
+	int release_fd;	   /* write end of the pipe the child waits on; -1 after release */
+	bool exited;
+	int exit_status;   /* wait status, when spawned and exited */
+	char *command;	   /* for reports: the command line, or /proc/PID/cmdline */
+};
+
+/* Checks that PID is a live user-space process.  Returns 0, or -ESRCH (no
+ * such process), -EINVAL (a kernel thread), with a message in *WHY. */
+int target_check_pid(pid_t pid, const char **why);
+
+/* Forks ARGV[0] held before execve; target_release() lets it run.
+ * Returns 0 or a negative errno. */
+int target_spawn(struct target *t, char **argv);
+int target_release(struct target *t);
+
+/* Fills T for an existing PID. */
+int target_attach(struct target *t, pid_t pid);
+
+/* True while the target runs; for a spawned one, reaps it when it exits. */
+bool target_alive(struct target *t);
+
+/* Kills a spawned target that was never released (setup failed). */
+void target_abort(struct target *t);
+
+void target_free(struct target *t);
+
+/*
+ * Lists the shared libraries PROG will load (as ldd does, through the
+ * dynamic loader's trace mode), plus PROG itself and its interpreter.
+ * *PATHS is a malloc'd, NULL-terminated array of malloc'd strings.
+ */
+int target_libs(const char *prog, char ***paths);
+void target_libs_free(char **paths);
+
+/* Resolves CMD like execvp would (PATH search); malloc'd, or NULL. */
+char *target_which(const char *cmd);
+
+#endif

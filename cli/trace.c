@@ -1,0 +1,1006 @@
+/* The tracer: attaches dwleak's BPF program to a process's allocator,
+ * keeps the walker's unwind tables current as libraries come and go,
+ * and turns the kernel's bookkeeping into symbolized reports.
+ *
+ * Lifecycle: check the target, compile tables, open/configure/load the
+ * skeleton, fill the table maps, attach the probes, release a spawned
+ * command, poll (table requests, rescans, interval reports, target exit,
+ * signals), final report, cleanup. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "allocator.h"
+#include "dwleak.h"
+#include "dwleak.skel.h"
+#include "proc_maps.h"
+#include "report.h"
+#include "symbolize.h"
+#include "table_cache.h"
+#include "target.h"
+#include "trace.h"
+#include "unwinder.h"
+
+/* Map sizes.  Rows and rules get room for libraries loaded after attach;
+ * what still does not fit is counted (unwinder_stats.dropped_full). */
+#define ROWS_MIN (1u << 21)
+#define RULES_MIN (1u << 16)
+#define ALLOCS_MAX (1u << 20)
+#define STACKS_MAX (1u << 14)
+#define RESCAN_INTERVAL_S 1.0
+#define POLL_MS 100
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct tracer {
+	const struct env *env;
+	struct target tgt;
+	struct dwleak_bpf *skel;
+	struct ring_buffer *rb;
+	struct unwinder *uw;
+	struct table_cache *cache;
+	struct symbolizer *sym;
+	struct bpf_link *links[2 * ALLOC_KIND_COUNT];
+	size_t nlinks;
+	char *libc_path;  /* where probes attach (a path valid for the target) */
+	char *libc_name;  /* for messages */
+	struct alloc_func funcs[ALLOC_KIND_COUNT];
+	size_t nfuncs;
+	double t_start;
+	double t_traced;
+	bool rescan;
+	/* bytes per stack at the previous interval report, for growth */
+	uint64_t *prev_ids;
+	int64_t *prev_bytes;
+	size_t nprev;
+	double t_prev;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && !getenv("DWLEAK_DEBUG"))
+		return 0;
+	if (level == LIBBPF_INFO && !getenv("DWLEAK_DEBUG"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* --- Checks before anything is touched --- */
+
+static bool have_caps(void)
+{
+	unsigned long long eff = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	if (geteuid() == 0)
+		return true;
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0)
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	free(line);
+	fclose(f);
+	/* CAP_SYS_ADMIN (21), or CAP_BPF (39) with CAP_PERFMON (38) */
+	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
+}
+
+static int env_check(const struct env *env)
+{
+	const char *missing = NULL;
+
+	if (strcmp(env->unwind, "dwarf"))
+		missing = "--unwind fp/both";
+	else if (env->mmap)
+		missing = "--mmap";
+	else if (env->sample_bytes)
+		missing = "--sample-bytes";
+	else if (env->suppressions)
+		missing = "--suppressions";
+	else if (!strcmp(env->format, "pprof") || !strcmp(env->format, "svg"))
+		missing = "--format pprof/svg";
+	if (missing) {
+		fprintf(stderr, "dwleak: %s is not available in this version yet; "
+				"use the default DWARF walk with --format text, json or folded\n",
+			missing);
+		return -ENOTSUP;
+	}
+	if (!have_caps()) {
+		fprintf(stderr, "dwleak: needs CAP_BPF and CAP_PERFMON (run as root)\n");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* --- The allocator --- */
+
+static bool is_libc(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
+}
+
+/* Finds the libc PID maps and a path to it that works from here. */
+static int libc_of_pid(struct tracer *tr, pid_t pid)
+{
+	struct proc_map *maps;
+	size_t n, i;
+	int err;
+
+	err = proc_maps_read(pid, true, &maps, &n);
+	if (err)
+		return err;
+	err = -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (maps[i].path[0] != '/' || !is_libc(maps[i].path))
+			continue;
+		tr->libc_name = strdup(maps[i].path);
+		if (asprintf(&tr->libc_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
+			tr->libc_path = NULL;
+		err = tr->libc_name && tr->libc_path ? 0 : -ENOMEM;
+		break;
+	}
+	proc_maps_free(maps, n);
+	return err;
+}
+
+static int allocator_load(struct tracer *tr)
+{
+	int fd, err;
+
+	fd = open(tr->libc_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = allocator_find(fd, tr->funcs, &tr->nfuncs);
+	close(fd);
+	return err;
+}
+
+/* --- Tables --- */
+
+static int file_key_of(const char *path, struct file_key *key)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	key->dev = proc_kdev(major(st.st_dev), minor(st.st_dev));
+	key->ino = st.st_ino;
+	return 0;
+}
+
+/* For a command not started yet: the tables of everything ldd says it
+ * will map, keyed by file, so they are in place before its first
+ * instruction. */
+static int tables_for_command(struct tracer *tr)
+{
+	struct file_key key;
+	char *prog, **libs = NULL;
+	size_t i;
+	int err;
+
+	prog = target_which(tr->env->cmd[0]);
+	if (!prog) {
+		fprintf(stderr, "dwleak: cannot find %s: no such file in PATH\n", tr->env->cmd[0]);
+		return -ENOENT;
+	}
+	err = target_libs(prog, &libs);
+	for (i = 0; !err && libs[i]; i++) {
+		if (file_key_of(libs[i], &key))
+			continue;
+		err = unwinder_add(tr->uw, &key, libs[i], -1, NULL);
+		if (!tr->libc_path && is_libc(libs[i])) {
+			tr->libc_path = strdup(libs[i]);
+			tr->libc_name = strdup(libs[i]);
+		}
+	}
+	target_libs_free(libs);
+	free(prog);
+	return err;
+}
+
+static void warn_failed_tables(struct tracer *tr)
+{
+	struct unwind_object *o;
+	size_t i;
+
+	for (i = 0; i < unwinder_count(tr->uw); i++) {
+		o = unwinder_object(tr->uw, i);
+		if (o->error && !o->loaded && o->error_msg && o->error != -ENODATA)
+			fprintf(stderr, "dwleak: warning: no unwind table for %s: %s; "
+					"stacks through it will stop there\n",
+				o->path, o->error_msg);
+		if (o->error_msg)
+			o->error = o->error ? o->error : -EIO; /* warn once */
+		free(o->error_msg);
+		o->error_msg = NULL;
+	}
+}
+
+static int tables_refresh(struct tracer *tr)
+{
+	int err;
+
+	err = unwinder_add_process(tr->uw, tr->tgt.pid);
+	if (err && err != -ENOENT)
+		return err;
+	err = unwinder_load_pending(tr->uw);
+	warn_failed_tables(tr);
+	return err < 0 ? err : 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct tracer *tr = ctx;
+	const struct event *e = data;
+
+	if (size >= sizeof(*e) && e->type == EVENT_NEED_TABLE)
+		tr->rescan = true;
+	return 0;
+}
+
+/* --- BPF setup --- */
+
+static int skel_open(struct tracer *tr)
+{
+	uint64_t rows, rules;
+	struct dwleak_bpf *s;
+	size_t i;
+	int err;
+
+	s = dwleak_bpf__open();
+	if (!s)
+		return -errno;
+	tr->skel = s;
+	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
+	for (i = 0; i < tr->nfuncs; i++)
+		s->rodata->probe_vaddr[tr->funcs[i].kind] = tr->funcs[i].vaddr;
+	s->rodata->nranges = (uint32_t)tr->nfuncs;
+	unwinder_needs(tr->uw, &rows, &rules);
+	rows = rows * 2 > ROWS_MIN ? rows * 2 : ROWS_MIN;
+	rules = rules * 2 > RULES_MIN ? rules * 2 : RULES_MIN;
+	err = bpf_map__set_max_entries(s->maps.rows, (uint32_t)rows);
+	err = err ?: bpf_map__set_max_entries(s->maps.rules, (uint32_t)rules);
+	err = err ?: bpf_map__set_max_entries(s->maps.allocs, ALLOCS_MAX);
+	err = err ?: bpf_map__set_map_flags(s->maps.allocs, BPF_F_NO_PREALLOC);
+	err = err ?: bpf_map__set_max_entries(s->maps.stacks, STACKS_MAX);
+	err = err ?: bpf_map__set_max_entries(s->maps.stack_stats, STACKS_MAX);
+	if (err)
+		return err;
+	err = dwleak_bpf__load(s);
+	if (err)
+		return err;
+	unwinder_set_maps(tr->uw, &(struct unwinder_maps){
+		.tables = bpf_map__fd(s->maps.tables),
+		.pages = bpf_map__fd(s->maps.pages),
+		.rows = bpf_map__fd(s->maps.rows),
+		.rules = bpf_map__fd(s->maps.rules),
+		.rows_cap = (uint32_t)rows,
+		.rules_cap = (uint32_t)rules,
+		.pages_cap = bpf_map__max_entries(s->maps.pages),
+	});
+	for (i = 0; i < tr->nfuncs; i++) {
+		struct alloc_range r = { tr->funcs[i].vaddr,
+					 tr->funcs[i].vaddr + (tr->funcs[i].size ?: 1) };
+		uint32_t k = (uint32_t)i;
+
+		if (bpf_map_update_elem(bpf_map__fd(s->maps.alloc_ranges), &k, &r, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+/* Attaches PROG at file offset OFF of libc; the cookie tells the shared
+ * entry program which function fired. */
+static int attach_one(struct tracer *tr, struct bpf_program *prog, bool ret, uint64_t off,
+		      uint32_t kind)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret, .bpf_cookie = kind);
+	struct bpf_link *l;
+
+	l = bpf_program__attach_uprobe_opts(prog, tr->tgt.pid, tr->libc_path, off, &opts);
+	if (!l)
+		return -errno;
+	tr->links[tr->nlinks++] = l;
+	return 0;
+}
+
+static int probes_attach(struct tracer *tr)
+{
+	const struct alloc_func *f;
+	size_t i;
+	int err;
+
+	for (i = 0; i < tr->nfuncs; i++) {
+		f = &tr->funcs[i];
+		if (f->kind == ALLOC_FREE)
+			err = attach_one(tr, tr->skel->progs.free_enter, false, f->file_off, f->kind);
+		else
+			err = attach_one(tr, tr->skel->progs.alloc_enter_any, false, f->file_off, f->kind);
+		if (!err && f->kind != ALLOC_FREE)
+			err = attach_one(tr, tr->skel->progs.alloc_exit, true, f->file_off, f->kind);
+		if (err) {
+			fprintf(stderr, "dwleak: cannot attach a uprobe to %s in %s: %s\n", f->name,
+				tr->libc_name, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* --- Reading the kernel's bookkeeping --- */
+
+static void counters_read(struct tracer *tr, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(tr->skel->maps.counters);
+	uint64_t *vals;
+	uint32_t k;
+	int c;
+
+	memset(out, 0, CNT_COUNT * sizeof(*out));
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	if (!vals)
+		return;
+	for (k = 0; k < CNT_COUNT; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+/* Outstanding allocations of one stack, aggregated in user space from the
+ * per-address map (exact for --min-age and the oldest age). */
+struct agg {
+	uint64_t stack_id;
+	uint64_t bytes;
+	uint64_t count;
+	uint64_t oldest_ts;
+	uint32_t kind;
+};
+
+struct agg_table {
+	struct agg *slots;
+	size_t cap; /* power of two */
+	size_t n;
+};
+
+static struct agg *agg_get(struct agg_table *t, uint64_t id)
+{
+	size_t i, j;
+
+	if (2 * (t->n + 1) > t->cap) {
+		struct agg_table g = { calloc(t->cap ? t->cap * 2 : 1024, sizeof(struct agg)),
+				       t->cap ? t->cap * 2 : 1024, 0 };
+
+		if (!g.slots)
+			return NULL;
+		for (i = 0; i < t->cap; i++) {
+			if (!t->slots[i].count)
+				continue;
+			for (j = t->slots[i].stack_id & (g.cap - 1); g.slots[j].count; j = (j + 1) & (g.cap - 1))
+				;
+			g.slots[j] = t->slots[i];
+			g.n++;
+		}
+		free(t->slots);
+		*t = g;
+	}
+	for (j = id & (t->cap - 1); t->slots[j].count; j = (j + 1) & (t->cap - 1))
+		if (t->slots[j].stack_id == id)
+			return &t->slots[j];
+	t->slots[j].stack_id = id;
+	t->n++;
+	return &t->slots[j];
+}
+
+static uint64_t ktime_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock */
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
+{
+	int fd = bpf_map__fd(tr->skel->maps.allocs);
+	uint64_t key, next, now = ktime_now_ns();
+	uint64_t min_age = (uint64_t)(tr->env->min_age_s * 1e9);
+	struct alloc_info a;
+	struct agg *g;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &a))
+			continue; /* freed meanwhile */
+		if (now - a.ts < min_age)
+			continue;
+		g = agg_get(t, a.stack_id);
+		if (!g)
+			return -ENOMEM;
+		if (!g->count || a.ts < g->oldest_ts)
+			g->oldest_ts = a.ts;
+		g->bytes += a.size;
+		g->count++;
+		g->kind = a.kind;
+	}
+	return 0;
+}
+
+/* --- Symbolization --- */
+
+struct mapping {
+	uint64_t start, end, pgoff;
+	struct file_key file;
+};
+
+struct frame_arena {
+	struct report_frame *frames; /* every frame of every stack */
+	size_t n, cap;
+	struct sym_frame **syms;     /* sym_module_resolve results, freed at the end */
+	size_t *nsyms;
+	size_t nres, capres;
+};
+
+static int mappings_read(struct tracer *tr, struct mapping **out, size_t *n)
+{
+	int fd = bpf_map__fd(tr->skel->maps.mappings);
+	struct { uint32_t tgid, pad; uint64_t start; } key, next;
+	struct { uint64_t end, pgoff; struct file_key file; } val;
+	struct mapping *arr = NULL, *g;
+	size_t cnt = 0, cap = 0;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (key.tgid != (uint32_t)tr->tgt.pid || bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			g = realloc(arr, cap * sizeof(*g));
+			if (!g) {
+				free(arr);
+				return -ENOMEM;
+			}
+			arr = g;
+		}
+		arr[cnt++] = (struct mapping){ key.start, val.end, val.pgoff, val.file };
+	}
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+static const struct mapping *mapping_find(const struct mapping *m, size_t n, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (pc >= m[i].start && pc < m[i].end)
+			return &m[i];
+	return NULL;
+}
+
+static struct report_frame *arena_frame(struct frame_arena *a)
+{
+	struct report_frame *g;
+
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 1024;
+		g = realloc(a->frames, a->cap * sizeof(*g));
+		if (!g)
+			return NULL;
+		a->frames = g;
+	}
+	memset(&a->frames[a->n], 0, sizeof(a->frames[0]));
+	return &a->frames[a->n++];
+}
+
+static int arena_keep(struct frame_arena *a, struct sym_frame *f, size_t n)
+{
+	if (a->nres == a->capres) {
+		size_t cap = a->capres ? a->capres * 2 : 256;
+		struct sym_frame **s = realloc(a->syms, cap * sizeof(*s));
+		size_t *c = realloc(a->nsyms, cap * sizeof(*c));
+
+		if (s)
+			a->syms = s;
+		if (c)
+			a->nsyms = c;
+		if (!s || !c)
+			return -ENOMEM;
+		a->capres = cap;
+	}
+	a->syms[a->nres] = f;
+	a->nsyms[a->nres++] = n;
+	return 0;
+}
+
+static void arena_free(struct frame_arena *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nres; i++)
+		sym_frames_free(a->syms[i], a->nsyms[i]);
+	free(a->syms);
+	free(a->nsyms);
+	free(a->frames);
+}
+
+/* Appends the report frames of runtime address PC (several when inlined
+ * functions are described). */
+static int frame_symbolize(struct tracer *tr, struct frame_arena *a, const struct mapping *maps,
+			   size_t nmaps, uint64_t pc, bool return_addr)
+{
+	const struct mapping *m = mapping_find(maps, nmaps, pc);
+	struct unwind_object *o = m ? unwinder_find(tr->uw, &m->file) : NULL;
+	struct sym_module *mod = NULL;
+	struct sym_frame *sf = NULL;
+	struct report_frame *rf;
+	uint64_t elf = pc;
+	size_t n = 0, i;
+
+	if (o) {
+		elf = unwind_object_elf_addr(o, m->start, m->pgoff, pc);
+		if (symbolizer_module(tr->sym, o->path, o->fd, &mod) == 0 &&
+		    sym_module_resolve(mod, elf, return_addr, &sf, &n) == 0 && arena_keep(a, sf, n))
+			return -ENOMEM;
+	}
+	for (i = 0; i < (n ? n : 1); i++) {
+		rf = arena_frame(a);
+		if (!rf)
+			return -ENOMEM;
+		rf->address = pc;
+		rf->elf_address = elf;
+		rf->module = o ? o->path : NULL;
+		rf->build_id = o && o->build_id[0] ? o->build_id : NULL;
+		if (n) {
+			rf->function = sf[i].function;
+			rf->offset = sf[i].offset;
+			rf->file = sf[i].file;
+			rf->line = sf[i].line;
+			rf->inlined = sf[i].inlined;
+		}
+	}
+	return 0;
+}
+
+static const char *walk_end_reason(uint32_t end)
+{
+	switch (end) {
+	case WALK_ERR_NO_MAPPING: return "pc in no file-backed mapping (JIT or anonymous code)";
+	case WALK_ERR_NO_TABLE: return "no unwind table for this object";
+	case WALK_ERR_NO_FDE: return "no CFI for this pc";
+	case WALK_ERR_UNSUPPORTED: return "CFI rule the walker does not support";
+	case WALK_ERR_READ: return "stack memory unreadable";
+	case WALK_ERR_RBP_UNKNOWN: return "frame needs rbp, which was lost";
+	case WALK_ERR_TRAMPOLINE: return "another tool's uretprobe trampoline";
+	case WALK_ERR_VMA_BUSY: return "mapping lookup contended";
+	default: return NULL;
+	}
+}
+
+static const char *const counter_names[CNT_COUNT] = {
+	[CNT_ALLOC_CALLS] = "alloc_calls",
+	[CNT_FREE_CALLS] = "free_calls",
+	[CNT_NESTED_CALLS] = "nested_calls",
+	[CNT_FAILED_ALLOCS] = "failed_allocs",
+	[CNT_FREE_UNKNOWN] = "frees_of_untracked",
+	[CNT_ALLOCS_FULL] = "allocs_map_full",
+	[CNT_STACKS_FULL] = "stacks_map_full",
+	[CNT_STATS_FULL] = "stack_stats_full",
+	[CNT_PENDING_FULL] = "pending_calls_full",
+	[CNT_PENDING_LOST] = "returns_unmatched",
+	[CNT_REPLACED] = "allocs_replaced",
+	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
+	[CNT_FRAMES] = "frames_walked",
+	[CNT_WALKS] = "walks",
+	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",
+	[CNT_WALK_END_BASE + WALK_END_ZERO_RA] = "walks_ended_zero_ra",
+	[CNT_WALK_END_BASE + WALK_END_TRUNCATED] = "walks_truncated",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_MAPPING] = "walk_err_no_mapping",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_TABLE] = "walk_err_no_table",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_FDE] = "walk_err_no_fde",
+	[CNT_WALK_END_BASE + WALK_ERR_UNSUPPORTED] = "walk_err_unsupported",
+	[CNT_WALK_END_BASE + WALK_ERR_READ] = "walk_err_read",
+	[CNT_WALK_END_BASE + WALK_ERR_RBP_UNKNOWN] = "walk_err_rbp_unknown",
+	[CNT_WALK_END_BASE + WALK_ERR_TRAMPOLINE] = "walk_err_trampoline",
+	[CNT_WALK_END_BASE + WALK_ERR_VMA_BUSY] = "walk_err_vma_busy",
+	[CNT_EVENTS_LOST] = "events_lost",
+};
+
+static double growth_of(struct tracer *tr, uint64_t id, uint64_t bytes, double now)
+{
+	size_t i;
+
+	if (!tr->t_prev || now <= tr->t_prev)
+		return NAN;
+	for (i = 0; i < tr->nprev; i++)
+		if (tr->prev_ids[i] == id)
+			return ((double)bytes - (double)tr->prev_bytes[i]) / (now - tr->t_prev);
+	return (double)bytes / (now - tr->t_prev);
+}
+
+static void growth_remember(struct tracer *tr, const struct agg_table *t, double now)
+{
+	size_t i, k = 0;
+
+	free(tr->prev_ids);
+	free(tr->prev_bytes);
+	tr->prev_ids = calloc(t->n + 1, sizeof(*tr->prev_ids));
+	tr->prev_bytes = calloc(t->n + 1, sizeof(*tr->prev_bytes));
+	tr->nprev = 0;
+	if (!tr->prev_ids || !tr->prev_bytes)
+		return;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->slots[i].count)
+			continue;
+		tr->prev_ids[k] = t->slots[i].stack_id;
+		tr->prev_bytes[k++] = (int64_t)t->slots[i].bytes;
+	}
+	tr->nprev = k;
+	tr->t_prev = now;
+}
+
+struct built {
+	struct report r;
+	struct report_stack *stacks;
+	struct frame_arena arena;
+	size_t *first_frame; /* per stack: index into arena.frames */
+	struct mapping *maps;
+	uint64_t counters[CNT_COUNT];
+};
+
+static void built_free(struct built *b)
+{
+	arena_free(&b->arena);
+	free(b->stacks);
+	free(b->first_frame);
+	free(b->maps);
+}
+
+static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const struct agg *g,
+		       struct report_stack *rs, size_t *first, double now)
+{
+	struct stack_trace st;
+	uint32_t i;
+	int err;
+
+	rs->bytes = g->bytes;
+	rs->allocations = g->count;
+	rs->allocator = alloc_kind_name(g->kind);
+	rs->oldest_age_s = (double)(ktime_now_ns() - g->oldest_ts) / 1e9;
+	rs->growth_bytes_per_s = tr->env->interval_s > 0 ? growth_of(tr, g->stack_id, g->bytes, now) : NAN;
+	*first = b->arena.n;
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &g->stack_id, &st)) {
+		rs->unwind_error = "stack not stored (stacks map full)";
+		return 0;
+	}
+	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
+		err = frame_symbolize(tr, &b->arena, b->maps, nmaps, st.pcs[i], i > 0);
+		if (err)
+			return err;
+	}
+	rs->truncated = st.end == WALK_END_TRUNCATED;
+	rs->unwind_error = walk_end_reason(st.end);
+	return 0;
+}
+
+static int report_build(struct tracer *tr, struct built *b)
+{
+	struct agg_table t = { 0 };
+	size_t nmaps = 0, i, k = 0;
+	double now = now_s();
+	int err;
+
+	memset(b, 0, sizeof(*b));
+	counters_read(tr, b->counters);
+	err = allocs_aggregate(tr, &t);
+	err = err ?: mappings_read(tr, &b->maps, &nmaps);
+	if (err)
+		goto out;
+	b->stacks = calloc(t.n + 1, sizeof(*b->stacks));
+	b->first_frame = calloc(t.n + 1, sizeof(*b->first_frame));
+	if (!b->stacks || !b->first_frame) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < t.cap; i++) {
+		if (!t.slots[i].count)
+			continue;
+		err = stack_build(tr, b, nmaps, &t.slots[i], &b->stacks[k], &b->first_frame[k], now);
+		if (err)
+			goto out;
+		k++;
+	}
+	/* frames were appended to one growing array: point stacks in now */
+	for (i = 0; i < k; i++) {
+		size_t end = i + 1 < k ? b->first_frame[i + 1] : b->arena.n;
+
+		b->stacks[i].frames = b->arena.frames + b->first_frame[i];
+		b->stacks[i].nframes = end - b->first_frame[i];
+	}
+	b->r.pid = tr->tgt.pid;
+	b->r.command = tr->tgt.command;
+	b->r.unwind = tr->env->unwind;
+	b->r.duration_s = now - tr->t_traced;
+	b->r.stacks = b->stacks;
+	b->r.nstacks = k;
+	report_totals_from_stacks(&b->r);
+	b->r.totals.dropped_events = b->counters[CNT_ALLOCS_FULL] + b->counters[CNT_STACKS_FULL] +
+				     b->counters[CNT_STATS_FULL] + b->counters[CNT_PENDING_FULL] +
+				     b->counters[CNT_EVENTS_LOST];
+	b->r.counter_names = counter_names;
+	b->r.counter_values = b->counters;
+	b->r.ncounters = CNT_COUNT;
+	if (tr->env->interval_s > 0)
+		growth_remember(tr, &t, now);
+out:
+	free(t.slots);
+	return err;
+}
+
+static int report_write(struct tracer *tr, FILE *f, bool final)
+{
+	const char *fmt = final ? tr->env->format : "text";
+	unsigned int top = (unsigned int)tr->env->top;
+	struct built b;
+	int err;
+
+	err = report_build(tr, &b);
+	if (!err) {
+		if (!strcmp(fmt, "json"))
+			err = report_write_json(f, &b.r, top);
+		else if (!strcmp(fmt, "folded"))
+			err = report_write_folded(f, &b.r, top);
+		else
+			err = report_write_text(f, &b.r, top);
+		fflush(f);
+	}
+	if (final && tr->env->fail_on_leak && !err &&
+	    b.r.totals.outstanding_bytes > (uint64_t)tr->env->fail_bytes)
+		err = 1;
+	built_free(&b);
+	return err;
+}
+
+/* --- Lifecycle --- */
+
+static int target_setup(struct tracer *tr)
+{
+	const char *why;
+	int err;
+
+	if (tr->env->cmd) {
+		err = tables_for_command(tr);
+		if (err)
+			return err;
+		if (!tr->libc_path) {
+			fprintf(stderr, "dwleak: %s does not load glibc's libc.so.6 (statically linked?); "
+					"only dynamically linked glibc programs can be traced in this version\n",
+				tr->env->cmd[0]);
+			return -ENOENT;
+		}
+		return target_spawn(&tr->tgt, tr->env->cmd);
+	}
+	err = target_check_pid((pid_t)tr->env->pid, &why);
+	if (err) {
+		if (err == -ESRCH)
+			fprintf(stderr, "dwleak: no process with pid %ld\n", tr->env->pid);
+		else
+			fprintf(stderr, "dwleak: pid %ld %s\n", tr->env->pid, why);
+		return err;
+	}
+	err = target_attach(&tr->tgt, (pid_t)tr->env->pid);
+	if (err)
+		return err;
+	err = libc_of_pid(tr, tr->tgt.pid);
+	if (err) {
+		fprintf(stderr, "dwleak: pid %d does not map glibc's libc.so.6; only glibc "
+				"programs can be traced in this version\n", tr->tgt.pid);
+		return err;
+	}
+	return unwinder_add_process(tr->uw, tr->tgt.pid);
+}
+
+static void report_exit_status(struct tracer *tr)
+{
+	int st = tr->tgt.exit_status;
+
+	if (!tr->tgt.spawned || !tr->tgt.exited)
+		return;
+	if (WIFEXITED(st))
+		fprintf(stderr, "dwleak: %s exited with status %d\n", tr->tgt.command, WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", tr->tgt.command,
+			WTERMSIG(st), strsignal(WTERMSIG(st)));
+}
+
+static int poll_loop(struct tracer *tr)
+{
+	double deadline = tr->env->duration_s > 0 ? tr->t_traced + tr->env->duration_s : 0;
+	double next_report = tr->env->interval_s > 0 ? tr->t_traced + tr->env->interval_s : 0;
+	double next_scan = tr->t_traced + RESCAN_INTERVAL_S;
+	double now;
+	int err;
+
+	while (!stop_signal) {
+		err = ring_buffer__poll(tr->rb, POLL_MS);
+		if (err < 0 && err != -EINTR)
+			return err;
+		now = now_s();
+		if (!target_alive(&tr->tgt))
+			break;
+		if (tr->rescan || now >= next_scan) {
+			tr->rescan = false;
+			next_scan = now + RESCAN_INTERVAL_S;
+			err = tables_refresh(tr);
+			if (err)
+				fprintf(stderr, "dwleak: warning: loading new unwind tables failed: %s\n",
+					strerror(-err));
+		}
+		if (next_report && now >= next_report) {
+			next_report += tr->env->interval_s;
+			report_write(tr, stdout, false);
+		}
+		if (deadline && now >= deadline)
+			break;
+	}
+	return 0;
+}
+
+static void tracer_cleanup(struct tracer *tr)
+{
+	size_t i;
+
+	for (i = 0; i < tr->nlinks; i++)
+		bpf_link__destroy(tr->links[i]);
+	ring_buffer__free(tr->rb);
+	dwleak_bpf__destroy(tr->skel);
+	symbolizer_free(tr->sym);
+	unwinder_free(tr->uw);
+	table_cache_close(tr->cache);
+	target_abort(&tr->tgt);
+	target_free(&tr->tgt);
+	free(tr->libc_path);
+	free(tr->libc_name);
+	free(tr->prev_ids);
+	free(tr->prev_bytes);
+}
+
+static FILE *output_open(const struct env *env)
+{
+	FILE *f;
+
+	if (!env->output)
+		return stdout;
+	f = fopen(env->output, "we");
+	if (!f)
+		fprintf(stderr, "dwleak: cannot write %s: %s\n", env->output, strerror(errno));
+	return f;
+}
+
+int trace_run(const struct env *env)
+{
+	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
+	struct unwinder_stats us;
+	int err, ret = EXIT_USAGE;
+	FILE *out = NULL;
+
+	/* phase: checks */
+	if (env_check(env))
+		return EXIT_USAGE;
+	unsetenv("DEBUGINFOD_URLS"); /* no network lookups behind the user's back */
+	libbpf_set_print(libbpf_print);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	tr.t_start = now_s();
+	out = output_open(env);
+	if (!out)
+		return EXIT_USAGE;
+
+	/* phase: target and tables */
+	table_cache_open(NULL, &tr.cache);
+	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
+	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
+	if (err) {
+		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
+		goto out;
+	}
+	if (target_setup(&tr))
+		goto out;
+	err = allocator_load(&tr);
+	if (err) {
+		fprintf(stderr, "dwleak: cannot find malloc and free in %s: %s\n", tr.libc_name,
+			strerror(-err));
+		goto out;
+	}
+
+	/* phase: open, configure, load */
+	err = skel_open(&tr);
+	if (err) {
+		fprintf(stderr, "dwleak: cannot load the BPF program: %s; the kernel needs BTF, "
+				"BPF and uprobes (run with DWLEAK_DEBUG=1 to see the verifier)\n",
+			strerror(-err));
+		goto out;
+	}
+	err = unwinder_load_pending(tr.uw);
+	if (err < 0) {
+		fprintf(stderr, "dwleak: cannot load unwind tables into BPF maps: %s\n", strerror(-err));
+		goto out;
+	}
+	warn_failed_tables(&tr);
+	tr.rb = ring_buffer__new(bpf_map__fd(tr.skel->maps.events), on_event, &tr, NULL);
+	if (!tr.rb) {
+		fprintf(stderr, "dwleak: cannot open the BPF ring buffer: %s\n", strerror(errno));
+		goto out;
+	}
+
+	/* phase: attach, then let a spawned command run */
+	if (probes_attach(&tr))
+		goto out;
+	if (target_release(&tr.tgt)) {
+		fprintf(stderr, "dwleak: cannot start %s\n", env->cmd[0]);
+		goto out;
+	}
+	tr.t_traced = now_s();
+	unwinder_stats(tr.uw, &us);
+	fprintf(stderr, "dwleak: tracing pid %d (glibc malloc in %s, %u tables, %.0f ms to attach); "
+			"Ctrl-C to stop\n",
+		tr.tgt.pid, tr.libc_name, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
+
+	/* phase: poll */
+	err = poll_loop(&tr);
+	if (err)
+		fprintf(stderr, "dwleak: polling failed: %s; reporting what was seen\n", strerror(-err));
+	report_exit_status(&tr);
+
+	/* phase: final report */
+	err = report_write(&tr, out, true);
+	if (err < 0) {
+		fprintf(stderr, "dwleak: cannot write the report: %s\n", strerror(-err));
+		goto out;
+	}
+	ret = err == 1 ? EXIT_LEAK : 0;
+out:
+	if (out && out != stdout)
+		fclose(out);
+	tracer_cleanup(&tr);
+	return ret;
+}

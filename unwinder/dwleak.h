@@ -1,0 +1,184 @@
+/* Layouts shared by the BPF program (bpf/dwleak.bpf.c) and user space
+ * (unwinder/, cli/): map keys and values, events, counters and limits.
+ * Fixed-width types only; every struct's size is asserted. */
+#ifndef DWLEAK_SHARED_H
+#define DWLEAK_SHARED_H
+
+#include "../tables/unwind_format.h"
+
+/* --- Limits ---------------------------------------------------------- */
+
+/* Frames per stack: 127 like perf's default user stack depth; a deeper
+ * walk is counted as truncated, never silently cut. */
+#define DWLEAK_MAX_FRAMES 127
+/* Steps of the binary search in one 64 KiB page: rows per page <= 65536. */
+#define DWLEAK_ROW_SEARCH_STEPS 17
+/* Allocator calls pending on one thread at once (outer call, a nested
+ * allocator call, a signal handler that allocates while one is pending). */
+#define DWLEAK_MAX_PENDING 8
+/* Executable segments of one object told to the walker. */
+#define DWLEAK_MAX_SEGMENTS 4
+/* Per-walk cache of the mappings met, so a stack touching the same few
+ * objects looks each up once. */
+#define DWLEAK_VMA_CACHE 4
+/* Probed allocator functions whose bodies mark a call as nested. */
+#define DWLEAK_MAX_ALLOC_RANGES 64
+
+_Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
+	       "binary search must cover a full page of rows");
+
+/* --- Allocator functions -------------------------------------------- */
+
+enum alloc_kind {
+	ALLOC_MALLOC = 0,
+	ALLOC_CALLOC,
+	ALLOC_REALLOC,
+	ALLOC_REALLOCARRAY,
+	ALLOC_POSIX_MEMALIGN,
+	ALLOC_ALIGNED_ALLOC,
+	ALLOC_MEMALIGN,
+	ALLOC_VALLOC,
+	ALLOC_PVALLOC,
+	ALLOC_FREE,
+	ALLOC_KIND_COUNT,
+};
+
+/* --- Unwind tables in maps ------------------------------------------- */
+
+/* An object is known to the walker by its file (the kernel's dev_t of the
+ * inode's superblock and the inode number), so one table serves every
+ * process and every mapping of that file. */
+struct file_key {
+	__u64 dev; /* kernel encoding: major << 20 | minor */
+	__u64 ino;
+};
+
+/* File offsets [off_start, off_end) of one executable segment; ELF address
+ * = file offset + vaddr_delta (p_vaddr - p_offset). */
+struct table_segment {
+	__u64 off_start;
+	__u64 off_end;
+	__s64 vaddr_delta;
+};
+
+struct table_info {
+	__u32 table_id;	 /* key prefix in the pages map */
+	__u32 rule_base; /* index of the object's rule 0 in the rules array */
+	__u32 nsegs;
+	__u32 pad;
+	struct table_segment segs[DWLEAK_MAX_SEGMENTS];
+};
+
+struct page_key {
+	__u32 table_id;
+	__u32 page; /* ELF address >> UNWIND_PAGE_SHIFT */
+};
+/* page value: struct unwind_page, first_row indexing the global rows array */
+
+/* --- Stacks and allocations ----------------------------------------- */
+
+/* Why a walk ended. */
+enum walk_end {
+	WALK_END_OK = 0,	 /* reached a frame whose return address is undefined */
+	WALK_END_ZERO_RA,	 /* return address 0: conventional end of stack */
+	WALK_END_TRUNCATED,	 /* DWLEAK_MAX_FRAMES reached */
+	WALK_ERR_NO_MAPPING,	 /* pc in no file-backed mapping (JIT, anonymous code) */
+	WALK_ERR_NO_TABLE,	 /* file has no table loaded (yet) */
+	WALK_ERR_NO_FDE,	 /* table has no rule for pc */
+	WALK_ERR_UNSUPPORTED,	 /* rule the walker cannot follow */
+	WALK_ERR_READ,		 /* user memory unreadable */
+	WALK_ERR_RBP_UNKNOWN,	 /* rule needs rbp but the caller's rbp was lost */
+	WALK_ERR_TRAMPOLINE,	 /* a uretprobe trampoline that is not dwleak's */
+	WALK_ERR_VMA_BUSY,	 /* mmap lock contended: mapping not found */
+	WALK_END_COUNT,
+};
+
+struct stack_trace {
+	__u32 nframes;
+	__u8 end;	 /* enum walk_end */
+	__u8 kind;	 /* enum alloc_kind of the call that walked it */
+	__u16 pad;
+	__u64 pcs[DWLEAK_MAX_FRAMES]; /* runtime addresses; [0] is the allocator's entry */
+};
+
+struct alloc_info {
+	__u64 size;	/* bytes requested */
+	__u64 stack_id; /* key in the stacks map */
+	__u64 ts;	/* bpf_ktime_get_ns() at allocation */
+	__u32 kind;	/* enum alloc_kind */
+	__u32 tid;
+};
+
+struct stack_stats {
+	__s64 bytes;	   /* outstanding */
+	__s64 allocations; /* outstanding */
+};
+
+/* One allocator call in progress on a thread (entry seen, return not yet). */
+struct pending_call {
+	__u64 ra_addr;	/* where the return address lives (rsp at entry) */
+	__u64 ra;	/* the real return address, before the uretprobe hijacks it */
+	__u64 size;
+	__u64 arg;	/* realloc: old pointer; posix_memalign: memptr */
+	__u64 stack_id;
+	__u32 kind;
+	__u32 outer;	/* 0 = nested inside another allocator call: not counted */
+};
+
+struct thread_state {
+	__u32 depth;
+	__u32 pad;
+	struct pending_call calls[DWLEAK_MAX_PENDING];
+};
+
+struct alloc_range {
+	__u64 start; /* ELF address range of a probed allocator function */
+	__u64 end;
+};
+
+/* --- Counters (per-CPU array, summed by user space) ------------------ */
+
+enum dwleak_counter {
+	CNT_ALLOC_CALLS = 0,	/* outer allocator calls seen */
+	CNT_FREE_CALLS,
+	CNT_NESTED_CALLS,	/* allocator calls inside another: counted once */
+	CNT_FAILED_ALLOCS,	/* returned NULL / error: nothing recorded */
+	CNT_FREE_UNKNOWN,	/* free of an address allocated before attach */
+	CNT_ALLOCS_FULL,	/* allocation not stored: allocs map full */
+	CNT_STACKS_FULL,	/* stack not stored: stacks map full */
+	CNT_STATS_FULL,		/* per-stack totals not stored */
+	CNT_PENDING_FULL,	/* more than DWLEAK_MAX_PENDING nested calls */
+	CNT_PENDING_LOST,	/* a return with no matching entry */
+	CNT_REPLACED,		/* address returned again without a free seen */
+	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
+	CNT_FRAMES,		/* frames walked */
+	CNT_WALKS,
+	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */
+	CNT_EVENTS_LOST = CNT_WALK_END_BASE + WALK_END_COUNT,
+	CNT_COUNT,
+};
+
+/* --- Events to user space (ring buffer) ------------------------------ */
+
+enum event_type {
+	EVENT_NEED_TABLE = 1, /* a walk met a file with no table */
+};
+
+struct event {
+	__u32 type;
+	__u32 tgid;
+	struct file_key file;
+	__u64 pc;
+};
+
+_Static_assert(sizeof(struct file_key) == 16, "file_key layout");
+_Static_assert(sizeof(struct table_info) == 16 + 24 * DWLEAK_MAX_SEGMENTS, "table_info layout");
+_Static_assert(sizeof(struct page_key) == 8, "page_key layout");
+_Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
+_Static_assert(sizeof(struct alloc_info) == 32, "alloc_info layout");
+_Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
+_Static_assert(sizeof(struct pending_call) == 48, "pending_call layout");
+_Static_assert(sizeof(struct thread_state) == 8 + 48 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct event) == 32, "event layout");
+
+#endif

@@ -1,0 +1,81 @@
+/* /proc/PID/maps parser: which files a process runs code from, and where. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc_maps.h"
+
+static int map_parse(char *line, struct proc_map *m)
+{
+	unsigned int major, minor;
+	char perms[8];
+	int pathpos = 0;
+	char *nl;
+
+	if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &m->start, &m->end, perms, &m->offset,
+		   &major, &minor, &m->ino, &pathpos) < 7)
+		return -EINVAL;
+	nl = strchr(line + pathpos, '\n');
+	if (nl)
+		*nl = 0;
+	m->dev = proc_kdev(major, minor);
+	m->exec = perms[2] == 'x';
+	m->path = strdup(line + pathpos);
+	return m->path ? 0 : -ENOMEM;
+}
+
+int proc_maps_read(int pid, bool exec_only, struct proc_map **maps, size_t *n)
+{
+	struct proc_map *arr = NULL, *grown, m;
+	size_t cap = 0, cnt = 0, linecap = 0;
+	char *line = NULL, *path;
+	int err = 0;
+	FILE *f;
+
+	if (asprintf(&path, "/proc/%d/maps", pid) < 0)
+		return -ENOMEM;
+	f = fopen(path, "re");
+	free(path);
+	if (!f)
+		return -errno;
+	while (getline(&line, &linecap, f) > 0) {
+		memset(&m, 0, sizeof(m));
+		if (map_parse(line, &m))
+			continue;
+		if (exec_only && !m.exec) {
+			free(m.path);
+			continue;
+		}
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			grown = realloc(arr, cap * sizeof(*arr));
+			if (!grown) {
+				free(m.path);
+				err = -ENOMEM;
+				break;
+			}
+			arr = grown;
+		}
+		arr[cnt++] = m;
+	}
+	free(line);
+	fclose(f);
+	if (err) {
+		proc_maps_free(arr, cnt);
+		return err;
+	}
+	*maps = arr;
+	*n = cnt;
+	return 0;
+}
+
+void proc_maps_free(struct proc_map *maps, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(maps[i].path);
+	free(maps);
+}

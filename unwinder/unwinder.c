@@ -1,0 +1,418 @@
+/* Object registry and table loader: compiles each executable file a target
+ * maps (through the cache), and packs its pages, rows and rules into the
+ * walker's maps, giving it a table id and a base in the shared arrays. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "debug_file.h"
+#include "proc_maps.h"
+#include "table.h"
+#include "table_cache.h"
+#include "unwinder.h"
+
+struct unwinder {
+	struct unwind_object **objs;
+	size_t n;
+	size_t cap;
+	struct table_cache *cache;
+	const char *const *debug_dirs;
+	struct unwinder_maps maps;
+	bool have_maps;
+	uint32_t next_table_id;
+	uint64_t rows_used;
+	uint64_t rules_used;
+	uint64_t pages_used;
+	uint64_t bytes;
+	uint32_t dropped_full;
+};
+
+int unwinder_new(struct table_cache *cache, const char *const *debug_dirs, struct unwinder **out)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return -ENOMEM;
+	u->cache = cache;
+	u->debug_dirs = debug_dirs;
+	u->next_table_id = 1;
+	*out = u;
+	return 0;
+}
+
+static void object_free(struct unwind_object *o)
+{
+	if (!o)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	table_free(o->table);
+	free(o->path);
+	free(o->error_msg);
+	free(o);
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	for (i = 0; i < u->n; i++)
+		object_free(u->objs[i]);
+	free(u->objs);
+	free(u);
+}
+
+struct unwind_object *unwinder_find(const struct unwinder *u, const struct file_key *key)
+{
+	size_t i;
+
+	for (i = 0; i < u->n; i++) {
+		if (u->objs[i]->key.dev == key->dev && u->objs[i]->key.ino == key->ino)
+			return u->objs[i];
+	}
+	return NULL;
+}
+
+size_t unwinder_count(const struct unwinder *u)
+{
+	return u->n;
+}
+
+struct unwind_object *unwinder_object(const struct unwinder *u, size_t i)
+{
+	return i < u->n ? u->objs[i] : NULL;
+}
+
+/* Reads the executable PT_LOAD segments: the walker turns a mapping's file
+ * offset into an ELF address with them. */
+static int object_segments(struct unwind_object *o)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	unsigned int i;
+
+	if (pread(o->fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph))
+		return -ENOEXEC;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(o->fd, &ph, sizeof(ph), eh.e_phoff + (off_t)i * sizeof(ph)) != sizeof(ph))
+			return -ENOEXEC;
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (o->nsegs == DWLEAK_MAX_SEGMENTS) {
+			o->segs_truncated = true;
+			break;
+		}
+		o->segs[o->nsegs++] = (struct table_segment){
+			.off_start = ph.p_offset,
+			.off_end = ph.p_offset + ph.p_filesz,
+			.vaddr_delta = (int64_t)(ph.p_vaddr - ph.p_offset),
+		};
+	}
+	return o->nsegs ? 0 : -ENOEXEC;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void object_compile(struct unwinder *u, struct unwind_object *o)
+{
+	struct table_opts opts = { 0 };
+	char *debug = NULL;
+	double t0 = now_ms();
+	int i;
+
+	o->error = object_segments(o);
+	if (o->error) {
+		o->error_msg = strdup("not an ELF object with executable segments");
+		return;
+	}
+	if (debug_file_find(o->fd, o->path, u->debug_dirs, &debug) == 0)
+		opts.debug_path = debug;
+	o->error = table_cache_get(u->cache, o->fd, o->path, &opts, &o->table, &o->cache_hit);
+	free(debug);
+	o->compile_ms = now_ms() - t0;
+	if (o->error) {
+		o->error_msg = strdup(table_last_error());
+		return;
+	}
+	o->rows = o->table->nrows;
+	o->rules = o->table->nrules;
+	o->table_bytes = table_walker_bytes(o->table);
+	for (i = 0; i < (int)o->table->build_id_len; i++)
+		sprintf(o->build_id + 2 * i, "%02x", o->table->build_id[i]);
+}
+
+int unwinder_add(struct unwinder *u, const struct file_key *key, const char *path, int fd,
+		 struct unwind_object **out)
+{
+	struct unwind_object *o, **grown;
+
+	o = unwinder_find(u, key);
+	if (o) {
+		if (fd >= 0)
+			close(fd);
+		goto done;
+	}
+	if (u->n == u->cap) {
+		u->cap = u->cap ? u->cap * 2 : 32;
+		grown = realloc(u->objs, u->cap * sizeof(*grown));
+		if (!grown)
+			goto nomem;
+		u->objs = grown;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		goto nomem;
+	o->key = *key;
+	o->path = strdup(path);
+	o->fd = fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC);
+	if (!o->path) {
+		object_free(o);
+		return -ENOMEM;
+	}
+	u->objs[u->n++] = o;
+	if (o->fd < 0) {
+		o->error = -errno;
+		o->error_msg = strdup(strerror(errno));
+	} else {
+		object_compile(u, o);
+	}
+done:
+	if (out)
+		*out = o;
+	return 0;
+nomem:
+	if (fd >= 0)
+		close(fd);
+	return -ENOMEM;
+}
+
+/* Opens the bytes a mapping really maps: map_files survives the file being
+ * deleted or replaced; root/ reaches into the target's mount namespace. */
+static int open_mapping(int pid, const struct proc_map *m)
+{
+	char *p;
+	int fd;
+
+	if (asprintf(&p, "/proc/%d/map_files/%lx-%lx", pid, m->start, m->end) < 0)
+		return -1;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd >= 0 || m->path[0] != '/')
+		return fd;
+	if (asprintf(&p, "/proc/%d/root%s", pid, m->path) < 0)
+		return -1;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	return fd;
+}
+
+int unwinder_add_process(struct unwinder *u, int pid)
+{
+	struct proc_map *maps;
+	struct file_key key;
+	size_t n, i;
+	int err;
+
+	err = proc_maps_read(pid, true, &maps, &n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		if (maps[i].ino == 0 || maps[i].path[0] != '/')
+			continue; /* anonymous, [vdso], [uprobes]: no file to read */
+		key.dev = maps[i].dev;
+		key.ino = maps[i].ino;
+		if (unwinder_find(u, &key))
+			continue;
+		err = unwinder_add(u, &key, maps[i].path, open_mapping(pid, &maps[i]), NULL);
+		if (err)
+			break;
+	}
+	proc_maps_free(maps, n);
+	return err;
+}
+
+void unwinder_needs(const struct unwinder *u, uint64_t *rows, uint64_t *rules)
+{
+	size_t i;
+
+	*rows = *rules = 0;
+	for (i = 0; i < u->n; i++) {
+		if (u->objs[i]->table && !u->objs[i]->loaded) {
+			*rows += u->objs[i]->rows;
+			*rules += u->objs[i]->rules;
+		}
+	}
+}
+
+void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps)
+{
+	u->maps = *maps;
+	u->have_maps = true;
+}
+
+/* Writes N values of SIZE bytes at consecutive array indexes from BASE. */
+static int array_fill(int fd, uint32_t base, const void *vals, uint32_t n)
+{
+	uint32_t *keys, i, count = n;
+	int err;
+
+	if (!n)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		keys[i] = base + i;
+	err = bpf_map_update_batch(fd, keys, vals, &count, NULL);
+	free(keys);
+	return err ? -errno : 0;
+}
+
+static int pages_fill(struct unwinder *u, const struct unwind_table *t, uint32_t table_id,
+		      uint32_t row_base, uint64_t *npages)
+{
+	struct page_key *keys;
+	struct unwind_page *vals;
+	uint32_t i, n = 0, count;
+	int err = 0;
+
+	keys = malloc(t->npages * sizeof(*keys));
+	vals = malloc(t->npages * sizeof(*vals));
+	if (!keys || !vals) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < t->npages; i++) {
+		if (!t->pages[i].nrows)
+			continue;
+		keys[n] = (struct page_key){ table_id, (uint32_t)(t->first_page + i) };
+		vals[n] = (struct unwind_page){ t->pages[i].first_row + row_base, t->pages[i].nrows };
+		n++;
+	}
+	count = n;
+	if (n && bpf_map_update_batch(u->maps.pages, keys, vals, &count, NULL))
+		err = -errno;
+	*npages = n;
+out:
+	free(keys);
+	free(vals);
+	return err;
+}
+
+static uint64_t table_pages(const struct unwind_table *t)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->npages; i++)
+		n += t->pages[i].nrows != 0;
+	return n;
+}
+
+static int object_load(struct unwinder *u, struct unwind_object *o)
+{
+	const struct unwind_table *t = o->table;
+	struct table_info info = { 0 };
+	uint64_t npages;
+	int err;
+
+	if (u->rows_used + t->nrows > u->maps.rows_cap ||
+	    u->rules_used + t->nrules > u->maps.rules_cap ||
+	    u->pages_used + table_pages(t) > u->maps.pages_cap) {
+		u->dropped_full++;
+		o->error = -ENOSPC;
+		free(o->error_msg);
+		o->error_msg = strdup("unwind table maps are full");
+		return 0;
+	}
+	info.table_id = u->next_table_id++;
+	info.rule_base = (uint32_t)u->rules_used;
+	info.nsegs = o->nsegs;
+	memcpy(info.segs, o->segs, sizeof(info.segs));
+	err = array_fill(u->maps.rows, (uint32_t)u->rows_used, t->rows, t->nrows);
+	if (!err)
+		err = array_fill(u->maps.rules, info.rule_base, t->rules, t->nrules);
+	if (!err)
+		err = pages_fill(u, t, info.table_id, (uint32_t)u->rows_used, &npages);
+	if (err)
+		return err;
+	/* the table becomes visible to the walker only once complete */
+	if (bpf_map_update_elem(u->maps.tables, &o->key, &info, BPF_ANY))
+		return -errno;
+	u->rows_used += t->nrows;
+	u->rules_used += t->nrules;
+	u->pages_used += npages;
+	u->bytes += o->table_bytes;
+	o->table_id = info.table_id;
+	o->loaded = true;
+	table_free(o->table);
+	o->table = NULL;
+	return 0;
+}
+
+int unwinder_load_pending(struct unwinder *u)
+{
+	int loaded = 0, err;
+	size_t i;
+
+	if (!u->have_maps)
+		return -EINVAL;
+	for (i = 0; i < u->n; i++) {
+		if (!u->objs[i]->table || u->objs[i]->loaded)
+			continue;
+		err = object_load(u, u->objs[i]);
+		if (err)
+			return err;
+		loaded += u->objs[i]->loaded;
+	}
+	return loaded;
+}
+
+void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->objects = (uint32_t)u->n;
+	for (i = 0; i < u->n; i++) {
+		st->loaded += u->objs[i]->loaded;
+		st->failed += u->objs[i]->error != 0 && u->objs[i]->error != -ENOSPC;
+	}
+	st->dropped_full = u->dropped_full;
+	st->rows_used = u->rows_used;
+	st->rows_cap = u->maps.rows_cap;
+	st->rules_used = u->rules_used;
+	st->rules_cap = u->maps.rules_cap;
+	st->pages_used = u->pages_used;
+	st->bytes = u->bytes;
+}
+
+uint64_t unwind_object_elf_addr(const struct unwind_object *o, uint64_t start, uint64_t pgoff,
+				uint64_t pc)
+{
+	uint64_t off = pc - start + pgoff;
+	uint32_t i;
+
+	for (i = 0; i < o->nsegs; i++) {
+		if (off >= o->segs[i].off_start && off < o->segs[i].off_end)
+			return off + o->segs[i].vaddr_delta;
+	}
+	return off; /* outside executable segments: the file offset is the best name */
+}

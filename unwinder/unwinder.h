@@ -1,0 +1,107 @@
+/* The unwinding runtime: the objects (files) a traced process runs code
+ * from, their compiled tables, and loading those tables into the BPF maps
+ * the in-kernel walker reads.  One object is compiled and loaded once, and
+ * serves every mapping of it. */
+#ifndef DWLEAK_UNWINDER_H
+#define DWLEAK_UNWINDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwleak.h"
+
+struct table_cache;
+
+/* One file the walker may meet.  PATH names it in reports; FD is an open
+ * descriptor of the bytes the process really maps (kept open, so that a
+ * deleted or replaced file can still be symbolized). */
+struct unwind_object {
+	struct file_key key;
+	char *path;
+	int fd;
+	char build_id[2 * 64 + 1]; /* hex, "" when none */
+	struct table_segment segs[DWLEAK_MAX_SEGMENTS];
+	uint32_t nsegs;
+	bool segs_truncated; /* more executable segments than the walker takes */
+	int error;	     /* negative errno when its table could not be made */
+	char *error_msg;     /* why, for the user */
+	bool loaded;	     /* its table is in the maps */
+	bool cache_hit;
+	uint32_t table_id;
+	uint32_t rows;
+	uint32_t rules;
+	uint64_t table_bytes;
+	double compile_ms;
+	struct unwind_table *table; /* until loaded */
+};
+
+struct unwinder_stats {
+	uint32_t objects;
+	uint32_t loaded;
+	uint32_t failed;	 /* no table could be made (no CFI, unreadable) */
+	uint32_t dropped_full;	 /* tables that did not fit the maps */
+	uint64_t rows_used, rows_cap;
+	uint64_t rules_used, rules_cap;
+	uint64_t pages_used;
+	uint64_t bytes;		 /* table bytes loaded */
+};
+
+struct unwinder;
+
+/* Creates an empty runtime; CACHE (may be NULL) is used for compiles and
+ * stays the caller's; DEBUG_DIRS (NULL-terminated, may be NULL) is where
+ * separate debug files are also looked for. */
+int unwinder_new(struct table_cache *cache, const char *const *debug_dirs, struct unwinder **out);
+void unwinder_free(struct unwinder *u);
+
+/*
+ * Registers the file KEY (path PATH, open at FD, which the object takes
+ * over; FD < 0 opens PATH) and compiles its table, unless KEY is known
+ * already.  *OUT (may be NULL) receives the object, also when its table
+ * failed (o->error says why).  Returns 0 or -ENOMEM.
+ */
+int unwinder_add(struct unwinder *u, const struct file_key *key, const char *path, int fd,
+		 struct unwind_object **out);
+
+/* Registers every executable file mapping of process PID, opening each
+ * through /proc/PID/map_files (or /proc/PID/root/PATH).  Returns 0 or a
+ * negative errno from reading the maps (-ENOENT: process gone). */
+int unwinder_add_process(struct unwinder *u, int pid);
+
+/* The object for KEY, or NULL. */
+struct unwind_object *unwinder_find(const struct unwinder *u, const struct file_key *key);
+
+/* Objects in registration order. */
+size_t unwinder_count(const struct unwinder *u);
+struct unwind_object *unwinder_object(const struct unwinder *u, size_t i);
+
+/* Rows and rules the registered, not yet loaded tables need. */
+void unwinder_needs(const struct unwinder *u, uint64_t *rows, uint64_t *rules);
+
+/* The BPF maps to load into (fds stay the caller's) and their capacities. */
+struct unwinder_maps {
+	int tables;
+	int pages;
+	int rows;
+	int rules;
+	uint32_t rows_cap;
+	uint32_t rules_cap;
+	uint32_t pages_cap;
+};
+
+void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps);
+
+/* Loads every registered table not loaded yet.  Returns how many were
+ * loaded, or a negative errno from the BPF syscalls; tables that do not
+ * fit are counted in the stats (dropped_full), not an error. */
+int unwinder_load_pending(struct unwinder *u);
+
+void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st);
+
+/* Translates runtime address PC in a mapping that starts at START with
+ * file offset PGOFF (bytes) of object O into O's ELF address space. */
+uint64_t unwind_object_elf_addr(const struct unwind_object *o, uint64_t start, uint64_t pgoff,
+				uint64_t pc);
+
+#endif
