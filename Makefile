@@ -6,6 +6,7 @@
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make testdata      only the test programs (build/testdata/)
+#   make demo          the README's demo: trace the seed leak program
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -160,7 +161,12 @@ bench: bench-tables
 clean:
 	rm -rf $(BUILD) dwleak
 
-.PHONY: all testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean
+# The README's demo: the seed article's leak, traced from its first
+# instruction, with the frames frame-pointer tools lose.
+demo: all testdata
+	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
+
+.PHONY: all testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:

@@ -792,6 +792,21 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			err = report_write_text(f, &b.r, top);
 		fflush(f);
 	}
+	if (final && tr->env->stats) {
+		struct unwinder_stats us;
+		size_t i;
+
+		unwinder_stats(tr->uw, &us);
+		fprintf(stderr, "dwleak: stats: tables %u loaded, %u failed, %u dropped (maps full); "
+				"rows %llu of %llu, rules %llu of %llu, %llu table bytes\n",
+			us.loaded, us.failed, us.dropped_full, (unsigned long long)us.rows_used,
+			(unsigned long long)us.rows_cap, (unsigned long long)us.rules_used,
+			(unsigned long long)us.rules_cap, (unsigned long long)us.bytes);
+		for (i = 0; i < CNT_COUNT; i++)
+			if (counter_names[i])
+				fprintf(stderr, "dwleak: stats: %s %llu\n", counter_names[i],
+					(unsigned long long)b.counters[i]);
+	}
 	if (final && tr->env->fail_on_leak && !err &&
 	    b.r.totals.outstanding_bytes > (uint64_t)tr->env->fail_bytes)
 		err = 1;

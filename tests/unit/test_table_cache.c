@@ -143,8 +143,8 @@ static struct unwind_table *small_table(void)
 	t->rows[1] = (struct unwind_row){ 0x10, 2 };
 	t->rows[2] = (struct unwind_row){ 0x400, 0 };
 	t->rows[3] = (struct unwind_row){ 0, 1 };
-	t->rules[1] = (struct unwind_rule){ 8, 0, UNWIND_CFA_RSP, UNWIND_RBP_SAME, 0 };
-	t->rules[2] = (struct unwind_rule){ 16, -16, UNWIND_CFA_RBP, UNWIND_RBP_CFA, 0 };
+	t->rules[1] = (struct unwind_rule){ .cfa_off = 8, .cfa_type = UNWIND_CFA_RSP };
+	t->rules[2] = (struct unwind_rule){ .cfa_off = 16, .rbp_off = -16, .cfa_type = UNWIND_CFA_RBP, .rbp_type = UNWIND_RBP_CFA };
 	t->nfdes = t->nfdes_eh = 2;
 	t->covered_bytes = 0x500;
 	t->supported_bytes = 0x400;
