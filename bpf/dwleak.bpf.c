@@ -574,6 +574,28 @@ static __always_inline __u32 current_tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
+/* Drops pending calls that cannot be live any more: the stack grows down,
+ * so a call still running lies above SP; at SP itself only a tail call
+ * (whose return slot then holds a uretprobe trampoline, not the saved
+ * address) is live.  Stale entries come from a return we never saw, e.g.
+ * a call already running when the return probe was attached. */
+static void pending_prune(struct thread_state *ts, __u64 sp, __u64 ra)
+{
+	struct pending_call *top;
+	__u32 i, d;
+
+	for (i = 0; i < DWLEAK_MAX_PENDING; i++) {
+		d = ts->depth;
+		if (d == 0 || d > DWLEAK_MAX_PENDING)
+			return;
+		top = &ts->calls[(d - 1) & (DWLEAK_MAX_PENDING - 1)];
+		if (top->ra_addr > sp || (top->ra_addr == sp && ra != top->ra))
+			return;
+		ts->depth = d - 1;
+		count(CNT_PENDING_LOST);
+	}
+}
+
 /* A call is nested (counted by its outer call) when it comes from inside
  * a probed allocator function, or is a tail call reusing the pending
  * call's return slot (operator new[] jumping to operator new). */
@@ -612,12 +634,13 @@ static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		return 0;
+	read_u64(&ra, sp);
+	pending_prune(ts, sp, ra);
 	d = ts->depth;
 	if (d >= DWLEAK_MAX_PENDING) {
 		count(CNT_PENDING_FULL);
 		return 0;
 	}
-	read_u64(&ra, sp);
 	c = &ts->calls[d & (DWLEAK_MAX_PENDING - 1)];
 	c->ra_addr = sp;
 	c->ra = ra;
@@ -757,6 +780,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (ts && ts->depth) {
 		read_u64(&ra, PT_REGS_SP(ctx));
+		pending_prune(ts, PT_REGS_SP(ctx), ra);
 		if (call_nested(ctx, ts, ALLOC_FREE, PT_REGS_SP(ctx), ra)) {
 			count(CNT_NESTED_CALLS);
 			return 0;

@@ -341,21 +341,30 @@ static int probes_attach(struct tracer *tr)
 	size_t i;
 	int err;
 
+	/* return probes first: an entry seen before its function's return probe
+	 * exists would wait for a return that never comes */
+	for (i = 0; i < tr->nfuncs; i++) {
+		f = &tr->funcs[i];
+		if (f->kind == ALLOC_FREE)
+			continue;
+		err = attach_one(tr, tr->skel->progs.alloc_exit, true, f->file_off, f->kind);
+		if (err)
+			goto fail;
+	}
 	for (i = 0; i < tr->nfuncs; i++) {
 		f = &tr->funcs[i];
 		if (f->kind == ALLOC_FREE)
 			err = attach_one(tr, tr->skel->progs.free_enter, false, f->file_off, f->kind);
 		else
 			err = attach_one(tr, tr->skel->progs.alloc_enter_any, false, f->file_off, f->kind);
-		if (!err && f->kind != ALLOC_FREE)
-			err = attach_one(tr, tr->skel->progs.alloc_exit, true, f->file_off, f->kind);
-		if (err) {
-			fprintf(stderr, "dwleak: cannot attach a uprobe to %s in %s: %s\n", f->name,
-				tr->libc_name, strerror(-err));
-			return err;
-		}
+		if (err)
+			goto fail;
 	}
 	return 0;
+fail:
+	fprintf(stderr, "dwleak: cannot attach a uprobe to %s in %s: %s\n", f->name, tr->libc_name,
+		strerror(-err));
+	return err;
 }
 
 /* --- Reading the kernel's bookkeeping --- */

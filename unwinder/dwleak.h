@@ -148,7 +148,7 @@ enum dwleak_counter {
 	CNT_STACKS_FULL,	/* stack not stored: stacks map full */
 	CNT_STATS_FULL,		/* per-stack totals not stored */
 	CNT_PENDING_FULL,	/* more than DWLEAK_MAX_PENDING nested calls */
-	CNT_PENDING_LOST,	/* a return with no matching entry */
+	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
 	CNT_REPLACED,		/* address returned again without a free seen */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_FRAMES,		/* frames walked */
