@@ -13,6 +13,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set through the skeleton's rodata before load. */
 const volatile __u32 target_tgid = 0;
+const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
 const volatile __u32 nranges = 0; /* entries used in alloc_ranges */
 /* ELF address of each probe in the allocator's object: the probe's ip
  * minus it is the object's load bias in the current process, so ranges
@@ -507,6 +508,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	st->nframes = w.n;
 	st->end = w.end;
 	st->kind = kind;
+	st->fp = 0;
 	w.hash = (w.hash ^ w.end) * 0x100000001b3ull;
 	w.hash ^= w.hash >> 29;
 	count(CNT_WALKS);
@@ -514,6 +516,92 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	if (bpf_map_update_elem(&stacks, &w.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &w.hash))
 		count(CNT_STACKS_FULL);
 	return w.hash;
+}
+
+/* --- The frame-pointer walk (--unwind fp/both), for comparison --- */
+
+struct fp_ctx {
+	__u64 bp;
+	__u64 hash;
+	__u32 n;
+	__u32 end;
+};
+
+/* One frame of the rbp chain: the return address sits above the saved
+ * rbp, as every frame-pointer unwinder (perf, bpf_get_stack) assumes. */
+static long fp_step(__u64 i, struct fp_ctx *f)
+{
+	struct stack_trace *st;
+	__u64 ra, next;
+	__u32 zero = 0, n = f->n;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 1;
+	if (n >= DWLEAK_MAX_FRAMES) {
+		f->end = WALK_END_TRUNCATED;
+		return 1;
+	}
+	if (!f->bp) {
+		f->end = WALK_END_OK;
+		return 1;
+	}
+	if (read_u64(&ra, f->bp + 8) || read_u64(&next, f->bp)) {
+		f->end = WALK_ERR_READ;
+		return 1;
+	}
+	if (!ra) {
+		f->end = WALK_END_ZERO_RA;
+		return 1;
+	}
+	st->pcs[n] = ra;
+	f->n = n + 1;
+	f->hash = (f->hash ^ ra) * 0x100000001b3ull;
+	count(CNT_FP_FRAMES);
+	if (!next) {
+		f->end = WALK_END_OK; /* rbp 0: the psABI's end of the frame chain (_start) */
+		return 1;
+	}
+	if (next <= f->bp) {
+		f->end = WALK_ERR_RBP_UNKNOWN; /* the chain must climb the stack */
+		return 1;
+	}
+	f->bp = next;
+	return 0;
+}
+
+/* Walks rbp from the probe.  Like perf since Linux 6.11 for uprobes at a
+ * function's entry, the return address at [rsp] is taken as the caller's
+ * frame first (no frame has been set up there yet). */
+static __u64 fp_walk(struct pt_regs *ctx, __u32 kind)
+{
+	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind, .n = 2 };
+	struct stack_trace *st;
+	__u32 zero = 0;
+	__u64 ra = 0;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->pcs[0] = PT_REGS_IP(ctx);
+	read_u64(&ra, PT_REGS_SP(ctx));
+	st->pcs[1] = ra;
+	f.hash = ((f.hash ^ st->pcs[0]) * 0x100000001b3ull ^ ra) * 0x100000001b3ull;
+	f.end = WALK_END_TRUNCATED;
+	bpf_loop(DWLEAK_MAX_FRAMES, fp_step, &f, 0);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->nframes = f.n;
+	st->end = f.end;
+	st->kind = kind;
+	st->fp = 1;
+	f.hash = (f.hash ^ f.end) * 0x100000001b3ull;
+	f.hash ^= f.hash >> 29;
+	count(CNT_FP_WALKS);
+	if (bpf_map_update_elem(&stacks, &f.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &f.hash))
+		count(CNT_STACKS_FULL);
+	return f.hash;
 }
 
 /* --- Bookkeeping --- */
@@ -550,11 +638,12 @@ static int alloc_forget(__u64 addr)
 	return 0;
 }
 
-static void alloc_record(__u64 addr, __u64 size, __u64 stack_id, __u32 kind)
+static void alloc_record(__u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id, __u32 kind)
 {
 	struct alloc_info a = {
 		.size = size,
 		.stack_id = stack_id,
+		.fp_stack_id = fp_stack_id,
 		.ts = bpf_ktime_get_ns(),
 		.kind = kind,
 		.tid = (__u32)bpf_get_current_pid_tgid(),
@@ -649,9 +738,15 @@ static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
 	c->kind = kind;
 	c->outer = !call_nested(ctx, ts, kind, sp, ra);
 	c->stack_id = 0;
+	c->fp_stack_id = 0;
 	if (c->outer) {
 		count(CNT_ALLOC_CALLS);
-		c->stack_id = stack_walk(ctx, kind, tgid);
+		if (unwind_mode & UNWIND_MODE_DWARF)
+			c->stack_id = stack_walk(ctx, kind, tgid);
+		if (unwind_mode & UNWIND_MODE_FP)
+			c->fp_stack_id = fp_walk(ctx, kind);
+		if (!(unwind_mode & UNWIND_MODE_DWARF))
+			c->stack_id = c->fp_stack_id;
 	} else {
 		count(CNT_NESTED_CALLS);
 	}
@@ -690,7 +785,7 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		count(CNT_FAILED_ALLOCS);
 		return;
 	}
-	alloc_record(addr, c->size, c->stack_id, c->kind);
+	alloc_record(addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
 SEC("uretprobe")

@@ -222,6 +222,83 @@ static void text_frame(FILE *f, const char *indent, const struct report_frame *f
 	fputc('\n', f);
 }
 
+/* One frame rendered to a malloc'd string (no indent, no newline). */
+static char *frame_string(const struct report_frame *fr)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return NULL;
+	text_frame(m, "", fr);
+	fclose(m);
+	if (buf && len && buf[len - 1] == '\n')
+		buf[len - 1] = 0;
+	return buf;
+}
+
+#define SIDE_WIDTH 64 /* columns of the DWARF side in comparison mode */
+
+static void side_row(FILE *f, const char *mark, const char *left, const char *right)
+{
+	size_t n = left ? strlen(left) : 0;
+
+	fprintf(f, "\t%s\t%-*.*s%s | %s\n", mark, SIDE_WIDTH, SIDE_WIDTH, left ? left : "",
+		n > SIDE_WIDTH ? ">" : " ", right ? right : "");
+}
+
+/* --unwind both: the DWARF walk on the left, the frame-pointer walk's
+ * matching frame on the right, ">>" at the first frame the FP walk lacks. */
+static void text_side_by_side(FILE *f, const struct report_stack *s)
+{
+	char *left, *right;
+	size_t i, k = 0;
+
+	side_row(f, "", "DWARF walk", "frame-pointer walk");
+	for (i = 0; i < s->nframes; i++) {
+		bool first_of_addr = i == 0 || s->frames[i].address != s->frames[i - 1].address;
+		bool match = first_of_addr && k < s->nfp_frames &&
+			     s->fp_frames[k].address == s->frames[i].address;
+
+		left = frame_string(&s->frames[i]);
+		right = match ? frame_string(&s->fp_frames[k]) : NULL;
+		side_row(f, s->fp_divergence == (long)i ? ">>" : "", left,
+			 match ? right : first_of_addr ? "(missing)" : "");
+		if (match)
+			k++;
+		free(left);
+		free(right);
+	}
+	for (; k < s->nfp_frames; k++) {
+		right = frame_string(&s->fp_frames[k]);
+		side_row(f, "", "(not in the DWARF walk)", right);
+		free(right);
+	}
+}
+
+/* Comparison mode's footer: who to rebuild with frame pointers. */
+static void text_fp_summary(FILE *f, const struct report_fp_summary *sum)
+{
+	char human[32];
+	size_t i;
+
+	fprintf(f, "Frame pointers vs DWARF: %" PRIu64 " of %" PRIu64 " stacks agree (%.1f%%), "
+		"%" PRIu64 " frames lost by the frame-pointer walk\n",
+		sum->agreeing, sum->stacks,
+		sum->stacks ? 100.0 * (double)sum->agreeing / (double)sum->stacks : 100.0,
+		sum->frames_lost);
+	for (i = 0; i < sum->nmodules; i++) {
+		const struct report_fp_module *m = &sum->modules[i];
+
+		fputs("\tlost at ", f);
+		text_put(f, m->module ? m->module : "(unknown module)");
+		fprintf(f, ": %" PRIu64 " stacks, %s, %" PRIu64 " frames%s\n", m->stacks,
+			report_human_bytes(human, sizeof(human), (double)m->bytes), m->frames_lost,
+			i == 0 ? "  <- rebuild this one with -fno-omit-frame-pointer first" : "");
+	}
+}
+
 static void text_stack(FILE *f, const struct report *r, const struct report_stack *s)
 {
 	const char *sep = " (";
@@ -246,8 +323,11 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 	}
 	fputs(sep[0] == ',' ? ")\n" : "\n", f);
 
-	for (i = 0; i < s->nframes; i++)
-		text_frame(f, "\t\t", &s->frames[i]);
+	if (r->unwind && !strcmp(r->unwind, "both"))
+		text_side_by_side(f, s);
+	else
+		for (i = 0; i < s->nframes; i++)
+			text_frame(f, "\t\t", &s->frames[i]);
 	if (s->truncated)
 		fprintf(f, "\t\t(truncated at %zu frames)\n", s->nframes);
 	if (s->unwind_error) {
@@ -258,11 +338,6 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 	if (!s->nframes && !s->truncated && !s->unwind_error)
 		fputs("\t\t(no frames)\n", f);
 
-	if (r->unwind && !strcmp(r->unwind, "both")) {
-		fprintf(f, "\t\tframe-pointer walk (%zu frames):\n", s->nfp_frames);
-		for (i = 0; i < s->nfp_frames; i++)
-			text_frame(f, "\t\t\t", &s->fp_frames[i]);
-	}
 }
 
 int report_write_text(FILE *f, const struct report *r, unsigned int top)
@@ -301,10 +376,12 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 	fprintf(f, "Dropped events: %" PRIu64 ", truncated stacks: %" PRIu64
 		", unwind errors: %" PRIu64 "\n",
 		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+	if (r->fp && r->fp->present)
+		text_fp_summary(f, r->fp);
 
 	sep = "Counters: ";
 	for (i = 0; i < r->ncounters; i++) {
-		if (!r->counter_values[i])
+		if (!r->counter_values[i] || !r->counter_names[i])
 			continue;
 		fputs(sep, f);
 		text_put(f, r->counter_names[i]);
@@ -407,6 +484,11 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 	fputs(",\n", f);
 	if (r->unwind && !strcmp(r->unwind, "both")) {
 		json_frames(f, "fp_frames", s->fp_frames, s->nfp_frames);
+		fputs(",\n      \"fp_divergence\": ", f);
+		if (s->fp_divergence >= 0)
+			fprintf(f, "%ld", s->fp_divergence);
+		else
+			fputs("null", f);
 		fputs(",\n", f);
 	}
 	fprintf(f, "      \"truncated\": %s,\n", s->truncated ? "true" : "false");
@@ -417,6 +499,23 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 	fputs(",\n      \"growth_bytes_per_s\": ", f);
 	json_real(f, s->growth_bytes_per_s, 1);
 	fputs("\n    }", f);
+}
+
+static void json_fp_summary(FILE *f, const struct report_fp_summary *sum)
+{
+	size_t i;
+
+	fprintf(f, "  \"fp_summary\": {\n    \"stacks\": %" PRIu64 ",\n    \"agreeing\": %" PRIu64
+		",\n    \"agree_share\": ", sum->stacks, sum->agreeing);
+	json_real(f, sum->stacks ? (double)sum->agreeing / (double)sum->stacks : 1.0, 4);
+	fprintf(f, ",\n    \"frames_lost\": %" PRIu64 ",\n    \"modules\": [", sum->frames_lost);
+	for (i = 0; i < sum->nmodules; i++) {
+		fputs(i ? ",\n      {\"module\": " : "\n      {\"module\": ", f);
+		json_str(f, sum->modules[i].module);
+		fprintf(f, ", \"stacks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"frames_lost\": %" PRIu64 "}",
+			sum->modules[i].stacks, sum->modules[i].bytes, sum->modules[i].frames_lost);
+	}
+	fputs(sum->nmodules ? "\n    ]\n  },\n" : "]\n  },\n", f);
 }
 
 int report_write_json(FILE *f, const struct report *r, unsigned int top)
@@ -448,11 +547,15 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 
 	fputs("  \"counters\": {", f);
 	for (i = 0; i < r->ncounters; i++) {
+		if (!r->counter_names[i])
+			continue;
 		fputs(i ? ",\n    " : "\n    ", f);
 		json_str(f, r->counter_names[i]);
 		fprintf(f, ": %" PRIu64, r->counter_values[i]);
 	}
 	fputs(r->ncounters ? "\n  },\n" : "},\n", f);
+	if (r->fp && r->fp->present)
+		json_fp_summary(f, r->fp);
 
 	fputs("  \"stacks\": [", f);
 	for (i = 0; i < n; i++) {

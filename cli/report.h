@@ -43,6 +43,9 @@ struct report_stack {
 	size_t nframes;
 	const struct report_frame *fp_frames;
 	size_t nfp_frames;
+	bool fp_complete;              /* the FP walk ended at rbp 0, the psABI's end of the chain */
+	long fp_divergence;            /* --unwind both: index in FRAMES of the first frame the
+					  FP walk lacks, -1 = the walks agree (set by fp_compare) */
 	bool truncated;                /* the walk hit the depth limit (after NFRAMES frames) */
 	const char *unwind_error;      /* NULL, or why the walk stopped early */
 	double oldest_age_s;           /* age of the oldest allocation, seconds; NAN = unknown */
@@ -60,6 +63,24 @@ struct report_totals {
 	uint64_t dropped_events;   /* events lost (ring buffer or map full) */
 	uint64_t truncated_stacks; /* walks stopped by the depth limit */
 	uint64_t unwind_errors;    /* walks stopped by a missing rule or unreadable memory */
+};
+
+/* Comparison mode's answer to "which library should I rebuild with
+ * -fno-omit-frame-pointer?" (cli/compare.c fills it). */
+struct report_fp_module {
+	const char *module;	/* whose function kept no frame pointer; NULL = unknown */
+	uint64_t stacks;	/* stacks where the FP walk lost frames there */
+	uint64_t bytes;		/* their outstanding bytes */
+	uint64_t frames_lost;
+};
+
+struct report_fp_summary {
+	bool present;
+	uint64_t stacks;	/* stacks compared */
+	uint64_t agreeing;	/* of which the two walks agree */
+	uint64_t frames_lost;
+	struct report_fp_module *modules; /* most bytes first */
+	size_t nmodules;
 };
 
 /*
@@ -81,6 +102,7 @@ struct report {
 	const char *const *counter_names;
 	const uint64_t *counter_values;
 	size_t ncounters;
+	const struct report_fp_summary *fp; /* --unwind both, else NULL */
 };
 
 /*

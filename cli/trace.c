@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "compare.h"
 #include "dwleak.h"
 #include "dwleak.skel.h"
 #include "proc_maps.h"
@@ -117,9 +118,7 @@ static int env_check(const struct env *env)
 {
 	const char *missing = NULL;
 
-	if (strcmp(env->unwind, "dwarf"))
-		missing = "--unwind fp/both";
-	else if (env->mmap)
+	if (env->mmap)
 		missing = "--mmap";
 	else if (env->sample_bytes)
 		missing = "--sample-bytes";
@@ -283,6 +282,9 @@ static int skel_open(struct tracer *tr)
 		return -errno;
 	tr->skel = s;
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
+	s->rodata->unwind_mode = !strcmp(tr->env->unwind, "fp")     ? UNWIND_MODE_FP
+				 : !strcmp(tr->env->unwind, "both") ? UNWIND_MODE_BOTH
+								    : UNWIND_MODE_DWARF;
 	for (i = 0; i < tr->nfuncs; i++)
 		s->rodata->probe_vaddr[tr->funcs[i].kind] = tr->funcs[i].vaddr;
 	s->rodata->nranges = (uint32_t)tr->nfuncs;
@@ -393,6 +395,7 @@ static void counters_read(struct tracer *tr, uint64_t *out)
  * per-address map (exact for --min-age and the oldest age). */
 struct agg {
 	uint64_t stack_id;
+	uint64_t fp_stack_id; /* --unwind both: stacks are grouped by the pair */
 	uint64_t bytes;
 	uint64_t count;
 	uint64_t oldest_ts;
@@ -405,7 +408,7 @@ struct agg_table {
 	size_t n;
 };
 
-static struct agg *agg_get(struct agg_table *t, uint64_t id)
+static struct agg *agg_get(struct agg_table *t, uint64_t id, uint64_t fp_id)
 {
 	size_t i, j;
 
@@ -418,7 +421,8 @@ static struct agg *agg_get(struct agg_table *t, uint64_t id)
 		for (i = 0; i < t->cap; i++) {
 			if (!t->slots[i].count)
 				continue;
-			for (j = t->slots[i].stack_id & (g.cap - 1); g.slots[j].count; j = (j + 1) & (g.cap - 1))
+			for (j = (t->slots[i].stack_id ^ t->slots[i].fp_stack_id) & (g.cap - 1); g.slots[j].count;
+			     j = (j + 1) & (g.cap - 1))
 				;
 			g.slots[j] = t->slots[i];
 			g.n++;
@@ -426,10 +430,11 @@ static struct agg *agg_get(struct agg_table *t, uint64_t id)
 		free(t->slots);
 		*t = g;
 	}
-	for (j = id & (t->cap - 1); t->slots[j].count; j = (j + 1) & (t->cap - 1))
-		if (t->slots[j].stack_id == id)
+	for (j = (id ^ fp_id) & (t->cap - 1); t->slots[j].count; j = (j + 1) & (t->cap - 1))
+		if (t->slots[j].stack_id == id && t->slots[j].fp_stack_id == fp_id)
 			return &t->slots[j];
 	t->slots[j].stack_id = id;
+	t->slots[j].fp_stack_id = fp_id;
 	t->n++;
 	return &t->slots[j];
 }
@@ -458,7 +463,7 @@ static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
 			continue; /* freed meanwhile */
 		if (now - a.ts < min_age)
 			continue;
-		g = agg_get(t, a.stack_id);
+		g = agg_get(t, a.stack_id, a.fp_stack_id);
 		if (!g)
 			return -ENOMEM;
 		if (!g->count || a.ts < g->oldest_ts)
@@ -639,6 +644,8 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
 	[CNT_FRAMES] = "frames_walked",
 	[CNT_WALKS] = "walks",
+	[CNT_FP_WALKS] = "fp_walks",
+	[CNT_FP_FRAMES] = "fp_frames_walked",
 	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",
 	[CNT_WALK_END_BASE + WALK_END_ZERO_RA] = "walks_ended_zero_ra",
 	[CNT_WALK_END_BASE + WALK_END_TRUNCATED] = "walks_truncated",
@@ -690,7 +697,8 @@ struct built {
 	struct report r;
 	struct report_stack *stacks;
 	struct frame_arena arena;
-	size_t *first_frame; /* per stack: index into arena.frames */
+	size_t *first_frame; /* per stack: 3 indexes into arena.frames (frames, fp_frames, end) */
+	struct report_fp_summary fp;
 	struct mapping *maps;
 	uint64_t counters[CNT_COUNT];
 };
@@ -701,33 +709,53 @@ static void built_free(struct built *b)
 	free(b->stacks);
 	free(b->first_frame);
 	free(b->maps);
+	fp_summary_free(&b->fp);
+}
+
+/* Appends the symbolized frames of stack ID; returns the walk's end (or
+ * -1 when the stack was not stored) in *END. */
+static int frames_of(struct tracer *tr, struct built *b, size_t nmaps, uint64_t id, int *end)
+{
+	struct stack_trace st;
+	uint32_t i;
+	int err;
+
+	*end = -1;
+	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &id, &st))
+		return 0;
+	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
+		err = frame_symbolize(tr, &b->arena, b->maps, nmaps, st.pcs[i], i > 0);
+		if (err)
+			return err;
+	}
+	*end = st.end;
+	return 0;
 }
 
 static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const struct agg *g,
 		       struct report_stack *rs, size_t *first, double now)
 {
-	struct stack_trace st;
-	uint32_t i;
-	int err;
+	int err, end;
 
 	rs->bytes = g->bytes;
 	rs->allocations = g->count;
 	rs->allocator = alloc_kind_name(g->kind);
 	rs->oldest_age_s = (double)(ktime_now_ns() - g->oldest_ts) / 1e9;
 	rs->growth_bytes_per_s = tr->env->interval_s > 0 ? growth_of(tr, g->stack_id, g->bytes, now) : NAN;
-	*first = b->arena.n;
-	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &g->stack_id, &st)) {
-		rs->unwind_error = "stack not stored (stacks map full)";
-		return 0;
+	rs->fp_divergence = -1;
+	first[0] = b->arena.n;
+	err = frames_of(tr, b, nmaps, g->stack_id, &end);
+	if (err)
+		return err;
+	rs->truncated = end == WALK_END_TRUNCATED;
+	rs->unwind_error = end < 0 ? "stack not stored (stacks map full)" : walk_end_reason((uint32_t)end);
+	first[1] = b->arena.n;
+	if (g->fp_stack_id && strcmp(tr->env->unwind, "fp")) {
+		err = frames_of(tr, b, nmaps, g->fp_stack_id, &end);
+		rs->fp_complete = end == WALK_END_OK;
 	}
-	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
-		err = frame_symbolize(tr, &b->arena, b->maps, nmaps, st.pcs[i], i > 0);
-		if (err)
-			return err;
-	}
-	rs->truncated = st.end == WALK_END_TRUNCATED;
-	rs->unwind_error = walk_end_reason(st.end);
-	return 0;
+	first[2] = b->arena.n;
+	return err;
 }
 
 static int report_build(struct tracer *tr, struct built *b)
@@ -744,7 +772,7 @@ static int report_build(struct tracer *tr, struct built *b)
 	if (err)
 		goto out;
 	b->stacks = calloc(t.n + 1, sizeof(*b->stacks));
-	b->first_frame = calloc(t.n + 1, sizeof(*b->first_frame));
+	b->first_frame = calloc(3 * (t.n + 1), sizeof(*b->first_frame));
 	if (!b->stacks || !b->first_frame) {
 		err = -ENOMEM;
 		goto out;
@@ -752,17 +780,19 @@ static int report_build(struct tracer *tr, struct built *b)
 	for (i = 0; i < t.cap; i++) {
 		if (!t.slots[i].count)
 			continue;
-		err = stack_build(tr, b, nmaps, &t.slots[i], &b->stacks[k], &b->first_frame[k], now);
+		err = stack_build(tr, b, nmaps, &t.slots[i], &b->stacks[k], &b->first_frame[3 * k], now);
 		if (err)
 			goto out;
 		k++;
 	}
 	/* frames were appended to one growing array: point stacks in now */
 	for (i = 0; i < k; i++) {
-		size_t end = i + 1 < k ? b->first_frame[i + 1] : b->arena.n;
+		const size_t *ff = &b->first_frame[3 * i];
 
-		b->stacks[i].frames = b->arena.frames + b->first_frame[i];
-		b->stacks[i].nframes = end - b->first_frame[i];
+		b->stacks[i].frames = b->arena.frames + ff[0];
+		b->stacks[i].nframes = ff[1] - ff[0];
+		b->stacks[i].fp_frames = b->arena.frames + ff[1];
+		b->stacks[i].nfp_frames = ff[2] - ff[1];
 	}
 	b->r.pid = tr->tgt.pid;
 	b->r.command = tr->tgt.command;
@@ -771,6 +801,11 @@ static int report_build(struct tracer *tr, struct built *b)
 	b->r.stacks = b->stacks;
 	b->r.nstacks = k;
 	report_totals_from_stacks(&b->r);
+	if (!strcmp(tr->env->unwind, "both")) {
+		err = fp_compare(&b->r, &b->fp);
+		if (err)
+			goto out;
+	}
 	b->r.totals.dropped_events = b->counters[CNT_ALLOCS_FULL] + b->counters[CNT_STACKS_FULL] +
 				     b->counters[CNT_STATS_FULL] + b->counters[CNT_PENDING_FULL] +
 				     b->counters[CNT_EVENTS_LOST];

@@ -43,6 +43,13 @@ enum alloc_kind {
 	ALLOC_KIND_COUNT,
 };
 
+/* Which walks run at each allocation (--unwind): bits. */
+enum unwind_mode {
+	UNWIND_MODE_DWARF = 1,
+	UNWIND_MODE_FP = 2,
+	UNWIND_MODE_BOTH = 3,
+};
+
 /* --- Unwind tables in maps ------------------------------------------- */
 
 /* An object is known to the walker by its file (the kernel's dev_t of the
@@ -97,13 +104,15 @@ struct stack_trace {
 	__u32 nframes;
 	__u8 end;	 /* enum walk_end */
 	__u8 kind;	 /* enum alloc_kind of the call that walked it */
-	__u16 pad;
+	__u8 fp;	 /* 1 = frame-pointer walk, 0 = DWARF */
+	__u8 pad;
 	__u64 pcs[DWLEAK_MAX_FRAMES]; /* runtime addresses; [0] is the allocator's entry */
 };
 
 struct alloc_info {
 	__u64 size;	/* bytes requested */
-	__u64 stack_id; /* key in the stacks map */
+	__u64 stack_id; /* key in the stacks map (the FP walk's with --unwind fp) */
+	__u64 fp_stack_id; /* with --unwind both: the FP walk of the same call; else 0 */
 	__u64 ts;	/* bpf_ktime_get_ns() at allocation */
 	__u32 kind;	/* enum alloc_kind */
 	__u32 tid;
@@ -121,6 +130,7 @@ struct pending_call {
 	__u64 size;
 	__u64 arg;	/* realloc: old pointer; posix_memalign: memptr */
 	__u64 stack_id;
+	__u64 fp_stack_id;
 	__u32 kind;
 	__u32 outer;	/* 0 = nested inside another allocator call: not counted */
 };
@@ -153,6 +163,8 @@ enum dwleak_counter {
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_FRAMES,		/* frames walked */
 	CNT_WALKS,
+	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
+	CNT_FP_FRAMES,
 	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */
 	CNT_EVENTS_LOST = CNT_WALK_END_BASE + WALK_END_COUNT,
 	CNT_COUNT,
@@ -175,10 +187,10 @@ _Static_assert(sizeof(struct file_key) == 16, "file_key layout");
 _Static_assert(sizeof(struct table_info) == 16 + 24 * DWLEAK_MAX_SEGMENTS, "table_info layout");
 _Static_assert(sizeof(struct page_key) == 8, "page_key layout");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
-_Static_assert(sizeof(struct alloc_info) == 32, "alloc_info layout");
+_Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
 _Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
-_Static_assert(sizeof(struct pending_call) == 48, "pending_call layout");
-_Static_assert(sizeof(struct thread_state) == 8 + 48 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct pending_call) == 56, "pending_call layout");
+_Static_assert(sizeof(struct thread_state) == 8 + 56 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 32, "event layout");
 
 #endif
