@@ -12,6 +12,8 @@ packages=(
 	pkg-config binutils make coreutils		# build and testdata (objcopy, strip, nm)
 	libtcmalloc-minimal4 libgoogle-perftools4 libjemalloc2	# allocators to trace
 	python3.11 perl bpftrace			# test targets and cross-checks
+	chromium					# renders the svg report (tests/flamegraph_render.sh)
+	golang-go					# go tool pprof reads --format pprof
 )
 
 missing=()
