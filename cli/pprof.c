@@ -614,20 +614,6 @@ static int mappings_finish(struct profile *p)
 	return 0;
 }
 
-/* ---- Order (the same as report.c's writers) ---- */
-
-static int stack_ptr_cmp(const void *pa, const void *pb)
-{
-	const struct report_stack *a = *(const struct report_stack *const *)pa;
-	const struct report_stack *b = *(const struct report_stack *const *)pb;
-
-	if (a->bytes != b->bytes)
-		return a->bytes > b->bytes ? -1 : 1;
-	if (a->allocations != b->allocations)
-		return a->allocations > b->allocations ? -1 : 1;
-	return a < b ? -1 : a > b; /* qsort is not stable: array order breaks ties */
-}
-
 /* ---- The Profile message ---- */
 
 static void mappings_encode(struct profile *p, struct buf *out)
@@ -759,17 +745,10 @@ static int profile_encode(const struct report *r, unsigned int top, struct buf *
 		err = -ENOMEM;
 		goto out;
 	}
-	if (r->nstacks) {
-		order = malloc(r->nstacks * sizeof(*order));
-		if (!order) {
-			err = -ENOMEM;
-			goto out;
-		}
-		for (i = 0; i < r->nstacks; i++)
-			order[i] = &r->stacks[i];
-		qsort(order, r->nstacks, sizeof(*order), stack_ptr_cmp);
-		shown = top && top < r->nstacks ? top : r->nstacks;
-	}
+	err = report_stacks_ordered(r, &order);
+	if (err)
+		goto out;
+	shown = top && top < r->nstacks ? top : r->nstacks;
 	for (i = 0; i < shown; i++) {
 		if ((err = sample_add(&p, order[i])))
 			goto out;

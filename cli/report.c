@@ -32,18 +32,12 @@ static int stack_ptr_cmp(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
-/*
- * Sets *OUT to a malloc'ed array of pointers into R->stacks in report order
- * and *N to how many of them to show under TOP.  The caller frees *OUT.
- */
-static int stacks_ordered(const struct report *r, unsigned int top,
-			  const struct report_stack ***out, size_t *n)
+int report_stacks_ordered(const struct report *r, const struct report_stack ***out)
 {
 	const struct report_stack **v;
 	size_t i;
 
 	*out = NULL;
-	*n = 0;
 	if (!r->nstacks)
 		return 0;
 	v = malloc(r->nstacks * sizeof(*v));
@@ -53,8 +47,17 @@ static int stacks_ordered(const struct report *r, unsigned int top,
 		v[i] = &r->stacks[i];
 	qsort(v, r->nstacks, sizeof(*v), stack_ptr_cmp);
 	*out = v;
-	*n = top && top < r->nstacks ? top : r->nstacks;
 	return 0;
+}
+
+/* The ordered stacks, and in *N how many of them TOP shows. */
+static int stacks_ordered(const struct report *r, unsigned int top,
+			  const struct report_stack ***out, size_t *n)
+{
+	int err = report_stacks_ordered(r, out);
+
+	*n = err ? 0 : top && top < r->nstacks ? top : r->nstacks;
+	return err;
 }
 
 int report_sort(struct report *r)
@@ -250,7 +253,7 @@ static void side_row(FILE *f, const char *mark, const char *left, const char *ri
 
 /* --unwind both: the DWARF walk on the left, the frame-pointer walk's
  * matching frame on the right, ">>" at the first frame the FP walk lacks. */
-static void text_side_by_side(FILE *f, const struct report_stack *s)
+static void text_side_by_side(FILE *f, const struct report *r, const struct report_stack *s)
 {
 	char *left, *right;
 	size_t i, k = 0;
@@ -263,7 +266,7 @@ static void text_side_by_side(FILE *f, const struct report_stack *s)
 
 		left = frame_string(&s->frames[i]);
 		right = match ? frame_string(&s->fp_frames[k]) : NULL;
-		side_row(f, s->fp_divergence == (long)i ? ">>" : "", left,
+		side_row(f, r->fp && s->fp_divergence == (long)i ? ">>" : "", left,
 			 match ? right : first_of_addr ? "(missing)" : "");
 		if (match)
 			k++;
@@ -324,7 +327,7 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 	fputs(sep[0] == ',' ? ")\n" : "\n", f);
 
 	if (r->unwind && !strcmp(r->unwind, "both"))
-		text_side_by_side(f, s);
+		text_side_by_side(f, r, s);
 	else
 		for (i = 0; i < s->nframes; i++)
 			text_frame(f, "\t\t", &s->frames[i]);

@@ -113,6 +113,13 @@ struct report {
 int report_sort(struct report *r);
 
 /*
+ * Sets *OUT to a malloc'd array of pointers to all of R's stacks in the
+ * writers' order (report_sort's, without moving R->stacks); NULL when
+ * there are none.  The caller frees *OUT.  Returns 0 or -ENOMEM.
+ */
+int report_stacks_ordered(const struct report *r, const struct report_stack ***out);
+
+/*
  * Sets totals.outstanding_bytes, outstanding_allocations and stacks from
  * R->stacks, and truncated_stacks and unwind_errors to the number of stacks
  * that are truncated or carry an unwind_error.  dropped_events is left alone;

@@ -24,6 +24,7 @@
 
 #include "allocator.h"
 #include "compare.h"
+#include "flamegraph.h"
 #include "pprof.h"
 #include "dwleak.h"
 #include "dwleak.skel.h"
@@ -43,7 +44,6 @@
 #define STACKS_MAX (1u << 14)
 #define RESCAN_INTERVAL_S 1.0
 #define POLL_MS 100
-#define HAVE_SVG 0
 
 static volatile sig_atomic_t stop_signal;
 
@@ -126,8 +126,6 @@ static int env_check(const struct env *env)
 		missing = "--sample-bytes";
 	else if (env->suppressions)
 		missing = "--suppressions";
-	else if (!strcmp(env->format, "svg") && !HAVE_SVG)
-		missing = "--format svg";
 	if (missing) {
 		fprintf(stderr, "dwleak: %s is not available in this version yet; "
 				"use the default DWARF walk with --format text, json or folded\n",
@@ -836,6 +834,8 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			err = report_write_folded(f, &b.r, top);
 		else if (!strcmp(fmt, "pprof"))
 			err = report_write_pprof(f, &b.r, top);
+		else if (!strcmp(fmt, "svg"))
+			err = report_write_svg(f, &b.r, top);
 		else
 			err = report_write_text(f, &b.r, top);
 		fflush(f);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "report.h"
 
 #define EXIT_SKIP 77
@@ -439,9 +440,11 @@ static const char *find(const char *hay, const char *needle)
 static void test_text(void)
 {
 	struct report_stack stacks[NSTACKS];
+	struct report_fp_summary sum;
 	struct report r;
 	const char *pc, *pd, *pb, *pa;
 	char *text;
+	size_t i;
 
 	report_build(&r, stacks, "dwarf");
 	text = write_mem(report_write_text, &r, TOP);
@@ -486,13 +489,31 @@ static void test_text(void)
 	free(text);
 
 	r.unwind = "both";
+	CHECK(fp_compare(&r, &sum) == 0, "fp_compare");
 	text = write_mem(report_write_text, &r, 0);
-	find(text, "\t\tframe-pointer walk (2 frames):\n"
-		   "\t\t\tmalloc+0x0 [libc.so.6]\n"
-		   "\t\t\tmain+0x31 [main]\n");
+	/* the seed stack: FP has malloc then main, so operator new and
+	 * LeakLib::slowMemoryLeak are lost, blamed on malloc's module */
+	find(text, "\t\tDWARF walk");
+	find(text, "\t\tmalloc+0x0 [libc.so.6]                                            | malloc+0x0 [libc.so.6]\n"
+		   "\t>>\toperator new(unsigned long)+0x1c [libstdc++.so.6.0.30]            | (missing)\n"
+		   "\t\tLeakLib::slowMemoryLeak()+0x20 [main] leak_lib.cpp:7              | (missing)\n"
+		   "\t\tcaller() [main] main.cpp:9 (inlined)                              | main+0x31 [main]\n");
+	find(text, "Frame pointers vs DWARF: 0 of 5 stacks agree (0.0%)");
+	find(text, "\tlost at /usr/lib/x86_64-linux-gnu/libc.so.6: ");
 	find(text, "e_site");
 	find(text, "5 of 5 stacks shown");
 	free(text);
+	for (i = 0; i < r.nstacks; i++)
+		if (r.stacks[i].bytes == 480)
+			CHECK(r.stacks[i].fp_divergence == 1, "seed stack diverges at frame 1, not %ld",
+			      r.stacks[i].fp_divergence);
+	CHECK(sum.stacks == 5 && sum.agreeing == 0, "fp summary counts");
+	text = write_mem(report_write_json, &r, 0);
+	find(text, "\"fp_summary\": {");
+	find(text, "\"fp_divergence\": 1,");
+	free(text);
+	fp_summary_free(&sum);
+	r.fp = NULL;
 }
 
 /* ---- Folded ---- */
