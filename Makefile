@@ -156,7 +156,21 @@ $(BUILD)/bench/bench_tables: bench/bench_tables.c $(BUILD)/libtables.a
 bench-tables: $(BUILD)/bench/bench_tables testdata
 	$(BUILD)/bench/bench_tables $(BENCH_ARGS)
 
+# malloc(64)+free ns/pair: bare, dwleak, bpftrace (needs root; ~2 minutes).
+# Built with frame pointers so the bpftrace FP tracer gets its best case.
+$(BUILD)/bench/malloc_bench: bench/malloc_bench.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread -o $@ $<
+
+bench-malloc: $(BUILD)/bench/malloc_bench $(DWLEAK)
+	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak \
+		MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
+
+# bench-malloc after bench-tables, also with -j
 bench: bench-tables
+	+$(MAKE) bench-malloc
+
+.PHONY: bench-malloc
 
 clean:
 	rm -rf $(BUILD) dwleak

@@ -1,0 +1,257 @@
+# Shared helpers for the tests that trace real programs with real BPF
+# (tests/trace_*.sh).  Source it; it expects DWLEAK, TESTDATA and ROOT from
+# tests/run.sh (it falls back to the usual places when run by hand).
+#
+#   lt_require_bpf           exit 77 unless BPF can really be used (root)
+#   lt_start VAR OUT CMD...  start CMD in the background (stdout+stderr to
+#                            OUT), wait until it has exec'ed, pid into VAR
+#   lt_trace VAR ERR ARGS... start "$DWLEAK ARGS..." in the background
+#                            (stderr to ERR), wait for its "dwleak: tracing"
+#                            line; its pid into VAR (returns 1 if it never came)
+#   lt_wait PID [SECS]       wait for a background dwleak; its exit status
+#   lt_check JSON [ARGS...]  run python (stdin: a snippet) on a JSON report
+#                            with the helpers in LT_PY below; the snippet
+#                            calls fail("...") for each failed check
+#   lt_part X                true unless LT_ONLY is set and lacks X (run by
+#                            hand: LT_ONLY=ce bash tests/trace_targets.sh)
+#   fail MSG / pass MSG      count and print a check's result
+# LT_KEEP=1 keeps the reports and logs (the temporary directory).
+#   lt_finish                exit 1 if any check failed, else 0
+set -uo pipefail
+
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+BUILD=${BUILD:-$ROOT/build}
+DWLEAK=${DWLEAK:-$BUILD/asan/dwleak}
+TESTDATA=${TESTDATA:-$BUILD/testdata}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+
+if [ -x /usr/bin/python3.11 ]; then
+	LT_PYTHON=/usr/bin/python3.11
+else
+	LT_PYTHON=python3
+fi
+
+lt_errors=0
+lt_pids=()
+LT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dwleak-trace.XXXXXX")
+
+lt_cleanup() {
+	local p
+	for p in "${lt_pids[@]}"; do
+		kill -KILL "$p" 2> /dev/null
+	done
+	wait 2> /dev/null
+	if [ -n "${LT_KEEP:-}" ]; then
+		echo "(kept $LT_TMP)"
+	else
+		rm -rf "$LT_TMP"
+	fi
+}
+trap lt_cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	lt_errors=$((lt_errors + 1))
+}
+
+pass() {
+	echo "ok: $*"
+}
+
+lt_part() {
+	[ -z "${LT_ONLY:-}" ] || [[ $LT_ONLY == *"$1"* ]]
+}
+
+lt_finish() {
+	if [ "$lt_errors" -gt 0 ]; then
+		echo "$lt_errors check(s) failed"
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}
+
+lt_require_bpf() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "skip: needs root for BPF uprobes"
+		exit 77
+	fi
+	if [ ! -x "$DWLEAK" ]; then
+		echo "FAIL: $DWLEAK is missing (make check)"
+		exit 1
+	fi
+	if [ ! -d "$TESTDATA" ] || [ ! -x "$TESTDATA/seed_O2" ]; then
+		echo "FAIL: $TESTDATA has no test programs (make testdata)"
+		exit 1
+	fi
+}
+
+# lt_start VAR OUT CMD... : the subshell exec's CMD, so $! is CMD's pid once
+# the exec happened; wait for that so nobody attaches to a shell.
+lt_start() {
+	local __var=$1 __out=$2 __pid __want __i
+	shift 2
+	(exec "$@" > "$__out" 2>&1 < /dev/null) &
+	__pid=$!
+	lt_pids+=("$__pid")
+	__want=$(readlink -f "$1")
+	for ((__i = 0; __i < 200; __i++)); do
+		[ "$(readlink "/proc/$__pid/exe" 2> /dev/null)" = "$__want" ] && break
+		sleep 0.01
+	done
+	# Let the dynamic loader finish mapping the libraries.
+	sleep 0.2
+	printf -v "$__var" %s "$__pid"
+}
+
+# lt_trace VAR ERR ARGS... : dwleak in the background; waits (up to 30 s)
+# for "dwleak: tracing" on its stderr, or for it to exit.
+lt_trace() {
+	local __var=$1 __err=$2 __pid __i
+	shift 2
+	"$DWLEAK" "$@" 2> "$__err" &
+	__pid=$!
+	lt_pids+=("$__pid")
+	printf -v "$__var" %s "$__pid"
+	for ((__i = 0; __i < 3000; __i++)); do
+		grep -q '^dwleak: tracing' "$__err" 2> /dev/null && return 0
+		kill -0 "$__pid" 2> /dev/null || break
+		sleep 0.01
+	done
+	grep -q '^dwleak: tracing' "$__err" 2> /dev/null && return 0
+	echo "dwleak never said 'dwleak: tracing'; its stderr:"
+	sed 's/^/    /' "$__err"
+	return 1
+}
+
+# lt_wait PID [SECS] : exit status of a background job, killing it (status
+# 124) if it takes longer than SECS (default 60).
+lt_wait() {
+	local pid=$1 secs=${2:-60} i
+	for ((i = 0; i < secs * 10; i++)); do
+		kill -0 "$pid" 2> /dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+		return 124
+	fi
+	wait "$pid"
+}
+
+# Python helpers for the checks on a JSON report.
+#   r                  the report (sys.argv[1]); ARGS are sys.argv[2:]
+#   names(stack)       function names of its frames, innermost first
+#                      (None for a frame without a symbol)
+#   physical(stack)    its frames that are not "inlined": true
+#   base(name)         a function name without the @VERSION suffix
+#   chain_at(stack, want, start=0)  index list of the frames matching the
+#                      names in WANT in order (a subsequence), or None
+#   top_stack_with(fn) the stack with most bytes that has function FN
+#   show(stack)        a printable summary of a stack
+#   fail(msg)          record a failed check (exit status 1 at the end)
+#   ok(msg)            print a passed check
+LT_PY='
+import json, sys, re
+r = json.load(open(sys.argv[1]))
+ARGS = sys.argv[2:]
+_failed = 0
+def fail(msg):
+    global _failed
+    _failed += 1
+    print("FAIL: " + msg)
+def ok(msg):
+    print("ok: " + msg)
+def base(name):
+    return None if name is None else name.split("@")[0]
+def names(s):
+    return [base(f["function"]) for f in s["frames"]]
+def physical(s):
+    return [f for f in s["frames"] if not f.get("inlined")]
+def chain_at(s, want, start=0):
+    got, i = [], start
+    ns = names(s)
+    for w in want:
+        while i < len(ns) and ns[i] != w:
+            i += 1
+        if i == len(ns):
+            return None
+        got.append(i)
+        i += 1
+    return got
+def top_stack_with(fn):
+    for s in r["stacks"]:
+        if fn in names(s):
+            return s
+    return None
+def show(s):
+    out = "%d B in %d allocations (%s), truncated=%s, unwind_error=%s\n" % (
+        s["bytes"], s["allocations"], s.get("allocator"), s.get("truncated"), s.get("unwind_error"))
+    for f in s["frames"]:
+        out += "      %-40s %s %s%s\n" % (f["function"], f["module"].split("/")[-1],
+            f["elf_address"], " (inlined)" if f.get("inlined") else "")
+    return out
+ROOTS = ("_start", "__libc_start_call_main", "start_thread", "clone3")
+'
+
+lt_check() {
+	local json=$1 snippet
+	shift
+	snippet=$(cat)
+	"$LT_PYTHON" -c "$LT_PY
+$snippet
+sys.exit(1 if _failed else 0)" "$json" "$@"
+	local rc=$?
+	[ $rc -eq 0 ] || lt_errors=$((lt_errors + 1))
+	return $rc
+}
+
+# Run directly (tests/run.sh runs every tests/*.sh), this file checks its own
+# helpers on a made-up report, so the trace_*.sh checks can be trusted.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	cat > "$LT_TMP/self.json" << 'JSON'
+{"dwleak_report": 1, "pid": 1, "command": "x", "unwind": "dwarf", "duration_s": 1.0,
+ "totals": {"outstanding_bytes": 48, "outstanding_allocations": 2, "stacks": 2,
+            "dropped_events": 0, "truncated_stacks": 0, "unwind_errors": 1},
+ "stacks": [
+  {"bytes": 40, "allocations": 1, "allocator": "malloc", "frames": [
+    {"address": "0x1", "module": "/l/libc.so.6", "build_id": null, "elf_address": "0x1",
+     "function": "malloc", "offset": 0, "file": null, "line": null, "inlined": false},
+    {"address": "0x2", "module": "/p/prog", "build_id": null, "elf_address": "0x2",
+     "function": "inner", "offset": 0, "file": null, "line": null, "inlined": true},
+    {"address": "0x2", "module": "/p/prog", "build_id": null, "elf_address": "0x2",
+     "function": "main", "offset": 0, "file": null, "line": null, "inlined": false},
+    {"address": "0x3", "module": "/l/libc.so.6", "build_id": null, "elf_address": "0x3",
+     "function": "__libc_start_main@@GLIBC_2.34", "offset": 0, "file": null, "line": null, "inlined": false}]},
+  {"bytes": 8, "allocations": 1, "allocator": "malloc", "unwind_error": "x", "frames": [
+    {"address": "0x1", "module": "/l/libc.so.6", "build_id": null, "elf_address": "0x1",
+     "function": null, "offset": 0, "file": null, "line": null, "inlined": false}]}]}
+JSON
+	lt_check "$LT_TMP/self.json" a b << 'PY'
+s = r["stacks"][0]
+assert ARGS == ["a", "b"], ARGS
+assert names(s) == ["malloc", "inner", "main", "__libc_start_main"], names(s)
+assert [f["function"] for f in physical(s)] == ["malloc", "main", "__libc_start_main@@GLIBC_2.34"]
+assert chain_at(s, ["malloc", "main"]) == [0, 2]
+assert chain_at(s, ["main", "malloc"]) is None
+assert top_stack_with("inner") is s and top_stack_with("nope") is None
+assert names(r["stacks"][1]) == [None] and "unwind_error=x" in show(r["stacks"][1])
+fail("(expected: the self-test checks that fail() is reported)")
+PY
+	rc=$?
+	if [ $rc -ne 1 ] || [ "$lt_errors" -ne 1 ]; then
+		echo "FAIL: lt_check did not report the snippet's failure (rc $rc, errors $lt_errors)"
+		exit 1
+	fi
+	lt_errors=0
+	lt_check "$LT_TMP/self.json" << 'PY' || fail "lt_check failed a passing snippet"
+ok("helpers")
+PY
+	lt_start pid "$LT_TMP/sleep.out" /bin/sleep 30
+	[ "$(readlink "/proc/$pid/exe")" = "$(readlink -f /bin/sleep)" ] ||
+		fail "lt_start: pid $pid is not the started program"
+	lt_wait "$pid" 1
+	[ $? -eq 124 ] || fail "lt_wait did not time out a running program"
+	lt_finish
+fi

@@ -1,0 +1,489 @@
+#!/bin/bash
+# dwleak's error paths and lifecycle with real BPF (issue 3, SPEC.md "Exit
+# status"): every case checks the exit status and the one `dwleak:` line on
+# stderr.
+#
+#   a  -p PID of no process; -p 2 (kthreadd, a kernel thread)
+#   b  no capabilities: as nobody (setpriv, all capabilities dropped), and as
+#      uid 0 with an empty capability bounding set
+#   c  usage errors: no target, -p and -- CMD, bad --top/--unwind/-p, unknown option
+#   d  -- CMD that does not exist / is not executable; CMD's own exit status
+#      and death by signal are printed
+#   e  the target exits while dwleak traces it (-p): final report, exit 0, soon
+#   f  dwleak killed with SIGKILL: the target keeps running and exits 0, and
+#      the breakpoints are gone from its copy of libc
+#   g  SIGINT (text report) and SIGTERM (JSON report): final report, exit 0,
+#      the target left running
+#   h  --fail-on-leak: clean program 0, leaking one 1, threshold respected
+#
+# Run by tests/run.sh (DWLEAK = the ASan build); by hand:
+#   DWLEAK=build/asan/dwleak TESTDATA=build/testdata bash tests/trace_errors.sh
+# ONLY=aef runs some parts; KEEP=1 keeps the logs.
+set -uo pipefail
+
+ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${BUILD:-$ROOT/build}
+DWLEAK=${DWLEAK:-$BUILD/asan/dwleak}
+TESTDATA=${TESTDATA:-$BUILD/testdata}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+SEED=$TESTDATA/seed_O2
+LIBC=/lib/x86_64-linux-gnu/libc.so.6
+
+errors=0
+pids=()
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dwleak-errors.XXXXXX")
+chmod 755 "$tmp"
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2> /dev/null
+	done
+	wait 2> /dev/null
+	if [ -n "${KEEP:-}" ]; then echo "(kept $tmp)"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+pass() { echo "ok: $*"; }
+part() { [ -z "${ONLY:-}" ] || [[ $ONLY == *"$1"* ]]; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# --- Preconditions: skip only when BPF is really unavailable ---
+
+if [ "$(id -u)" != 0 ]; then
+	echo "skip: needs root for BPF uprobes"
+	exit 77
+fi
+[ -x "$DWLEAK" ] || { echo "FAIL: $DWLEAK is missing (make check)"; exit 1; }
+[ -x "$SEED" ] && [ -x "$TESTDATA/clean" ] || { echo "FAIL: test programs missing in $TESTDATA (make testdata)"; exit 1; }
+timeout 60 "$DWLEAK" -- /bin/true > "$tmp/probe.out" 2> "$tmp/probe.err"
+if grep -q 'cannot load the BPF program\|cannot attach a uprobe' "$tmp/probe.err"; then
+	cat "$tmp/probe.err"
+	echo "skip: BPF uprobes are not available here: $(grep -m1 '^dwleak:' "$tmp/probe.err")"
+	exit 77
+fi
+
+# sane_stderr NAME FILE: no sanitizer report, no libbpf chatter.
+sane_stderr() {
+	if grep -q 'Sanitizer\|runtime error' "$2"; then
+		fail "$1: sanitizer report:"
+		head -n 20 "$2" | sed 's/^/    /'
+		return 1
+	fi
+	if grep -q '^libbpf:' "$2"; then
+		fail "$1: libbpf messages on stderr: $(grep -m1 '^libbpf:' "$2")"
+		return 1
+	fi
+	return 0
+}
+
+# expect_error NAME ERE CMD...: CMD exits 2 and its stderr is exactly one
+# line, matching ERE.
+expect_error() {
+	local name=$1 re=$2 rc n
+	shift 2
+	timeout -k 5 60 "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	sane_stderr "$name" "$tmp/err" || return
+	n=$(grep -c . "$tmp/err")
+	if [ $rc -ne 2 ]; then
+		fail "$name: exit $rc, want 2 (stderr: $(head -c 300 "$tmp/err"))"
+	elif [ "$n" -ne 1 ] || ! grep -Eq "$re" "$tmp/err"; then
+		fail "$name: want one line matching /$re/, got $n line(s): $(head -c 300 "$tmp/err")"
+	else
+		pass "$name: exit 2: $(cat "$tmp/err")"
+	fi
+}
+
+# expect_usage NAME ERE ARGS...: `dwleak ARGS` exits 2 with a `dwleak:` line
+# matching ERE, then "Try 'dwleak --help' ...", and nothing else.
+expect_usage() {
+	local name=$1 re=$2 rc
+	shift 2
+	timeout -k 5 30 "$DWLEAK" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	sane_stderr "$name" "$tmp/err" || return
+	if [ $rc -ne 2 ]; then
+		fail "$name: exit $rc, want 2"
+	elif [ "$(grep -c . "$tmp/err")" -ne 2 ] ||
+		! sed -n 1p "$tmp/err" | grep -Eq "^dwleak: ($re)" ||
+		! sed -n 2p "$tmp/err" | grep -q "^Try 'dwleak --help'"; then
+		fail "$name: want 'dwleak: $re' + Try 'dwleak --help', got: $(head -c 300 "$tmp/err")"
+	elif grep -q '^dwleak: tracing' "$tmp/err" || [ -s "$tmp/out" ]; then
+		fail "$name: traced or reported anyway"
+	else
+		pass "$name: $(head -n 1 "$tmp/err")"
+	fi
+}
+
+# wait_tracing PID ERRFILE [SECS]: until ERRFILE has the `dwleak: tracing`
+# line (0), or dwleak PID is gone / SECS pass (1).
+wait_tracing() {
+	local pid=$1 err=$2 i
+	for ((i = 0; i < ${3:-30} * 20; i++)); do
+		grep -q '^dwleak: tracing' "$err" && return 0
+		kill -0 "$pid" 2> /dev/null || { grep -q '^dwleak: tracing' "$err"; return; }
+		sleep 0.05
+	done
+	return 1
+}
+
+# wait_exit PID SECS: waits for a background child up to SECS; its exit
+# status, or 124 (and it is killed) if it did not end in time.
+wait_exit() {
+	local pid=$1 i
+	for ((i = 0; i < $2 * 20; i++)); do
+		kill -0 "$pid" 2> /dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid" 2> /dev/null
+		wait "$pid" 2> /dev/null
+		return 124
+	fi
+	wait "$pid"
+}
+
+# wait_mapped PID: until PID has exec'ed and mapped libc (dwleak -p on a
+# process still between fork and exec would rightly find no glibc).
+wait_mapped() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q '/libc\.so\.6$' /proc/$1/maps 2> /dev/null &&
+			[[ $(readlink /proc/$1/exe) == "$SEED" || $(readlink /proc/$1/exe) == "$(readlink -f "$SEED")" ]] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# A pid no process has: from the top of the pid space down.
+free_pid() {
+	local max p
+	max=$(cat /proc/sys/kernel/pid_max)
+	for ((p = max - 1; p > 1000; p--)); do
+		[ -e /proc/$p ] || { echo $p; return; }
+	done
+}
+
+# --- a: pids that cannot be traced ---
+if part a; then
+	p=$(free_pid)
+	expect_error "-p $p (no such process)" "^dwleak: no process with pid $p\$" "$DWLEAK" -p "$p"
+	if [ "$(cat /proc/2/comm 2> /dev/null)" = kthreadd ]; then
+		expect_error "-p 2 (kthreadd)" '^dwleak: .*pid 2.*kernel thread' "$DWLEAK" -p 2
+	else
+		fail "-p 2: pid 2 is not kthreadd here; cannot test a kernel thread"
+	fi
+fi
+
+# --- b: no capabilities ---
+if part b; then
+	if ! command -v setpriv > /dev/null; then
+		fail "setpriv (util-linux) is missing: cannot drop capabilities"
+	else
+		# a copy nobody can read and run (the build tree may not be)
+		cp "$DWLEAK" "$tmp/dwleak"
+		chmod 755 "$tmp/dwleak"
+		nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all)
+		caps_re='^dwleak: needs CAP_BPF and CAP_PERFMON \(run as root\)$'
+		"$SEED" --iterations 300 --interval-ms 20 > /dev/null &
+		tp=$!
+		pids+=($tp)
+		wait_mapped $tp
+		expect_error "nobody: -p PID" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $tp
+		expect_error "nobody: -- CMD" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -- /bin/true
+		"${nobody[@]}" "$SEED" --iterations 300 --interval-ms 20 > /dev/null &
+		np=$!
+		pids+=($np)
+		wait_mapped $np
+		expect_error "nobody: -p PID of its own process" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $np
+		# uid 0 but no capabilities (a container without CAP_BPF, or
+		# capsh --drop): being root is not what matters
+		rootless=(setpriv --inh-caps=-all --bounding-set=-all)
+		expect_error "uid 0 without capabilities: -- CMD" "$caps_re" "${rootless[@]}" "$tmp/dwleak" -- /bin/true
+		expect_error "uid 0 without capabilities: -p PID" "$caps_re" "${rootless[@]}" "$tmp/dwleak" -p $tp
+		kill -KILL $tp $np 2> /dev/null
+		wait $tp $np 2> /dev/null
+	fi
+fi
+
+# --- c: usage errors ---
+if part c; then
+	expect_usage "no target" 'nothing to trace' 
+	expect_usage "-- with no command" 'nothing to trace|no command|missing' --
+	expect_usage "-p and -- CMD" '.*(either|both|not both)' -p 1 -- /bin/true
+	expect_usage "--top abc" ".*(--top|top).*abc" -t abc -p 1
+	expect_usage "--top -5" ".*(--top|top).*-5" --top -5 -p 1
+	expect_usage "--unwind bogus" ".*--unwind.*bogus" --unwind bogus -p 1
+	expect_usage "-p abc" ".*pid.*abc" -p abc
+	expect_usage "-p without a value" ".*-p" -p
+	expect_usage "unknown option" ".*--no-such-option" --no-such-option -p 1
+fi
+
+# --- d: -- CMD that cannot run; CMD's own status ---
+if part d; then
+	expect_error "-- missing command" '^dwleak: .*(does/not/exist|no such file|not found)' \
+		"$DWLEAK" -- "$tmp/does/not/exist"
+	expect_error "-- command not in PATH" '^dwleak: .*no-such-command-xyz' \
+		"$DWLEAK" -- no-such-command-xyz
+	printf 'not a program\n' > "$tmp/not_exec"
+	chmod 644 "$tmp/not_exec"
+	expect_error "-- file without execute permission" \
+		'^dwleak: .*not_exec.*(not executable|[Pp]ermission denied|cannot execute)' \
+		"$DWLEAK" -- "$tmp/not_exec"
+
+	timeout -k 5 60 "$DWLEAK" -- sh -c 'exit 3' > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if sane_stderr "-- sh -c 'exit 3'" "$tmp/err"; then
+		if [ $rc -ne 0 ]; then
+			fail "-- sh -c 'exit 3': dwleak exit $rc, want 0 (CMD's status is printed, not returned)"
+		elif ! grep -q '^dwleak: .*exited with status 3$' "$tmp/err"; then
+			fail "-- sh -c 'exit 3': no 'exited with status 3' line: $(cat "$tmp/err")"
+		elif ! grep -q '^Totals:' "$tmp/out"; then
+			fail "-- sh -c 'exit 3': no report on stdout"
+		else
+			pass "-- sh -c 'exit 3': exit 0, $(grep 'exited with' "$tmp/err")"
+		fi
+	fi
+	timeout -k 5 60 "$DWLEAK" -- sh -c 'kill -SEGV $$' > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if sane_stderr "-- CMD killed by SIGSEGV" "$tmp/err"; then
+		if [ $rc -ne 0 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/out"; then
+			fail "-- CMD killed by SIGSEGV: exit $rc, stderr: $(cat "$tmp/err")"
+		else
+			pass "-- CMD killed by SIGSEGV: exit 0, $(grep 'signal 11' "$tmp/err")"
+		fi
+	fi
+fi
+
+# --- e: the target exits while traced ---
+if part e; then
+	# --delay-ms leaves time to attach (ASan dwleak: up to ~1 s); then 10
+	# allocations of 40 bytes, 100 ms apart
+	"$SEED" --iterations 10 --interval-ms 100 --delay-ms 2500 > "$tmp/target.out" &
+	tp=$!
+	pids+=($tp)
+	wait_mapped $tp
+	t0=$(now)
+	"$DWLEAK" -p $tp -d 30 > "$tmp/e.out" 2> "$tmp/e.err" &
+	dp=$!
+	pids+=($dp)
+	if ! wait_tracing $dp "$tmp/e.err"; then
+		fail "target exits: no tracing line: $(head -c 300 "$tmp/e.err")"
+	else
+		t_tr=$(now)
+		wait $tp
+		trc=$?
+		t_exit=$(now)
+		# the report comes first; teardown (one uprobe unregistration per
+		# probe) may take a few seconds more on this VM
+		for ((i = 0; i < 200; i++)); do
+			grep -q '^Totals:' "$tmp/e.out" && break
+			kill -0 $dp 2> /dev/null || break
+			sleep 0.05
+		done
+		t_report=$(now)
+		wait_exit $dp 20
+		rc=$?
+		t_done=$(now)
+		rlag=$(elapsed "$t_exit" "$t_report")
+		lag=$(elapsed "$t_exit" "$t_done")
+		sane_stderr "target exits" "$tmp/e.err"
+		if [ $trc -ne 0 ]; then
+			fail "target exits: the target itself exited $trc under tracing"
+		elif [ $rc -ne 0 ]; then
+			fail "target exits: dwleak exit $rc, want 0 ($(grep -v '^dwleak: tracing' "$tmp/e.err" | head -c 300))"
+		elif ! grep -q '^Totals:' "$tmp/e.out"; then
+			fail "target exits: no final report"
+		elif awk -v l="$rlag" 'BEGIN { exit !(l > 2) }'; then
+			fail "target exits: final report ${rlag}s after the target exited (want < 2 s)"
+		elif awk -v l="$lag" 'BEGIN { exit !(l > 10) }'; then
+			fail "target exits: dwleak ended ${lag}s after its target (want < 10 s, -d 30)"
+		else
+			pass "target exits: exit 0, final report ${rlag}s and exit ${lag}s after the target"
+		fi
+		# the 10 leaks happened after the tracing line when attach beat --delay-ms
+		if [ "$(elapsed "$t0" "$t_tr" | cut -d. -f1)" -lt 2 ]; then
+			if grep -A6 '^	400 bytes in 10 allocations' "$tmp/e.out" | grep -q 'LeakLib::slowMemoryLeak'; then
+				pass "target exits: report has the 400 bytes in 10 allocations from slowMemoryLeak"
+			else
+				fail "target exits: report lacks '400 bytes in 10 allocations' from slowMemoryLeak:"
+				sed 's/^/    /' "$tmp/e.out" | head -n 30
+			fi
+		fi
+	fi
+fi
+
+# libc_bytes PID FUNC...: for each FUNC, "FUNC MEM FILE": the first byte of
+# FUNC in the process's copy of libc and in the file (hex).  An active uprobe
+# shows as cc in memory.
+libc_bytes() {
+	python3 - "$@" << 'EOF'
+import subprocess, sys
+pid = int(sys.argv[1])
+base = path = None
+for line in open(f"/proc/{pid}/maps"):
+    f = line.split()
+    if len(f) >= 6 and f[5].endswith("/libc.so.6") and int(f[2], 16) == 0:
+        base, path = int(f[0].split("-")[0], 16), f[5]
+        break
+if base is None:
+    sys.exit("no libc mapping")
+syms = {}
+for line in subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout.splitlines():
+    f = line.split()
+    if len(f) == 3:
+        syms.setdefault(f[2].split("@")[0], int(f[0], 16))
+# ELF vaddr -> file offset through the PT_LOAD segments
+loads = []
+for line in subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout.splitlines():
+    f = line.split()
+    if f and f[0] == "LOAD":
+        loads.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
+with open(f"/proc/{pid}/mem", "rb") as mem, open(path, "rb") as elf:
+    for name in sys.argv[2:]:
+        v = syms[name]
+        off = next(o + v - va for o, va, fs in loads if va <= v < va + fs)
+        mem.seek(base + v)
+        elf.seek(off)
+        print(name, mem.read(1).hex(), elf.read(1).hex())
+EOF
+}
+
+# --- f: dwleak killed with SIGKILL ---
+if part f; then
+	# >= 6 s of work at 10 ms (more under the probes); exits 0 on its own
+	"$SEED" --iterations 600 --interval-ms 10 > "$tmp/target.out" &
+	tp=$!
+	pids+=($tp)
+	wait_mapped $tp
+	"$DWLEAK" -p $tp > "$tmp/f.out" 2> "$tmp/f.err" &
+	dp=$!
+	pids+=($dp)
+	if ! wait_tracing $dp "$tmp/f.err"; then
+		fail "SIGKILL: no tracing line: $(head -c 300 "$tmp/f.err")"
+	else
+		libc_bytes $tp malloc free > "$tmp/bytes.during" 2>&1
+		sleep 0.3
+		kill -KILL $dp
+		wait $dp 2> /dev/null
+		t_kill=$(now)
+		# breakpoints must leave the target's text (uprobe removal may be
+		# deferred a little)
+		for ((i = 0; i < 20; i++)); do
+			[ -e /proc/$tp/maps ] || break
+			libc_bytes $tp malloc free > "$tmp/bytes.after" 2>&1
+			awk '$2 != $3 { bad = 1 } END { exit bad }' "$tmp/bytes.after" && break
+			sleep 0.05
+		done
+		if grep -q 'cc ' "$tmp/bytes.during"; then
+			pass "SIGKILL: while tracing, libc text had breakpoints: $(tr '\n' ' ' < "$tmp/bytes.during")"
+		else
+			echo "note: no int3 seen in libc while tracing ($(tr '\n' ' ' < "$tmp/bytes.during")); the check below proves less"
+		fi
+		if [ "$(awk 'NF == 3' "$tmp/bytes.after" | wc -l)" -eq 2 ] &&
+			awk '$2 != $3 { bad = 1 } END { exit bad }' "$tmp/bytes.after"; then
+			pass "SIGKILL: no uprobe left in the target's libc: $(tr '\n' ' ' < "$tmp/bytes.after")"
+		else
+			fail "SIGKILL: libc in the target still differs from the file after dwleak died: $(tr '\n' ' ' < "$tmp/bytes.after")"
+		fi
+		state=$(awk '/^State:/ { print $2 }' /proc/$tp/status 2> /dev/null)
+		case $state in
+		R | S) pass "SIGKILL: target still running (State $state)" ;;
+		*) fail "SIGKILL: target state '${state:-gone}' right after dwleak died" ;;
+		esac
+		wait_exit $tp 30
+		trc=$?
+		t_end=$(now)
+		if [ $trc -eq 0 ]; then
+			pass "SIGKILL: target finished its 600 iterations and exited 0 ($(elapsed "$t_kill" "$t_end")s later)"
+		else
+			fail "SIGKILL: target exited $trc after dwleak was killed (want 0)"
+		fi
+	fi
+fi
+
+# --- g: SIGINT and SIGTERM give the final report ---
+if part g; then
+	for sig in INT TERM; do
+		if [ $sig = INT ]; then fmt=text; else fmt=json; fi
+		"$SEED" --interval-ms 20 > "$tmp/target.out" &
+		tp=$!
+		pids+=($tp)
+		wait_mapped $tp
+		"$DWLEAK" -p $tp --format $fmt > "$tmp/g.out" 2> "$tmp/g.err" &
+		dp=$!
+		pids+=($dp)
+		if ! wait_tracing $dp "$tmp/g.err"; then
+			fail "SIG$sig: no tracing line: $(head -c 300 "$tmp/g.err")"
+			kill -KILL $tp $dp 2> /dev/null
+			continue
+		fi
+		sleep 1
+		kill -$sig $dp
+		wait_exit $dp 20
+		rc=$?
+		sane_stderr "SIG$sig" "$tmp/g.err"
+		if [ $rc -ne 0 ]; then
+			fail "SIG$sig: dwleak exit $rc, want 0 ($(grep -v '^dwleak: tracing' "$tmp/g.err" | head -c 300))"
+		elif [ $fmt = text ]; then
+			if grep -q '^\[.*\] Top ' "$tmp/g.out" && grep -q '^Totals:' "$tmp/g.out"; then
+				pass "SIG$sig: exit 0, text report: $(grep '^Totals:' "$tmp/g.out")"
+			else
+				fail "SIG$sig: no text report (Top ... / Totals:) on stdout: $(head -c 300 "$tmp/g.out")"
+			fi
+			# 1 s of a leak every 20 ms: the leak site must be in it
+			grep -q 'LeakLib::slowMemoryLeak' "$tmp/g.out" ||
+				fail "SIG$sig: 1 s of tracing a 40 B leak every 20 ms, but no slowMemoryLeak stack: $(grep -E '^(Totals|Counters):' "$tmp/g.out" | tr '\n' ' ')"
+		else
+			if python3 - "$tmp/g.out" << 'EOF'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dwleak_report"] == 1, "dwleak_report"
+t = d["totals"]
+print(f"JSON parses: {t['outstanding_bytes']} bytes in {t['outstanding_allocations']} allocations, {d['duration_s']} s")
+if not any(any((f.get("function") or "").startswith("LeakLib::slowMemoryLeak") for f in s["frames"]) for s in d["stacks"]):
+    sys.exit("1 s of tracing a 40 B leak every 20 ms, but no slowMemoryLeak stack")
+EOF
+				pass "SIG$sig: exit 0, JSON report"
+			else
+				fail "SIG$sig: JSON report wrong: $(head -c 300 "$tmp/g.out")"
+			fi
+		fi
+		if kill -0 $tp 2> /dev/null && [ "$(awk '/^State:/ { print $2 }' /proc/$tp/status)" != Z ]; then
+			pass "SIG$sig: target left running"
+		else
+			fail "SIG$sig: the target did not survive dwleak's exit"
+		fi
+		kill -KILL $tp 2> /dev/null
+		wait $tp 2> /dev/null
+	done
+fi
+
+# --- h: --fail-on-leak ---
+if part h; then
+	# fail_on_leak NAME WANT ARGS...
+	fail_on_leak() {
+		local name=$1 want=$2 rc
+		shift 2
+		timeout -k 5 60 "$DWLEAK" "$@" > "$tmp/out" 2> "$tmp/err"
+		rc=$?
+		sane_stderr "$name" "$tmp/err" || return
+		if [ $rc -ne "$want" ]; then
+			fail "$name: exit $rc, want $want ($(grep -E '^Totals' "$tmp/out"); $(grep -v '^dwleak: tracing' "$tmp/err" | head -c 200))"
+		else
+			pass "$name: exit $rc ($(grep -E '^Totals' "$tmp/out" | cut -d, -f1))"
+		fi
+	}
+	fail_on_leak "--fail-on-leak, clean program" 0 --fail-on-leak -- "$TESTDATA/clean"
+	fail_on_leak "--fail-on-leak, seed --iterations 5" 1 --fail-on-leak -- "$SEED" --iterations 5 --interval-ms 10
+	fail_on_leak "--fail-on-leak=1000000, seed --iterations 5 (under the threshold)" 0 \
+		--fail-on-leak=1000000 -- "$SEED" --iterations 5 --interval-ms 10
+fi
+
+if [ $errors -gt 0 ]; then
+	echo "$errors check(s) failed"
+	exit 1
+fi
+echo "all checks passed"
