@@ -11,6 +11,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define EBUSY 16 /* bpf_find_vma: mmap lock contended */
+#define SIGSTOP 19
+#define RT_CONSISTENT 0		 /* struct r_debug's r_state: link map consistent */
+#define R_DEBUG_STATE_OFF 24	 /* offsetof(struct r_debug, r_state) on x86_64 */
+
 /* Set through the skeleton's rodata before load. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
@@ -19,6 +24,11 @@ const volatile __u32 nranges = 0; /* entries used in alloc_ranges */
  * minus it is the object's load bias in the current process, so ranges
  * need no per-process setup (a spawned target maps libc after attach). */
 const volatile __u64 probe_vaddr[ALLOC_KIND_COUNT] = {};
+/* The dynamic linker's _dl_debug_state and _r_debug (ELF addresses), and
+ * whether to stop the process there until its new tables are loaded. */
+const volatile __u64 dl_state_vaddr = 0;
+const volatile __u64 r_debug_vaddr = 0;
+const volatile __u32 stop_on_dl_state = 0;
 
 /* --- Tables (filled by unwinder/) --- */
 
@@ -35,6 +45,17 @@ struct {
 	__type(key, struct page_key);
 	__type(value, struct unwind_page);
 } pages SEC(".maps");
+
+/* Executable mappings per process (key: tgid), kept by user space.  No
+ * prealloc: an update swaps the element under RCU, so a walker reading
+ * the old value never sees it half rewritten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct proc_mappings);
+} proc_maps SEC(".maps");
 
 /* rows and rules are sized from user space before load, from the tables
  * it compiled and with room for libraries loaded later. */
@@ -75,20 +96,8 @@ struct {
 	__type(value, struct stack_stats);
 } stack_stats SEC(".maps");
 
-/* Mappings the walker met, so user space can name frames even after the
- * target exited: key (tgid, vm_start). */
-struct mapping_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 start;
-};
-
-struct mapping_seen {
-	__u64 end;
-	__u64 pgoff; /* bytes */
-	struct file_key file;
-};
-
+/* Mappings the walker met or user space published, so frames can be named
+ * even after the target exited. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -210,6 +219,7 @@ static __always_inline void request_table(struct walk_ctx *w, struct vma_found *
 		bpf_map_delete_elem(&requested, &f->file);
 		return;
 	}
+	__builtin_memset(e, 0, sizeof(*e));
 	e->type = EVENT_NEED_TABLE;
 	e->tgid = w->tgid;
 	e->file = f->file;
@@ -226,8 +236,74 @@ static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_foun
 		bpf_map_update_elem(&mappings, &k, &v, BPF_ANY);
 }
 
-/* Fills a cache slot for the mapping holding PC.  Returns the slot index,
- * or -1 with w->end set. */
+/* A binary search run by bpf_loop, so its body is verified once. */
+struct search_ctx {
+	__u32 lo;	/* ends as the number of entries at or before key */
+	__u32 hi;
+	__u32 base;	/* rows: first_row of the page */
+	__u32 tgid;	/* mappings: the process */
+	__u64 key;
+};
+
+static long map_search_step(__u64 i, struct search_ctx *c)
+{
+	struct proc_mappings *pm = bpf_map_lookup_elem(&proc_maps, &c->tgid);
+	__u32 mid;
+
+	if (!pm || c->lo >= c->hi)
+		return 1;
+	mid = c->lo + (c->hi - c->lo) / 2;
+	if (pm->m[mid & (DWLEAK_MAX_PROC_MAPPINGS - 1)].start <= c->key)
+		c->lo = mid + 1;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* Index of the mapping of process TGID that holds PC, or -1. */
+__noinline long proc_map_find(__u32 tgid, __u64 pc)
+{
+	struct proc_mappings *pm = bpf_map_lookup_elem(&proc_maps, &tgid);
+	struct search_ctx c = { .tgid = tgid, .key = pc };
+	__u32 i;
+
+	if (!pm)
+		return -1;
+	c.hi = pm->n < DWLEAK_MAX_PROC_MAPPINGS ? pm->n : DWLEAK_MAX_PROC_MAPPINGS;
+	bpf_loop(DWLEAK_MAPPING_SEARCH_STEPS, map_search_step, &c, 0);
+	if (c.lo == 0)
+		return -1;
+	i = (c.lo - 1) & (DWLEAK_MAX_PROC_MAPPINGS - 1);
+	return pc < pm->m[i].end ? i : -1;
+}
+
+/* Looks PC up in the mappings user space told us about; fills slot S. */
+static int slot_from_proc_maps(struct walk_ctx *w, __u64 pc, struct vma_slot *s)
+{
+	long i = proc_map_find(w->tgid, pc);
+	struct proc_mappings *pm;
+	struct proc_mapping *m;
+
+	if (i < 0)
+		return -1;
+	pm = bpf_map_lookup_elem(&proc_maps, &w->tgid);
+	if (!pm)
+		return -1;
+	m = &pm->m[i & (DWLEAK_MAX_PROC_MAPPINGS - 1)];
+	if (pc < m->start || pc >= m->end)
+		return -1; /* user space republished between the two lookups */
+	s->start = m->start;
+	s->end = m->end;
+	s->bias = m->bias;
+	s->table_id = m->table_id;
+	s->rule_base = m->rule_base;
+	s->state = SLOT_TABLE;
+	return 0;
+}
+
+/* Fills a cache slot for the mapping holding PC: from the process's
+ * mapping table, else from the kernel's VMA (a mapping user space has not
+ * seen yet).  Returns the slot index, or -1 with w->end set. */
 static int slot_fill(struct walk_ctx *w, __u64 pc)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -236,13 +312,18 @@ static int slot_fill(struct walk_ctx *w, __u64 pc)
 	struct vma_slot *s;
 	__u64 off;
 	__u32 i, idx;
+	long err;
 
-	if (bpf_find_vma(task, pc, vma_cb, &f, 0)) {
-		w->end = WALK_ERR_NO_MAPPING;
-		return -1;
-	}
 	idx = w->next_slot++ & (DWLEAK_VMA_CACHE - 1);
 	s = &w->slot[idx];
+	if (!slot_from_proc_maps(w, pc, s))
+		return idx;
+	err = bpf_find_vma(task, pc, vma_cb, &f, 0);
+	if (err) {
+		w->end = err == -EBUSY ? WALK_ERR_VMA_BUSY : WALK_ERR_NO_MAPPING;
+		s->state = SLOT_EMPTY;
+		return -1;
+	}
 	s->start = f.start;
 	s->end = f.end;
 	s->state = SLOT_ANON;
@@ -280,34 +361,60 @@ static int slot_find(struct walk_ctx *w, __u64 pc)
 	return slot_fill(w, pc);
 }
 
-/* The rule for ELF address PC in table TABLE_ID, or NULL (no FDE). */
-static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
+/*
+ * The searches are global (non-inlined) functions, verified once on their
+ * own, and their loops run under bpf_loop so the body is verified once
+ * too: unrolled in the walker's loop they exceeded the verifier's 1M
+ * instruction limit (E2BIG on Linux 6.18).
+ */
+
+static long row_search_step(__u64 i, struct search_ctx *c)
+{
+	struct unwind_row *row;
+	__u32 mid, idx;
+
+	if (c->lo >= c->hi)
+		return 1;
+	mid = c->lo + (c->hi - c->lo) / 2;
+	idx = c->base + mid;
+	row = bpf_map_lookup_elem(&rows, &idx);
+	if (!row)
+		return 1;
+	if (row->pc_low <= c->key)
+		c->lo = mid + 1;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* Index of the row in force at ELF address PC in table TABLE_ID, or -1. */
+__noinline long row_find(__u32 table_id, __u64 pc)
 {
 	struct page_key k = { .table_id = table_id, .page = (__u32)(pc >> UNWIND_PAGE_SHIFT) };
-	__u16 off = pc & (UNWIND_PAGE_SIZE - 1);
+	struct search_ctx c = { .key = pc & (UNWIND_PAGE_SIZE - 1) };
 	struct unwind_page *pg;
-	struct unwind_row *row;
-	__u32 lo = 0, hi, mid, idx, i;
 
 	pg = bpf_map_lookup_elem(&pages, &k);
 	if (!pg)
+		return -1;
+	c.hi = pg->nrows;
+	c.base = pg->first_row;
+	bpf_loop(DWLEAK_ROW_SEARCH_STEPS, row_search_step, &c, 0);
+	if (c.lo == 0 || c.lo > pg->nrows)
+		return -1;
+	return c.base + c.lo - 1;
+}
+
+/* The rule for ELF address PC in table TABLE_ID, or NULL (no FDE). */
+static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
+{
+	struct unwind_row *row;
+	long r = row_find(table_id, pc);
+	__u32 idx;
+
+	if (r < 0)
 		return NULL;
-	hi = pg->nrows;
-	/* lo ends as the number of rows starting at or before off */
-	for (i = 0; i < DWLEAK_ROW_SEARCH_STEPS && lo < hi; i++) {
-		mid = lo + (hi - lo) / 2;
-		idx = pg->first_row + mid;
-		row = bpf_map_lookup_elem(&rows, &idx);
-		if (!row)
-			return NULL;
-		if (row->pc_low <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	idx = pg->first_row + lo - 1;
+	idx = (__u32)r;
 	row = bpf_map_lookup_elem(&rows, &idx);
 	if (!row)
 		return NULL;
@@ -452,7 +559,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 		w->end = WALK_END_TRUNCATED;
 		return 1;
 	}
-	st->pcs[n] = w->pc;
+	st->pcs[n] = w->pc | (n && w->exact_pc ? DWLEAK_FRAME_EXACT : 0);
 	w->n = n + 1;
 	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
 	count(CNT_FRAMES);
@@ -474,6 +581,8 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 		w->end = WALK_ERR_NO_FDE;
 		return 1;
 	}
+	if (rule->cfa_type == UNWIND_CFA_SIGNAL)
+		st->pcs[n] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
 	return walk_apply(w, rule);
 }
 
@@ -884,5 +993,41 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	count(CNT_FREE_CALLS);
 	if (alloc_forget(ptr))
 		count(CNT_FREE_UNKNOWN);
+	return 0;
+}
+
+/*
+ * The dynamic linker calls _dl_debug_state (the debugger hook) before and
+ * after it maps or unmaps objects, at start-up and at every dlopen and
+ * dlclose.  After (r_state RT_CONSISTENT) we tell user space to load the
+ * new objects' tables; for a command we started, we also stop it until
+ * that is done, so even the first allocation from new code has a complete
+ * stack.  No stop without a delivered event: nobody would resume it.
+ */
+SEC("uprobe")
+int BPF_KPROBE(dl_state)
+{
+	__u64 bias = PT_REGS_IP(ctx) - dl_state_vaddr;
+	struct event *e;
+	int state = RT_CONSISTENT;
+
+	if (current_tgid() != target_tgid)
+		return 0;
+	if (r_debug_vaddr &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(bias + r_debug_vaddr + R_DEBUG_STATE_OFF)) &&
+	    state != RT_CONSISTENT)
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = EVENT_MAPS_CHANGED;
+	e->tgid = target_tgid;
+	e->stopped = stop_on_dl_state;
+	bpf_ringbuf_submit(e, 0);
+	if (stop_on_dl_state)
+		bpf_send_signal(SIGSTOP);
 	return 0;
 }

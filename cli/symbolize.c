@@ -399,22 +399,29 @@ void sym_frames_free(struct sym_frame *frames, size_t n)
  * *OK is set false on allocation failure (NAME NULL gives NULL, ok). */
 static char *name_dup(const char *name, bool *ok)
 {
-	char *r;
+	const char *at;
+	char *r, *plain;
 
 	if (!name)
 		return NULL;
-	if (name[0] == '_' && name[1] == 'Z') {
+	/* a versioned symbol (__libc_start_main@@GLIBC_2.34): the name alone */
+	at = strchr(name, '@');
+	plain = at ? strndup(name, (size_t)(at - name)) : strdup(name);
+	if (!plain) {
+		*ok = false;
+		return NULL;
+	}
+	if (plain[0] == '_' && plain[1] == 'Z') {
 		int status;
 
-		r = __cxa_demangle(name, NULL, NULL, &status);
-		if (r)
+		r = __cxa_demangle(plain, NULL, NULL, &status);
+		if (r) {
+			free(plain);
 			return r;
+		}
 		/* status -2 (not a mangled name) or -3: keep it as is */
 	}
-	r = strdup(name);
-	if (!r)
-		*ok = false;
-	return r;
+	return plain;
 }
 
 static char *str_dup(const char *s, bool *ok)
@@ -488,6 +495,39 @@ static bool die_udata(Dwarf_Die *die, unsigned int name, Dwarf_Word *out)
 	return dwarf_formudata(dwarf_attr(die, name, &attr), out) == 0;
 }
 
+
+/*
+ * The innermost subprogram, inlined subroutine or lexical block of CUDIE
+ * that holds ADDR.  dwarf_getscopes finds nothing in gcc's LTO units (the
+ * "<artificial>" unit whose inlined code refers into other units; libdw
+ * 0.188, eu-addr2line shows the same), so this walks the tree itself.
+ */
+static bool innermost_scope(Dwarf_Die *cudie, Dwarf_Addr addr, Dwarf_Die *out)
+{
+	Dwarf_Die parent = *cudie, child;
+	bool found = false, descended;
+	int tag;
+
+	do {
+		descended = false;
+		if (dwarf_child(&parent, &child) != 0)
+			break;
+		do {
+			tag = dwarf_tag(&child);
+			if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
+			    tag != DW_TAG_lexical_block)
+				continue;
+			if (dwarf_haspc(&child, addr) <= 0)
+				continue;
+			*out = child;
+			parent = child;
+			found = descended = true;
+			break;
+		} while (dwarf_siblingof(&child, &child) == 0);
+	} while (descended);
+	return found;
+}
+
 /*
  * Pushes the DWARF frames of dwfl address PC: one per inlined instance,
  * innermost first, then the containing subprogram.  FILE/LINE start as the
@@ -517,11 +557,12 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
 	 * abstract origin's parents; the concrete nesting - the chain of
 	 * inlines - comes from the parents of the innermost scope. */
 	nscopes = dwarf_getscopes(cudie, pc - dwbias, &scopes);
-	if (nscopes <= 0) {
+	if (nscopes > 0) {
+		innermost = scopes[0];
+	} else if (!innermost_scope(cudie, pc - dwbias, &innermost)) {
 		free(scopes);
 		return 0;
 	}
-	innermost = scopes[0];
 	free(scopes);
 	scopes = NULL;
 	nscopes = dwarf_getscopes_die(&innermost, &scopes);
@@ -571,19 +612,21 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
  * How good NAME with binding BIND is as the name of its address: glibc
  * gives one function several names (malloc, __libc_malloc and the local
  * __GI___libc_malloc); users and the report format expect the public one,
- * the way perf picks it.  Global beats weak beats local, then fewer
- * leading underscores, then shorter.
+ * the way perf picks it.  An exported name (global or weak) beats a local
+ * one, then fewer leading underscores (calloc over the global
+ * __libc_calloc), then global over weak, then the shorter name.
  */
 static int alias_rank(const char *name, unsigned int bind)
 {
-	int bind_rank = bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0;
+	int exported = bind == STB_GLOBAL || bind == STB_WEAK;
 	size_t underscores = strspn(name, "_"), len = strlen(name);
 
 	if (underscores > 15)
 		underscores = 15;
 	if (len > 4095)
 		len = 4095;
-	return bind_rank << 16 | (int)(15 - underscores) << 12 | (int)(4095 - len);
+	return exported << 20 | (int)(15 - underscores) << 16 | (bind == STB_GLOBAL) << 12 |
+	       (int)(4095 - len);
 }
 
 static int alias_cmp(const void *a, const void *b)

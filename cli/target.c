@@ -112,6 +112,9 @@ int target_spawn(struct target *t, char **argv)
 	}
 	if (pid == 0) {
 		close(pfd[1]);
+		/* dwleak may stop us while it loads tables (after the dynamic
+		 * linker maps objects): if it dies, we must not stay stopped */
+		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		/* wait for the probes; EOF without a byte means dwleak gave up */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
@@ -162,12 +165,10 @@ bool target_alive(struct target *t)
 
 void target_abort(struct target *t)
 {
-	if (!t->spawned || t->exited)
-		return;
-	if (t->release_fd >= 0) {
-		close(t->release_fd); /* the child sees EOF and exits 127 */
-		t->release_fd = -1;
-	}
+	if (!t->spawned || t->exited || t->release_fd < 0)
+		return; /* a command that runs is left running */
+	close(t->release_fd); /* the child sees EOF and exits 127 */
+	t->release_fd = -1;
 	waitpid(t->pid, &t->exit_status, 0);
 	t->exited = true;
 }

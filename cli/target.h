@@ -31,7 +31,8 @@ int target_attach(struct target *t, pid_t pid);
 /* True while the target runs; for a spawned one, reaps it when it exits. */
 bool target_alive(struct target *t);
 
-/* Kills a spawned target that was never released (setup failed). */
+/* Ends a spawned target that was never released (setup failed); one that
+ * runs is left running. */
 void target_abort(struct target *t);
 
 void target_free(struct target *t);

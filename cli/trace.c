@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "elf_symbols.h"
 #include "compare.h"
 #include "flamegraph.h"
 #include "pprof.h"
@@ -60,14 +61,18 @@ struct tracer {
 	struct unwinder *uw;
 	struct table_cache *cache;
 	struct symbolizer *sym;
-	struct bpf_link *links[2 * ALLOC_KIND_COUNT];
+	struct bpf_link *links[2 * ALLOC_KIND_COUNT + 1];
 	size_t nlinks;
 	char *libc_path;  /* where probes attach (a path valid for the target) */
 	char *libc_name;  /* for messages */
+	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
+	struct elf_sym_want dl_syms[2]; /* _dl_debug_state, _r_debug */
+	bool resume;	  /* the target stopped itself for us: SIGCONT after loading */
 	struct alloc_func funcs[ALLOC_KIND_COUNT];
 	size_t nfuncs;
 	double t_start;
 	double t_traced;
+	uint32_t mappings_dropped; /* beyond DWLEAK_MAX_PROC_MAPPINGS (walker falls back) */
 	bool rescan;
 	/* bytes per stack at the previous interval report, for growth */
 	uint64_t *prev_ids;
@@ -102,11 +107,9 @@ static bool have_caps(void)
 	size_t cap = 0;
 	FILE *f;
 
-	if (geteuid() == 0)
-		return true;
 	f = fopen("/proc/self/status", "re");
 	if (!f)
-		return false;
+		return geteuid() == 0;
 	while (getline(&line, &cap, f) > 0)
 		if (sscanf(line, "CapEff: %llx", &eff) == 1)
 			break;
@@ -149,6 +152,14 @@ static bool is_libc(const char *path)
 	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
 }
 
+static bool is_ld_so(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-", 3);
+}
+
 /* Finds the libc PID maps and a path to it that works from here. */
 static int libc_of_pid(struct tracer *tr, pid_t pid)
 {
@@ -161,6 +172,11 @@ static int libc_of_pid(struct tracer *tr, pid_t pid)
 		return err;
 	err = -ENOENT;
 	for (i = 0; i < n; i++) {
+		if (maps[i].path[0] == '/' && is_ld_so(maps[i].path) && !tr->ld_path &&
+		    asprintf(&tr->ld_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
+			tr->ld_path = NULL;
+	}
+	for (i = 0; i < n; i++) {
 		if (maps[i].path[0] != '/' || !is_libc(maps[i].path))
 			continue;
 		tr->libc_name = strdup(maps[i].path);
@@ -171,6 +187,24 @@ static int libc_of_pid(struct tracer *tr, pid_t pid)
 	}
 	proc_maps_free(maps, n);
 	return err;
+}
+
+/* Finds the dynamic linker's debugger hook; without it (a static program,
+ * an unusual loader) new libraries are found by the periodic rescan. */
+static void dl_hook_find(struct tracer *tr)
+{
+	int fd;
+
+	tr->dl_syms[0].name = "_dl_debug_state";
+	tr->dl_syms[1].name = "_r_debug";
+	tr->dl_syms[1].data = true;
+	if (!tr->ld_path)
+		return;
+	fd = open(tr->ld_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_symbols_find(fd, tr->dl_syms, 2);
+	close(fd);
 }
 
 static int allocator_load(struct tracer *tr)
@@ -210,8 +244,14 @@ static int tables_for_command(struct tracer *tr)
 
 	prog = target_which(tr->env->cmd[0]);
 	if (!prog) {
-		fprintf(stderr, "dwleak: cannot find %s: no such file in PATH\n", tr->env->cmd[0]);
+		fprintf(stderr, "dwleak: cannot find %s: %s\n", tr->env->cmd[0],
+			strchr(tr->env->cmd[0], '/') ? "no such file" : "no such command in PATH");
 		return -ENOENT;
+	}
+	if (access(prog, X_OK)) {
+		fprintf(stderr, "dwleak: cannot run %s: %s\n", prog, strerror(errno));
+		free(prog);
+		return -EACCES;
 	}
 	err = target_libs(prog, &libs);
 	for (i = 0; !err && libs[i]; i++) {
@@ -222,6 +262,8 @@ static int tables_for_command(struct tracer *tr)
 			tr->libc_path = strdup(libs[i]);
 			tr->libc_name = strdup(libs[i]);
 		}
+		if (!tr->ld_path && i > 0 && is_ld_so(libs[i]))
+			tr->ld_path = strdup(libs[i]);
 	}
 	target_libs_free(libs);
 	free(prog);
@@ -255,7 +297,10 @@ static int tables_refresh(struct tracer *tr)
 		return err;
 	err = unwinder_load_pending(tr->uw);
 	warn_failed_tables(tr);
-	return err < 0 ? err : 0;
+	if (err < 0)
+		return err;
+	err = unwinder_publish(tr->uw, tr->tgt.pid, &tr->mappings_dropped);
+	return err == -ENOENT ? 0 : err;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -263,8 +308,12 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct tracer *tr = ctx;
 	const struct event *e = data;
 
-	if (size >= sizeof(*e) && e->type == EVENT_NEED_TABLE)
+	if (size < sizeof(*e))
+		return 0;
+	if (e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED)
 		tr->rescan = true;
+	if (e->type == EVENT_MAPS_CHANGED && e->stopped)
+		tr->resume = true;
 	return 0;
 }
 
@@ -288,6 +337,11 @@ static int skel_open(struct tracer *tr)
 	for (i = 0; i < tr->nfuncs; i++)
 		s->rodata->probe_vaddr[tr->funcs[i].kind] = tr->funcs[i].vaddr;
 	s->rodata->nranges = (uint32_t)tr->nfuncs;
+	if (tr->dl_syms[0].found) {
+		s->rodata->dl_state_vaddr = tr->dl_syms[0].vaddr;
+		s->rodata->r_debug_vaddr = tr->dl_syms[1].found ? tr->dl_syms[1].vaddr : 0;
+		s->rodata->stop_on_dl_state = tr->tgt.spawned;
+	}
 	unwinder_needs(tr->uw, &rows, &rules);
 	rows = rows * 2 > ROWS_MIN ? rows * 2 : ROWS_MIN;
 	rules = rules * 2 > RULES_MIN ? rules * 2 : RULES_MIN;
@@ -310,6 +364,8 @@ static int skel_open(struct tracer *tr)
 		.rows_cap = (uint32_t)rows,
 		.rules_cap = (uint32_t)rules,
 		.pages_cap = bpf_map__max_entries(s->maps.pages),
+		.proc_maps = bpf_map__fd(s->maps.proc_maps),
+		.mappings = bpf_map__fd(s->maps.mappings),
 	});
 	for (i = 0; i < tr->nfuncs; i++) {
 		struct alloc_range r = { tr->funcs[i].vaddr,
@@ -361,6 +417,18 @@ static int probes_attach(struct tracer *tr)
 			err = attach_one(tr, tr->skel->progs.alloc_enter_any, false, f->file_off, f->kind);
 		if (err)
 			goto fail;
+	}
+	if (tr->dl_syms[0].found && tr->dl_syms[0].file_off) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(
+			tr->skel->progs.dl_state, tr->tgt.pid, tr->ld_path, tr->dl_syms[0].file_off, &opts);
+
+		if (l)
+			tr->links[tr->nlinks++] = l;
+		else
+			fprintf(stderr, "dwleak: warning: cannot probe %s's _dl_debug_state (%s); "
+					"libraries loaded later are found by a rescan every %.0f s\n",
+				tr->ld_path, strerror(errno), RESCAN_INTERVAL_S);
 	}
 	return 0;
 fail:
@@ -493,8 +561,8 @@ struct frame_arena {
 static int mappings_read(struct tracer *tr, struct mapping **out, size_t *n)
 {
 	int fd = bpf_map__fd(tr->skel->maps.mappings);
-	struct { uint32_t tgid, pad; uint64_t start; } key, next;
-	struct { uint64_t end, pgoff; struct file_key file; } val;
+	struct mapping_key key, next;
+	struct mapping_seen val;
 	struct mapping *arr = NULL, *g;
 	size_t cnt = 0, cap = 0;
 	void *prev = NULL;
@@ -724,7 +792,8 @@ static int frames_of(struct tracer *tr, struct built *b, size_t nmaps, uint64_t 
 	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &id, &st))
 		return 0;
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
-		err = frame_symbolize(tr, &b->arena, b->maps, nmaps, st.pcs[i], i > 0);
+		err = frame_symbolize(tr, &b->arena, b->maps, nmaps, st.pcs[i] & ~DWLEAK_FRAME_EXACT,
+				      i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT));
 		if (err)
 			return err;
 	}
@@ -905,6 +974,9 @@ static void report_exit_status(struct tracer *tr)
 {
 	int st = tr->tgt.exit_status;
 
+	if (tr->tgt.spawned && !tr->tgt.exited && tr->tgt.release_fd < 0)
+		fprintf(stderr, "dwleak: stopped tracing; %s (pid %d) keeps running\n",
+			tr->tgt.command, tr->tgt.pid);
 	if (!tr->tgt.spawned || !tr->tgt.exited)
 		return;
 	if (WIFEXITED(st))
@@ -918,12 +990,15 @@ static int poll_loop(struct tracer *tr)
 {
 	double deadline = tr->env->duration_s > 0 ? tr->t_traced + tr->env->duration_s : 0;
 	double next_report = tr->env->interval_s > 0 ? tr->t_traced + tr->env->interval_s : 0;
-	double next_scan = tr->t_traced + RESCAN_INTERVAL_S;
+	/* a started command maps its libraries right away: look soon, then
+	 * back off to the steady interval */
+	double scan_every = 0.02;
+	double next_scan = tr->t_traced + scan_every;
 	double now;
 	int err;
 
 	while (!stop_signal) {
-		err = ring_buffer__poll(tr->rb, POLL_MS);
+		err = ring_buffer__poll(tr->rb, next_scan > now_s() + POLL_MS / 1e3 ? POLL_MS : 10);
 		if (err < 0 && err != -EINTR)
 			return err;
 		now = now_s();
@@ -931,11 +1006,16 @@ static int poll_loop(struct tracer *tr)
 			break;
 		if (tr->rescan || now >= next_scan) {
 			tr->rescan = false;
-			next_scan = now + RESCAN_INTERVAL_S;
+			scan_every = scan_every * 2 < RESCAN_INTERVAL_S ? scan_every * 2 : RESCAN_INTERVAL_S;
+			next_scan = now + scan_every;
 			err = tables_refresh(tr);
 			if (err)
 				fprintf(stderr, "dwleak: warning: loading new unwind tables failed: %s\n",
 					strerror(-err));
+			if (tr->resume) {
+				tr->resume = false;
+				kill(tr->tgt.pid, SIGCONT);
+			}
 		}
 		if (next_report && now >= next_report) {
 			next_report += tr->env->interval_s;
@@ -958,10 +1038,13 @@ static void tracer_cleanup(struct tracer *tr)
 	symbolizer_free(tr->sym);
 	unwinder_free(tr->uw);
 	table_cache_close(tr->cache);
+	if (tr->tgt.spawned && !tr->tgt.exited && tr->tgt.release_fd < 0)
+		kill(tr->tgt.pid, SIGCONT); /* never leave it stopped at a _dl_debug_state */
 	target_abort(&tr->tgt);
 	target_free(&tr->tgt);
 	free(tr->libc_path);
 	free(tr->libc_name);
+	free(tr->ld_path);
 	free(tr->prev_ids);
 	free(tr->prev_bytes);
 }
@@ -1008,6 +1091,7 @@ int trace_run(const struct env *env)
 	}
 	if (target_setup(&tr))
 		goto out;
+	dl_hook_find(&tr);
 	err = allocator_load(&tr);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot find malloc and free in %s: %s\n", tr.libc_name,
@@ -1029,6 +1113,10 @@ int trace_run(const struct env *env)
 		goto out;
 	}
 	warn_failed_tables(&tr);
+	if (!env->cmd && unwinder_publish(tr.uw, tr.tgt.pid, &tr.mappings_dropped)) {
+		fprintf(stderr, "dwleak: cannot read the memory maps of pid %d\n", tr.tgt.pid);
+		goto out;
+	}
 	tr.rb = ring_buffer__new(bpf_map__fd(tr.skel->maps.events), on_event, &tr, NULL);
 	if (!tr.rb) {
 		fprintf(stderr, "dwleak: cannot open the BPF ring buffer: %s\n", strerror(errno));

@@ -88,7 +88,8 @@ else:
 EOF
 
 # e. --interval: each top stack shows how fast it grew
-"$DWLEAK" -i 1 -d 3.5 -t 2 -- "$TESTDATA/seed_O2" --interval-ms 10 > "$LT_TMP/int.txt" 2> /dev/null
+"$DWLEAK" -i 1 -d 3.5 -t 2 -- "$TESTDATA/seed_O2" --interval-ms 10 --iterations 400 \
+	> "$LT_TMP/int.txt" 2> /dev/null
 n=$(grep -c 'Top .* stacks with outstanding allocations' "$LT_TMP/int.txt")
 growth=$(grep -E 'bytes in [0-9]+ allocations from stack .*\+[0-9.]+ (B|KiB)/s' "$LT_TMP/int.txt" | head -1)
 if [ "$n" -ge 3 ] && [ -n "$growth" ]; then

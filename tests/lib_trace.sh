@@ -24,6 +24,7 @@ BUILD=${BUILD:-$ROOT/build}
 DWLEAK=${DWLEAK:-$BUILD/asan/dwleak}
 TESTDATA=${TESTDATA:-$BUILD/testdata}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/lsan.supp}
 
 if [ -x /usr/bin/python3.11 ]; then
 	LT_PYTHON=/usr/bin/python3.11

@@ -21,6 +21,7 @@ DWLEAK=${DWLEAK:-$BUILD/asan/dwleak}
 TESTDATA=${TESTDATA:-$BUILD/testdata}
 export ROOT BUILD DWLEAK TESTDATA
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 timeout_s=${TEST_TIMEOUT:-300}
 cd "$ROOT" || exit 2

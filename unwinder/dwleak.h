@@ -23,6 +23,14 @@
 #define DWLEAK_VMA_CACHE 4
 /* Probed allocator functions whose bodies mark a call as nested. */
 #define DWLEAK_MAX_ALLOC_RANGES 64
+/* Executable file mappings of one process told to the walker by user
+ * space; more are found with bpf_find_vma (slower, and it fails while
+ * another thread holds the mmap lock) and counted. */
+#define DWLEAK_MAX_PROC_MAPPINGS 512
+#define DWLEAK_MAPPING_SEARCH_STEPS 10 /* log2(DWLEAK_MAX_PROC_MAPPINGS) + 1 */
+/* Bit 63 of a recorded pc: the address is not a return address (a signal
+ * trampoline, or code a signal interrupted), so symbolize it as is. */
+#define DWLEAK_FRAME_EXACT (1ull << 63)
 
 _Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
 	       "binary search must cover a full page of rows");
@@ -74,6 +82,35 @@ struct table_info {
 	__u32 nsegs;
 	__u32 pad;
 	struct table_segment segs[DWLEAK_MAX_SEGMENTS];
+};
+
+/* One executable mapping of a process: ELF address = pc - bias. */
+struct proc_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 table_id;
+	__u32 rule_base;
+};
+
+/* All of a process's mappings that have tables, sorted by start. */
+struct proc_mappings {
+	__u32 n;
+	__u32 pad;
+	struct proc_mapping m[DWLEAK_MAX_PROC_MAPPINGS];
+};
+
+/* A mapping seen (key: process and start), for naming frames later. */
+struct mapping_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start;
+};
+
+struct mapping_seen {
+	__u64 end;
+	__u64 pgoff; /* bytes */
+	struct file_key file;
 };
 
 struct page_key {
@@ -173,24 +210,32 @@ enum dwleak_counter {
 /* --- Events to user space (ring buffer) ------------------------------ */
 
 enum event_type {
-	EVENT_NEED_TABLE = 1, /* a walk met a file with no table */
+	EVENT_NEED_TABLE = 1,	 /* a walk met a file with no table */
+	EVENT_MAPS_CHANGED = 2,	 /* the dynamic linker finished (un)loading objects */
 };
 
 struct event {
 	__u32 type;
 	__u32 tgid;
-	struct file_key file;
+	struct file_key file;	/* EVENT_NEED_TABLE */
 	__u64 pc;
+	__u32 stopped;		/* EVENT_MAPS_CHANGED: the process was stopped (SIGSTOP) */
+	__u32 pad;
 };
 
 _Static_assert(sizeof(struct file_key) == 16, "file_key layout");
 _Static_assert(sizeof(struct table_info) == 16 + 24 * DWLEAK_MAX_SEGMENTS, "table_info layout");
 _Static_assert(sizeof(struct page_key) == 8, "page_key layout");
+_Static_assert(sizeof(struct proc_mapping) == 32, "proc_mapping layout");
+_Static_assert(sizeof(struct mapping_key) == 16, "mapping_key layout");
+_Static_assert(sizeof(struct mapping_seen) == 32, "mapping_seen layout");
+_Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPPINGS,
+	       "binary search must cover every mapping");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
 _Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
 _Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
 _Static_assert(sizeof(struct pending_call) == 56, "pending_call layout");
 _Static_assert(sizeof(struct thread_state) == 8 + 56 * DWLEAK_MAX_PENDING, "thread_state layout");
-_Static_assert(sizeof(struct event) == 32, "event layout");
+_Static_assert(sizeof(struct event) == 40, "event layout");
 
 #endif

@@ -361,6 +361,7 @@ static int object_load(struct unwinder *u, struct unwind_object *o)
 	u->pages_used += npages;
 	u->bytes += o->table_bytes;
 	o->table_id = info.table_id;
+	o->rule_base = info.rule_base;
 	o->loaded = true;
 	table_free(o->table);
 	o->table = NULL;
@@ -383,6 +384,79 @@ int unwinder_load_pending(struct unwinder *u)
 		loaded += u->objs[i]->loaded;
 	}
 	return loaded;
+}
+
+static int mapping_cmp(const void *a, const void *b)
+{
+	const struct proc_mapping *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Fills M for map P of object O; false when O has no table or P lies
+ * outside O's executable segments. */
+static bool mapping_of(const struct unwind_object *o, const struct proc_map *p,
+		       struct proc_mapping *m)
+{
+	uint32_t i;
+
+	if (!o || !o->loaded)
+		return false;
+	for (i = 0; i < o->nsegs; i++) {
+		if (p->offset < o->segs[i].off_start || p->offset >= o->segs[i].off_end)
+			continue;
+		m->start = p->start;
+		m->end = p->end;
+		m->bias = p->start - p->offset - (uint64_t)o->segs[i].vaddr_delta;
+		m->table_id = o->table_id;
+		m->rule_base = o->rule_base;
+		return true;
+	}
+	return false;
+}
+
+int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
+{
+	struct proc_mappings *pm;
+	struct proc_map *maps;
+	struct file_key key;
+	uint32_t tgid = (uint32_t)pid;
+	size_t n, i;
+	int err;
+
+	if (!u->have_maps)
+		return -EINVAL;
+	err = proc_maps_read(pid, true, &maps, &n);
+	if (err)
+		return err;
+	pm = calloc(1, sizeof(*pm));
+	if (!pm) {
+		proc_maps_free(maps, n);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct mapping_key mk = { .tgid = tgid, .start = maps[i].start };
+		struct mapping_seen ms = { .end = maps[i].end, .pgoff = maps[i].offset };
+
+		key.dev = maps[i].dev;
+		key.ino = maps[i].ino;
+		if (!maps[i].ino)
+			continue;
+		ms.file = key;
+		bpf_map_update_elem(u->maps.mappings, &mk, &ms, BPF_ANY);
+		if (pm->n == DWLEAK_MAX_PROC_MAPPINGS) {
+			if (dropped)
+				(*dropped)++;
+			continue;
+		}
+		if (mapping_of(unwinder_find(u, &key), &maps[i], &pm->m[pm->n]))
+			pm->n++;
+	}
+	qsort(pm->m, pm->n, sizeof(pm->m[0]), mapping_cmp);
+	err = bpf_map_update_elem(u->maps.proc_maps, &tgid, pm, BPF_ANY) ? -errno : 0;
+	free(pm);
+	proc_maps_free(maps, n);
+	return err;
 }
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st)

@@ -29,6 +29,7 @@ struct unwind_object {
 	bool loaded;	     /* its table is in the maps */
 	bool cache_hit;
 	uint32_t table_id;
+	uint32_t rule_base; /* its rule 0's index in the shared rules map */
 	uint32_t rows;
 	uint32_t rules;
 	uint64_t table_bytes;
@@ -85,6 +86,8 @@ struct unwinder_maps {
 	int pages;
 	int rows;
 	int rules;
+	int proc_maps; /* tgid -> struct proc_mappings */
+	int mappings;  /* struct mapping_key -> struct mapping_seen */
 	uint32_t rows_cap;
 	uint32_t rules_cap;
 	uint32_t pages_cap;
@@ -96,6 +99,15 @@ void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps);
  * loaded, or a negative errno from the BPF syscalls; tables that do not
  * fit are counted in the stats (dropped_full), not an error. */
 int unwinder_load_pending(struct unwinder *u);
+
+/*
+ * Tells the walker where PID's executable mappings with loaded tables are
+ * (struct proc_mappings), so it needs no VMA lookup for them, and records
+ * them for naming frames later.  Mappings beyond DWLEAK_MAX_PROC_MAPPINGS
+ * are counted in *DROPPED (may be NULL) and left to the walker's fallback.
+ * Returns 0 or a negative errno (-ENOENT: process gone).
+ */
+int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped);
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st);
 

@@ -1,0 +1,92 @@
+/* Symbol lookup with libelf for the probes dwleak places: allocator
+ * functions, and the dynamic linker's _dl_debug_state and _r_debug. */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <string.h>
+
+#include "elf_symbols.h"
+
+/* File offset of ELF address VADDR, through the PT_LOAD holding it. */
+static int vaddr_to_off(Elf *elf, uint64_t vaddr, uint64_t *off)
+{
+	GElf_Phdr ph;
+	size_t i, n;
+
+	if (elf_getphdrnum(elf, &n))
+		return -ENOEXEC;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static bool sym_wanted(const GElf_Sym *sym, const struct elf_sym_want *w)
+{
+	int type = GELF_ST_TYPE(sym->st_info);
+
+	if (sym->st_shndx == SHN_UNDEF || !sym->st_value)
+		return false;
+	/* not STT_GNU_IFUNC: its address is the resolver, not the function */
+	return type == STT_FUNC || (w->data && type == STT_OBJECT);
+}
+
+static void scan_symbols(Elf *elf, Elf_Scn *scn, struct elf_sym_want *want, size_t n)
+{
+	GElf_Shdr sh;
+	Elf_Data *data;
+	GElf_Sym sym;
+	const char *name;
+	size_t i, k, nsyms;
+
+	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return;
+	nsyms = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < nsyms; i++) {
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name || !*name)
+			continue;
+		for (k = 0; k < n; k++) {
+			if (want[k].found || strcmp(name, want[k].name) || !sym_wanted(&sym, &want[k]))
+				continue;
+			want[k].found = true;
+			want[k].vaddr = sym.st_value;
+			want[k].size = sym.st_size;
+			vaddr_to_off(elf, sym.st_value, &want[k].file_off);
+		}
+	}
+}
+
+int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n)
+{
+	static const GElf_Word order[] = { SHT_DYNSYM, SHT_SYMTAB };
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	size_t t;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		if (elf)
+			elf_end(elf);
+		return -ENOEXEC;
+	}
+	for (t = 0; t < 2; t++) {
+		for (scn = NULL; (scn = elf_nextscn(elf, scn));)
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == order[t])
+				scan_symbols(elf, scn, want, n);
+	}
+	elf_end(elf);
+	return 0;
+}
