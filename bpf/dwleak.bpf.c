@@ -232,8 +232,8 @@ static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_foun
 	struct mapping_key k = { .tgid = w->tgid, .start = f->start };
 	struct mapping_seen v = { .end = f->end, .pgoff = f->pgoff, .file = f->file };
 
-	if (!bpf_map_lookup_elem(&mappings, &k))
-		bpf_map_update_elem(&mappings, &k, &v, BPF_ANY);
+	if (!bpf_map_lookup_elem(&mappings, &k) && bpf_map_update_elem(&mappings, &k, &v, BPF_ANY))
+		count(CNT_MAPPINGS_FULL);
 }
 
 /* A binary search run by bpf_loop, so its body is verified once. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "allocator.h"
+#include "attach.h"
 #include "elf_symbols.h"
 #include "compare.h"
 #include "flamegraph.h"
@@ -61,8 +62,7 @@ struct tracer {
 	struct unwinder *uw;
 	struct table_cache *cache;
 	struct symbolizer *sym;
-	struct bpf_link *links[2 * ALLOC_KIND_COUNT + 1];
-	size_t nlinks;
+	struct attach_set probes;
 	char *libc_path;  /* where probes attach (a path valid for the target) */
 	char *libc_name;  /* for messages */
 	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
@@ -330,6 +330,10 @@ static int skel_open(struct tracer *tr)
 	if (!s)
 		return -errno;
 	tr->skel = s;
+	attach_prepare(&tr->probes, s->progs.alloc_enter_any);
+	attach_prepare(&tr->probes, s->progs.alloc_exit);
+	attach_prepare(&tr->probes, s->progs.free_enter);
+	attach_prepare(&tr->probes, s->progs.dl_state);
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
 	s->rodata->unwind_mode = !strcmp(tr->env->unwind, "fp")     ? UNWIND_MODE_FP
 				 : !strcmp(tr->env->unwind, "both") ? UNWIND_MODE_BOTH
@@ -378,63 +382,44 @@ static int skel_open(struct tracer *tr)
 	return 0;
 }
 
-/* Attaches PROG at file offset OFF of libc; the cookie tells the shared
- * entry program which function fired. */
-static int attach_one(struct tracer *tr, struct bpf_program *prog, bool ret, uint64_t off,
-		      uint32_t kind)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret, .bpf_cookie = kind);
-	struct bpf_link *l;
-
-	l = bpf_program__attach_uprobe_opts(prog, tr->tgt.pid, tr->libc_path, off, &opts);
-	if (!l)
-		return -errno;
-	tr->links[tr->nlinks++] = l;
-	return 0;
-}
-
+/* Return probes go first: an entry seen before its function's return
+ * probe exists would wait for a return that never comes.  The cookie tells
+ * the shared programs which function fired. */
 static int probes_attach(struct tracer *tr)
 {
-	const struct alloc_func *f;
-	size_t i;
+	uint64_t offs[ALLOC_KIND_COUNT], cookies[ALLOC_KIND_COUNT], free_off = 0;
+	size_t i, n = 0;
 	int err;
 
-	/* return probes first: an entry seen before its function's return probe
-	 * exists would wait for a return that never comes */
 	for (i = 0; i < tr->nfuncs; i++) {
-		f = &tr->funcs[i];
-		if (f->kind == ALLOC_FREE)
+		if (tr->funcs[i].kind == ALLOC_FREE) {
+			free_off = tr->funcs[i].file_off;
 			continue;
-		err = attach_one(tr, tr->skel->progs.alloc_exit, true, f->file_off, f->kind);
-		if (err)
-			goto fail;
+		}
+		offs[n] = tr->funcs[i].file_off;
+		cookies[n++] = tr->funcs[i].kind;
 	}
-	for (i = 0; i < tr->nfuncs; i++) {
-		f = &tr->funcs[i];
-		if (f->kind == ALLOC_FREE)
-			err = attach_one(tr, tr->skel->progs.free_enter, false, f->file_off, f->kind);
-		else
-			err = attach_one(tr, tr->skel->progs.alloc_enter_any, false, f->file_off, f->kind);
-		if (err)
-			goto fail;
+	err = attach_uprobes(&tr->probes, tr->skel->progs.alloc_exit, tr->libc_path, tr->tgt.pid,
+			     offs, cookies, n, true);
+	err = err ?: attach_uprobes(&tr->probes, tr->skel->progs.alloc_enter_any, tr->libc_path,
+				    tr->tgt.pid, offs, cookies, n, false);
+	if (!err && free_off)
+		err = attach_uprobes(&tr->probes, tr->skel->progs.free_enter, tr->libc_path,
+				     tr->tgt.pid, &free_off, NULL, 1, false);
+	if (err) {
+		fprintf(stderr, "dwleak: cannot attach uprobes to %s: %s\n", tr->libc_name,
+			strerror(-err));
+		return err;
 	}
 	if (tr->dl_syms[0].found && tr->dl_syms[0].file_off) {
-		LIBBPF_OPTS(bpf_uprobe_opts, opts);
-		struct bpf_link *l = bpf_program__attach_uprobe_opts(
-			tr->skel->progs.dl_state, tr->tgt.pid, tr->ld_path, tr->dl_syms[0].file_off, &opts);
-
-		if (l)
-			tr->links[tr->nlinks++] = l;
-		else
+		err = attach_uprobes(&tr->probes, tr->skel->progs.dl_state, tr->ld_path, tr->tgt.pid,
+				     &tr->dl_syms[0].file_off, NULL, 1, false);
+		if (err)
 			fprintf(stderr, "dwleak: warning: cannot probe %s's _dl_debug_state (%s); "
 					"libraries loaded later are found by a rescan every %.0f s\n",
-				tr->ld_path, strerror(errno), RESCAN_INTERVAL_S);
+				tr->ld_path, strerror(-err), RESCAN_INTERVAL_S);
 	}
 	return 0;
-fail:
-	fprintf(stderr, "dwleak: cannot attach a uprobe to %s in %s: %s\n", f->name, tr->libc_name,
-		strerror(-err));
-	return err;
 }
 
 /* --- Reading the kernel's bookkeeping --- */
@@ -710,6 +695,7 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_PENDING_LOST] = "returns_unmatched",
 	[CNT_REPLACED] = "allocs_replaced",
 	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
+	[CNT_MAPPINGS_FULL] = "mappings_map_full",
 	[CNT_FRAMES] = "frames_walked",
 	[CNT_WALKS] = "walks",
 	[CNT_FP_WALKS] = "fp_walks",
@@ -877,7 +863,7 @@ static int report_build(struct tracer *tr, struct built *b)
 	}
 	b->r.totals.dropped_events = b->counters[CNT_ALLOCS_FULL] + b->counters[CNT_STACKS_FULL] +
 				     b->counters[CNT_STATS_FULL] + b->counters[CNT_PENDING_FULL] +
-				     b->counters[CNT_EVENTS_LOST];
+				     b->counters[CNT_EVENTS_LOST] + b->counters[CNT_MAPPINGS_FULL];
 	b->r.counter_names = counter_names;
 	b->r.counter_values = b->counters;
 	b->r.ncounters = CNT_COUNT;
@@ -1029,10 +1015,7 @@ static int poll_loop(struct tracer *tr)
 
 static void tracer_cleanup(struct tracer *tr)
 {
-	size_t i;
-
-	for (i = 0; i < tr->nlinks; i++)
-		bpf_link__destroy(tr->links[i]);
+	attach_close(&tr->probes);
 	ring_buffer__free(tr->rb);
 	dwleak_bpf__destroy(tr->skel);
 	symbolizer_free(tr->sym);
@@ -1100,6 +1083,7 @@ int trace_run(const struct env *env)
 	}
 
 	/* phase: open, configure, load */
+	tr.probes.multi = attach_multi_supported();
 	err = skel_open(&tr);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot load the BPF program: %s; the kernel needs BTF, "

@@ -99,4 +99,22 @@ else
 	head -30 "$LT_TMP/int.txt" | sed 's/^/    /'
 fi
 
+# f. --min-age: allocations younger than the age are left out
+"$DWLEAK" --min-age 1 -d 2.5 --format json -o "$LT_TMP/age.json" -t 0 -- "$TESTDATA/seed_O2" \
+	--interval-ms 10 --iterations 1000 > /dev/null 2>&1
+lt_check "$LT_TMP/age.json" << 'PYEOF'
+s = top_stack_with("LeakLib::slowMemoryLeak()")
+d = r["duration_s"]
+if s is None:
+    fail("--min-age: no seed stack")
+else:
+    # one allocation per 10 ms, only those made more than 1 s before the end
+    want = (d - 1.0) / 0.01
+    if not (0.6 * want <= s["allocations"] <= 1.1 * want) or s["oldest_age_s"] < 1.0:
+        fail("--min-age 1 over %.2f s: %d allocations (want about %d), oldest %.2f s" %
+             (d, s["allocations"], want, s["oldest_age_s"]))
+    else:
+        ok("--min-age 1: %d allocations over %.2f s (all older than 1 s)" % (s["allocations"], d))
+PYEOF
+
 lt_finish

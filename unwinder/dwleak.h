@@ -198,6 +198,7 @@ enum dwleak_counter {
 	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
 	CNT_REPLACED,		/* address returned again without a free seen */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
+	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
 	CNT_FRAMES,		/* frames walked */
 	CNT_WALKS,
 	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */

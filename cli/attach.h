@@ -1,0 +1,43 @@
+/* Attaching dwleak's BPF programs to uprobes: one uprobe_multi link per
+ * program where the kernel has them (Linux 6.6+: one attach and one
+ * detach for all offsets), else one perf-event link per offset. */
+#ifndef DWLEAK_ATTACH_H
+#define DWLEAK_ATTACH_H
+
+#include <bpf/libbpf.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* BPF_TRACE_UPROBE_MULTI, missing from Debian 12's uapi headers. */
+#define DWLEAK_ATTACH_UPROBE_MULTI 48
+
+struct attach_set {
+	bool multi;		/* use uprobe_multi links (set before load) */
+	int *fds;		/* uprobe_multi link fds */
+	size_t nfds;
+	struct bpf_link **links; /* perf-event links */
+	size_t nlinks;
+};
+
+/* True when this kernel creates uprobe_multi links: tried for real on a
+ * tiny program probing this process's own main(). */
+bool attach_multi_supported(void);
+
+/* Programs that attach through uprobe_multi must be loaded for it: call
+ * before the skeleton is loaded, when SET->multi. */
+void attach_prepare(struct attach_set *set, struct bpf_program *prog);
+
+/*
+ * Attaches PROG (entry, or return when RET) to the N file offsets OFFS of
+ * PATH, for process PID only, with the matching attach COOKIES (may be
+ * NULL).  Returns 0 or a negative errno; on error nothing is left attached
+ * by this call.
+ */
+int attach_uprobes(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
+		   const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret);
+
+/* Detaches everything; SET can be reused. */
+void attach_close(struct attach_set *set);
+
+#endif
