@@ -762,6 +762,28 @@ static int block(struct reader *r, const uint8_t **expr, uint64_t *len)
 	return 0;
 }
 
+/* V times the data alignment factor; an overflow marks R bad (a hostile
+ * FDE), the step then fails. */
+static int64_t factored(struct reader *r, int64_t v, int64_t da)
+{
+	int64_t out;
+
+	if (__builtin_mul_overflow(v, da, &out)) {
+		r->bad = 1;
+		return 0;
+	}
+	return out;
+}
+
+static int64_t negated(struct reader *r, int64_t v)
+{
+	if (v == INT64_MIN) {
+		r->bad = 1;
+		return 0;
+	}
+	return -v;
+}
+
 /* Executes one instruction.  Returns 0, a negative errno, or the row
  * callback's non-zero value. */
 static int interp_step(struct interp *in, struct reader *r, int in_cie)
@@ -776,7 +798,7 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 	case 0x40: /* DW_CFA_advance_loc */
 		return in_cie ? -EINVAL : interp_advance(in, op & 0x3f);
 	case 0x80: /* DW_CFA_offset */
-		set_reg(in, op & 0x3f, RK_OFFSET, (int64_t)rd_uleb(r) * da, NULL, 0);
+		set_reg(in, op & 0x3f, RK_OFFSET, factored(r, (int64_t)rd_uleb(r), da), NULL, 0);
 		return 0;
 	case 0xc0: /* DW_CFA_restore */
 		ir = init_reg(in, op & 0x3f);
@@ -800,7 +822,7 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 		return in_cie ? -EINVAL : interp_advance(in, rd_fixed(r, 4));
 	case 0x05: /* offset_extended */
 		reg = rd_uleb(r);
-		set_reg(in, reg, RK_OFFSET, (int64_t)rd_uleb(r) * da, NULL, 0);
+		set_reg(in, reg, RK_OFFSET, factored(r, (int64_t)rd_uleb(r), da), NULL, 0);
 		return 0;
 	case 0x06: /* restore_extended */
 		reg = rd_uleb(r);
@@ -852,32 +874,32 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 		return 0;
 	case 0x11: /* offset_extended_sf */
 		reg = rd_uleb(r);
-		set_reg(in, reg, RK_OFFSET, rd_sleb(r) * da, NULL, 0);
+		set_reg(in, reg, RK_OFFSET, factored(r, rd_sleb(r), da), NULL, 0);
 		return 0;
 	case 0x12: /* def_cfa_sf */
 		in->st.cfa.is_expr = 0;
 		in->st.cfa.reg = rd_uleb(r);
-		in->st.cfa.off = rd_sleb(r) * da;
+		in->st.cfa.off = factored(r, rd_sleb(r), da);
 		return 0;
 	case 0x13: /* def_cfa_offset_sf */
-		in->st.cfa.off = rd_sleb(r) * da;
+		in->st.cfa.off = factored(r, rd_sleb(r), da);
 		if (in->st.cfa.is_expr)
 			in->st.cfa.is_expr = CFA_INVALID;
 		return 0;
 	case 0x14: /* val_offset */
 		reg = rd_uleb(r);
-		set_reg(in, reg, RK_VAL_OFFSET, (int64_t)rd_uleb(r) * da, NULL, 0);
+		set_reg(in, reg, RK_VAL_OFFSET, factored(r, (int64_t)rd_uleb(r), da), NULL, 0);
 		return 0;
 	case 0x15: /* val_offset_sf */
 		reg = rd_uleb(r);
-		set_reg(in, reg, RK_VAL_OFFSET, rd_sleb(r) * da, NULL, 0);
+		set_reg(in, reg, RK_VAL_OFFSET, factored(r, rd_sleb(r), da), NULL, 0);
 		return 0;
 	case 0x2e: /* GNU_args_size */
 		rd_uleb(r);
 		return 0;
 	case 0x2f: /* GNU_negative_offset_extended */
 		reg = rd_uleb(r);
-		set_reg(in, reg, RK_OFFSET, -(int64_t)rd_uleb(r) * da, NULL, 0);
+		set_reg(in, reg, RK_OFFSET, negated(r, factored(r, (int64_t)rd_uleb(r), da)), NULL, 0);
 		return 0;
 	default:
 		return -EINVAL;

@@ -27,4 +27,6 @@ for src in "${srcs[@]}"; do
 		printf '\xff' | dd of="$dir/$name.flip$off" bs=1 seek="$off" conv=notrunc status=none
 	done
 done
+# Inputs that once crashed the compiler (tests/fuzz/regress) stay seeds.
+cp "$(dirname "$0")"/regress/* "$dir"/
 echo "corpus: $(ls "$dir" | wc -l) files in $dir"
