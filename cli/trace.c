@@ -804,6 +804,11 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 		return err;
 	rs->truncated = end == WALK_END_TRUNCATED;
 	rs->unwind_error = end < 0 ? "stack not stored (stacks map full)" : walk_end_reason((uint32_t)end);
+	/* the dynamic linker runs initializers from _dl_start_user, hand-written
+	 * code without CFI: the root of those stacks, not a lost frame */
+	if (end == WALK_ERR_NO_FDE && b->arena.n > first[0] && b->arena.frames[b->arena.n - 1].function &&
+	    !strcmp(b->arena.frames[b->arena.n - 1].function, "_dl_start_user"))
+		rs->unwind_error = NULL;
 	first[1] = b->arena.n;
 	if (g->fp_stack_id && strcmp(tr->env->unwind, "fp")) {
 		err = frames_of(tr, b, nmaps, g->fp_stack_id, &end);
