@@ -19,11 +19,6 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set through the skeleton's rodata before load. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
-const volatile __u32 nranges = 0; /* entries used in alloc_ranges */
-/* ELF address of each probe in the allocator's object: the probe's ip
- * minus it is the object's load bias in the current process, so ranges
- * need no per-process setup (a spawned target maps libc after attach). */
-const volatile __u64 probe_vaddr[ALLOC_KIND_COUNT] = {};
 /* The dynamic linker's _dl_debug_state and _r_debug (ELF addresses), and
  * whether to stop the process there until its new tables are loaded. */
 const volatile __u64 dl_state_vaddr = 0;
@@ -112,12 +107,6 @@ struct {
 	__type(value, struct thread_state);
 } threads SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, DWLEAK_MAX_ALLOC_RANGES);
-	__type(key, __u32);
-	__type(value, struct alloc_range);
-} alloc_ranges SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -795,32 +784,27 @@ static void pending_prune(struct thread_state *ts, __u64 sp, __u64 ra)
 }
 
 /* A call is nested (counted by its outer call) when it comes from inside
- * a probed allocator function, or is a tail call reusing the pending
- * call's return slot (operator new[] jumping to operator new). */
-static int call_nested(struct pt_regs *ctx, struct thread_state *ts, __u32 kind, __u64 sp,
-		       __u64 ra)
+ * a pending allocator call's function (realloc calling malloc, operator
+ * new calling malloc), or is a tail call reusing the pending call's return
+ * slot (operator new[] jumping to operator new). */
+static int call_nested(struct thread_state *ts, __u64 sp, __u64 ra)
 {
-	struct alloc_range *r;
 	__u32 i, d = ts->depth;
-	__u64 elf_ra;
 
-	if (d == 0)
+	if (d == 0 || d > DWLEAK_MAX_PENDING)
 		return 0;
-	if (d <= DWLEAK_MAX_PENDING && ts->calls[(d - 1) & (DWLEAK_MAX_PENDING - 1)].ra_addr == sp)
+	if (ts->calls[(d - 1) & (DWLEAK_MAX_PENDING - 1)].ra_addr == sp)
 		return 1;
-	if (kind >= ALLOC_KIND_COUNT)
-		return 0;
-	elf_ra = ra - (PT_REGS_IP(ctx) - probe_vaddr[kind]);
-	for (i = 0; i < DWLEAK_MAX_ALLOC_RANGES && i < nranges; i++) {
-		r = bpf_map_lookup_elem(&alloc_ranges, &i);
-		if (r && elf_ra >= r->start && elf_ra < r->end)
+	for (i = 0; i < DWLEAK_MAX_PENDING && i < d; i++) {
+		if (ra >= ts->calls[i].func_start && ra < ts->calls[i].func_end)
 			return 1;
 	}
 	return 0;
 }
 
-static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
+static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 {
+	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
 	struct thread_state *ts;
 	struct pending_call *c;
 	__u32 tgid = current_tgid(), d;
@@ -845,7 +829,9 @@ static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
 	c->size = size;
 	c->arg = arg;
 	c->kind = kind;
-	c->outer = !call_nested(ctx, ts, kind, sp, ra);
+	c->func_start = PT_REGS_IP(ctx);
+	c->func_end = c->func_start + (DWLEAK_COOKIE_SIZE(cookie) ?: 1);
+	c->outer = !call_nested(ts, sp, ra);
 	c->stack_id = 0;
 	c->fp_stack_id = 0;
 	if (c->outer) {
@@ -863,11 +849,38 @@ static int alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
 	return 0;
 }
 
+/* xallocx resized ADDR in place to SIZE bytes: move the accounting. */
+static void alloc_resize(__u64 addr, __u64 size)
+{
+	struct alloc_info *a = bpf_map_lookup_elem(&allocs, &addr);
+	__s64 delta;
+
+	if (!a)
+		return;
+	delta = (__s64)size - (__s64)a->size;
+	a->size = size;
+	stats_add(a->stack_id, delta, 0);
+	count(CNT_RESIZED);
+}
+
 static void alloc_done(struct pending_call *c, __u64 ret)
 {
 	__u64 addr = ret;
 
 	switch (c->kind) {
+	case ALLOC_XALLOCX:
+		/* returns the real size; at least SIZE means the resize happened */
+		if (ret >= c->size)
+			alloc_resize(c->arg, c->size);
+		return;
+	case ALLOC_RALLOCX:
+		if (!ret) {
+			count(CNT_FAILED_ALLOCS);
+			return;
+		}
+		if (c->arg)
+			alloc_forget(c->arg);
+		break;
 	case ALLOC_REALLOC:
 	case ALLOC_REALLOCARRAY:
 		if (!ret) {
@@ -945,34 +958,41 @@ static __always_inline __u64 mul_sat(__u64 n, __u64 size)
 }
 
 /* One entry program serves every allocator function (one verification at
- * load); the attach cookie says which function fired (enum alloc_kind). */
+ * load); the attach cookie says which function fired and its size. */
 SEC("uprobe")
 int BPF_KPROBE(alloc_enter_any)
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
-	__u32 kind = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx);
 
-	switch (kind) {
+	switch (DWLEAK_COOKIE_KIND(cookie)) {
 	case ALLOC_CALLOC:
-		return alloc_enter(ctx, kind, mul_sat(a1, a2), 0);
+		return alloc_enter(ctx, cookie, mul_sat(a1, a2), 0);
 	case ALLOC_REALLOC:
-		return alloc_enter(ctx, kind, a2, a1);
+	case ALLOC_RALLOCX:
+	case ALLOC_XALLOCX:
+		return alloc_enter(ctx, cookie, a2, a1);
 	case ALLOC_REALLOCARRAY:
-		return alloc_enter(ctx, kind, mul_sat(a2, a3), a1);
+		return alloc_enter(ctx, cookie, mul_sat(a2, a3), a1);
 	case ALLOC_POSIX_MEMALIGN:
-		return alloc_enter(ctx, kind, a3, a1);
+		return alloc_enter(ctx, cookie, a3, a1);
 	case ALLOC_ALIGNED_ALLOC:
 	case ALLOC_MEMALIGN:
-		return alloc_enter(ctx, kind, a2, 0);
+		return alloc_enter(ctx, cookie, a2, 0);
 	case ALLOC_MALLOC:
 	case ALLOC_VALLOC:
 	case ALLOC_PVALLOC:
-		return alloc_enter(ctx, kind, a1, 0);
+	case ALLOC_NEW:
+	case ALLOC_NEW_ARRAY:
+	case ALLOC_MALLOCX:
+		return alloc_enter(ctx, cookie, a1, 0);
 	default:
 		return 0;
 	}
 }
 
+/* free, operator delete (every variant), sdallocx, dallocx: the pointer
+ * is the first argument of all of them. */
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
@@ -985,7 +1005,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	if (ts && ts->depth) {
 		read_u64(&ra, PT_REGS_SP(ctx));
 		pending_prune(ts, PT_REGS_SP(ctx), ra);
-		if (call_nested(ctx, ts, ALLOC_FREE, PT_REGS_SP(ctx), ra)) {
+		if (call_nested(ts, PT_REGS_SP(ctx), ra)) {
 			count(CNT_NESTED_CALLS);
 			return 0;
 		}

@@ -614,12 +614,17 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
  * __GI___libc_malloc); users and the report format expect the public one,
  * the way perf picks it.  An exported name (global or weak) beats a local
  * one, then fewer leading underscores (calloc over the global
- * __libc_calloc), then global over weak, then the shorter name.
+ * __libc_calloc; a mangled C++ name counts as none), then global over
+ * weak, then the shorter name.
  */
 static int alias_rank(const char *name, unsigned int bind)
 {
 	int exported = bind == STB_GLOBAL || bind == STB_WEAK;
 	size_t underscores = strspn(name, "_"), len = strlen(name);
+
+	/* a C++ name reads best demangled: operator new over tcmalloc's tc_new */
+	if (name[0] == '_' && name[1] == 'Z')
+		underscores = 0;
 
 	if (underscores > 15)
 		underscores = 15;

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "allocator.h"
 #include "attach.h"
 #include "elf_symbols.h"
+#include "link_map.h"
 #include "compare.h"
 #include "flamegraph.h"
 #include "pprof.h"
@@ -63,13 +65,11 @@ struct tracer {
 	struct table_cache *cache;
 	struct symbolizer *sym;
 	struct attach_set probes;
-	char *libc_path;  /* where probes attach (a path valid for the target) */
-	char *libc_name;  /* for messages */
+	struct allocator alloc; /* who provides malloc and operator new, and where */
+	char **lookup;	  /* the objects in symbol lookup order (a command's, from ldd) */
 	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
 	struct elf_sym_want dl_syms[2]; /* _dl_debug_state, _r_debug */
 	bool resume;	  /* the target stopped itself for us: SIGCONT after loading */
-	struct alloc_func funcs[ALLOC_KIND_COUNT];
-	size_t nfuncs;
 	double t_start;
 	double t_traced;
 	uint32_t mappings_dropped; /* beyond DWLEAK_MAX_PROC_MAPPINGS (walker falls back) */
@@ -144,49 +144,12 @@ static int env_check(const struct env *env)
 
 /* --- The allocator --- */
 
-static bool is_libc(const char *path)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5);
-}
-
 static bool is_ld_so(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
 	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-", 3);
-}
-
-/* Finds the libc PID maps and a path to it that works from here. */
-static int libc_of_pid(struct tracer *tr, pid_t pid)
-{
-	struct proc_map *maps;
-	size_t n, i;
-	int err;
-
-	err = proc_maps_read(pid, true, &maps, &n);
-	if (err)
-		return err;
-	err = -ENOENT;
-	for (i = 0; i < n; i++) {
-		if (maps[i].path[0] == '/' && is_ld_so(maps[i].path) && !tr->ld_path &&
-		    asprintf(&tr->ld_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
-			tr->ld_path = NULL;
-	}
-	for (i = 0; i < n; i++) {
-		if (maps[i].path[0] != '/' || !is_libc(maps[i].path))
-			continue;
-		tr->libc_name = strdup(maps[i].path);
-		if (asprintf(&tr->libc_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
-			tr->libc_path = NULL;
-		err = tr->libc_name && tr->libc_path ? 0 : -ENOMEM;
-		break;
-	}
-	proc_maps_free(maps, n);
-	return err;
 }
 
 /* Finds the dynamic linker's debugger hook; without it (a static program,
@@ -207,16 +170,108 @@ static void dl_hook_find(struct tracer *tr)
 	close(fd);
 }
 
-static int allocator_load(struct tracer *tr)
+/* How many objects an LD_PRELOAD value names (spaces or colons apart). */
+static size_t preload_count(const char *v)
 {
-	int fd, err;
+	size_t n = 0, len;
 
-	fd = open(tr->libc_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	err = allocator_find(fd, tr->funcs, &tr->nfuncs);
-	close(fd);
+	while (v && *v) {
+		v += strspn(v, " :");
+		len = strcspn(v, " :");
+		n += len > 0;
+		v += len;
+	}
+	return n;
+}
+
+/* The objects of process PID in lookup order: its link map when the
+ * dynamic linker's _r_debug is readable, else the executable and the
+ * mapped files in address order.  PATHS are reachable from here (through
+ * /proc/PID/root), NAMES as the process sees them. */
+static int lookup_order_of_pid(struct tracer *tr, pid_t pid, char ***paths, char ***names,
+			       size_t *n)
+{
+	struct proc_map *maps;
+	uint64_t ld_bias = 0;
+	size_t nmaps, i, k = 0;
+	int err;
+
+	err = proc_maps_read(pid, false, &maps, &nmaps);
+	if (err)
+		return err;
+	for (i = 0; i < nmaps; i++) {
+		if (maps[i].path[0] != '/' || !is_ld_so(maps[i].path))
+			continue;
+		if (!tr->ld_path && asprintf(&tr->ld_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
+			tr->ld_path = NULL;
+		if (maps[i].offset == 0 && !ld_bias)
+			ld_bias = maps[i].start;
+	}
+	dl_hook_find(tr);
+	*names = NULL;
+	if (!(tr->dl_syms[1].found && ld_bias &&
+	      link_map_read(pid, ld_bias + tr->dl_syms[1].vaddr, names, n) == 0 && *n)) {
+		/* no link map (static program, odd loader): maps order */
+		*names = calloc(nmaps + 2, sizeof(**names));
+		if (!*names) {
+			proc_maps_free(maps, nmaps);
+			return -ENOMEM;
+		}
+		for (i = 0; i < nmaps; i++) {
+			size_t j;
+
+			if (maps[i].path[0] != '/' || !maps[i].exec)
+				continue;
+			for (j = 0; j < k && strcmp((*names)[j], maps[i].path); j++)
+				;
+			if (j == k)
+				(*names)[k++] = strdup(maps[i].path);
+		}
+		*n = k;
+	}
+	proc_maps_free(maps, nmaps);
+	*paths = calloc(*n + 1, sizeof(**paths));
+	if (!*paths)
+		return -ENOMEM;
+	for (i = 0; i < *n; i++)
+		if (asprintf(&(*paths)[i], "/proc/%d/root%s", pid, (*names)[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* Finds the allocator the target uses, following symbol interposition. */
+static int allocator_find_for(struct tracer *tr)
+{
+	char **paths = NULL, **names = NULL;
+	size_t n = 0, npreload;
+	int err;
+
+	if (tr->env->cmd) {
+		for (n = 0; tr->lookup && tr->lookup[n]; n++)
+			;
+		err = allocator_detect(tr->lookup, tr->lookup, n, preload_count(getenv("LD_PRELOAD")),
+				       &tr->alloc);
+	} else {
+		err = lookup_order_of_pid(tr, tr->tgt.pid, &paths, &names, &n);
+		npreload = link_map_npreload(tr->tgt.pid);
+		if (!err)
+			err = allocator_detect(paths, names, n, npreload, &tr->alloc);
+		link_map_free(paths);
+		link_map_free(names);
+	}
+	if (err == -ENOENT)
+		fprintf(stderr, "dwleak: no object in pid %d defines malloc; nothing to trace\n",
+			tr->tgt.pid);
+	else if (err)
+		fprintf(stderr, "dwleak: cannot find the allocator: %s\n", strerror(-err));
 	return err;
+}
+
+/* "tcmalloc in /usr/lib/.../libtcmalloc.so.4 (LD_PRELOAD)" for messages. */
+static void allocator_describe(const struct allocator *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s in %s%s", a->family, a->objs[0].name,
+		 a->preloaded ? " (LD_PRELOAD)" : a->in_executable ? " (linked in)" : "");
 }
 
 /* --- Tables --- */
@@ -258,14 +313,10 @@ static int tables_for_command(struct tracer *tr)
 		if (file_key_of(libs[i], &key))
 			continue;
 		err = unwinder_add(tr->uw, &key, libs[i], -1, NULL);
-		if (!tr->libc_path && is_libc(libs[i])) {
-			tr->libc_path = strdup(libs[i]);
-			tr->libc_name = strdup(libs[i]);
-		}
 		if (!tr->ld_path && i > 0 && is_ld_so(libs[i]))
 			tr->ld_path = strdup(libs[i]);
 	}
-	target_libs_free(libs);
+	tr->lookup = libs; /* ldd lists them in the dynamic linker's load order */
 	free(prog);
 	return err;
 }
@@ -323,7 +374,6 @@ static int skel_open(struct tracer *tr)
 {
 	uint64_t rows, rules;
 	struct dwleak_bpf *s;
-	size_t i;
 	int err;
 
 	s = dwleak_bpf__open();
@@ -338,9 +388,6 @@ static int skel_open(struct tracer *tr)
 	s->rodata->unwind_mode = !strcmp(tr->env->unwind, "fp")     ? UNWIND_MODE_FP
 				 : !strcmp(tr->env->unwind, "both") ? UNWIND_MODE_BOTH
 								    : UNWIND_MODE_DWARF;
-	for (i = 0; i < tr->nfuncs; i++)
-		s->rodata->probe_vaddr[tr->funcs[i].kind] = tr->funcs[i].vaddr;
-	s->rodata->nranges = (uint32_t)tr->nfuncs;
 	if (tr->dl_syms[0].found) {
 		s->rodata->dl_state_vaddr = tr->dl_syms[0].vaddr;
 		s->rodata->r_debug_vaddr = tr->dl_syms[1].found ? tr->dl_syms[1].vaddr : 0;
@@ -371,15 +418,41 @@ static int skel_open(struct tracer *tr)
 		.proc_maps = bpf_map__fd(s->maps.proc_maps),
 		.mappings = bpf_map__fd(s->maps.mappings),
 	});
-	for (i = 0; i < tr->nfuncs; i++) {
-		struct alloc_range r = { tr->funcs[i].vaddr,
-					 tr->funcs[i].vaddr + (tr->funcs[i].size ?: 1) };
-		uint32_t k = (uint32_t)i;
-
-		if (bpf_map_update_elem(bpf_map__fd(s->maps.alloc_ranges), &k, &r, BPF_ANY))
-			return -errno;
-	}
 	return 0;
+}
+
+/* Return probes go first: an entry seen before its function's return
+ * probe exists would wait for a return that never comes.  The cookie tells
+ * the shared programs which function fired. */
+static int probes_attach_object(struct tracer *tr, const struct alloc_object *o, bool returns)
+{
+	uint64_t offs[ALLOC_MAX_FUNCS], cookies[ALLOC_MAX_FUNCS];
+	uint64_t free_offs[ALLOC_MAX_FUNCS], free_cookies[ALLOC_MAX_FUNCS];
+	size_t i, n = 0, nf = 0;
+	int err = 0;
+
+	for (i = 0; i < o->nfuncs; i++) {
+		const struct alloc_func *f = &o->funcs[i];
+
+		if (alloc_kind_frees(f->kind)) {
+			free_offs[nf] = f->file_off;
+			free_cookies[nf++] = DWLEAK_COOKIE(f->kind, f->size);
+		} else {
+			offs[n] = f->file_off;
+			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size);
+		}
+	}
+	if (returns)
+		return n ? attach_uprobes(&tr->probes, tr->skel->progs.alloc_exit, o->path, tr->tgt.pid,
+					  offs, cookies, n, true)
+			 : 0;
+	if (n)
+		err = attach_uprobes(&tr->probes, tr->skel->progs.alloc_enter_any, o->path, tr->tgt.pid,
+				     offs, cookies, n, false);
+	if (!err && nf)
+		err = attach_uprobes(&tr->probes, tr->skel->progs.free_enter, o->path, tr->tgt.pid,
+				     free_offs, free_cookies, nf, false);
+	return err;
 }
 
 /* Return probes go first: an entry seen before its function's return
@@ -387,29 +460,18 @@ static int skel_open(struct tracer *tr)
  * the shared programs which function fired. */
 static int probes_attach(struct tracer *tr)
 {
-	uint64_t offs[ALLOC_KIND_COUNT], cookies[ALLOC_KIND_COUNT], free_off = 0;
-	size_t i, n = 0;
-	int err;
+	size_t i;
+	int pass, err;
 
-	for (i = 0; i < tr->nfuncs; i++) {
-		if (tr->funcs[i].kind == ALLOC_FREE) {
-			free_off = tr->funcs[i].file_off;
-			continue;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < tr->alloc.nobjs; i++) {
+			err = probes_attach_object(tr, &tr->alloc.objs[i], pass == 0);
+			if (err) {
+				fprintf(stderr, "dwleak: cannot attach uprobes to %s: %s\n",
+					tr->alloc.objs[i].name, strerror(-err));
+				return err;
+			}
 		}
-		offs[n] = tr->funcs[i].file_off;
-		cookies[n++] = tr->funcs[i].kind;
-	}
-	err = attach_uprobes(&tr->probes, tr->skel->progs.alloc_exit, tr->libc_path, tr->tgt.pid,
-			     offs, cookies, n, true);
-	err = err ?: attach_uprobes(&tr->probes, tr->skel->progs.alloc_enter_any, tr->libc_path,
-				    tr->tgt.pid, offs, cookies, n, false);
-	if (!err && free_off)
-		err = attach_uprobes(&tr->probes, tr->skel->progs.free_enter, tr->libc_path,
-				     tr->tgt.pid, &free_off, NULL, 1, false);
-	if (err) {
-		fprintf(stderr, "dwleak: cannot attach uprobes to %s: %s\n", tr->libc_name,
-			strerror(-err));
-		return err;
 	}
 	if (tr->dl_syms[0].found && tr->dl_syms[0].file_off) {
 		err = attach_uprobes(&tr->probes, tr->skel->progs.dl_state, tr->ld_path, tr->tgt.pid,
@@ -802,6 +864,12 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 	err = frames_of(tr, b, nmaps, g->stack_id, &end);
 	if (err)
 		return err;
+	/* libstdc++'s operator new is malloc's caller: C++ allocated it */
+	if (b->arena.n > first[0] + 1 && b->arena.frames[first[0] + 1].function &&
+	    !strncmp(b->arena.frames[first[0] + 1].function, "operator new", 12) &&
+	    (g->kind == ALLOC_MALLOC || g->kind == ALLOC_ALIGNED_ALLOC || g->kind == ALLOC_MEMALIGN ||
+	     g->kind == ALLOC_POSIX_MEMALIGN))
+		rs->allocator = alloc_kind_name(ALLOC_NEW);
 	rs->truncated = end == WALK_END_TRUNCATED;
 	rs->unwind_error = end < 0 ? "stack not stored (stacks map full)" : walk_end_reason((uint32_t)end);
 	/* the dynamic linker runs initializers from _dl_start_user, hand-written
@@ -933,12 +1001,9 @@ static int target_setup(struct tracer *tr)
 		err = tables_for_command(tr);
 		if (err)
 			return err;
-		if (!tr->libc_path) {
-			fprintf(stderr, "dwleak: %s does not load glibc's libc.so.6 (statically linked?); "
-					"only dynamically linked glibc programs can be traced in this version\n",
-				tr->env->cmd[0]);
+		dl_hook_find(tr);
+		if (allocator_find_for(tr))
 			return -ENOENT;
-		}
 		return target_spawn(&tr->tgt, tr->env->cmd);
 	}
 	err = target_check_pid((pid_t)tr->env->pid, &why);
@@ -952,12 +1017,9 @@ static int target_setup(struct tracer *tr)
 	err = target_attach(&tr->tgt, (pid_t)tr->env->pid);
 	if (err)
 		return err;
-	err = libc_of_pid(tr, tr->tgt.pid);
-	if (err) {
-		fprintf(stderr, "dwleak: pid %d does not map glibc's libc.so.6; only glibc "
-				"programs can be traced in this version\n", tr->tgt.pid);
+	err = allocator_find_for(tr);
+	if (err)
 		return err;
-	}
 	return unwinder_add_process(tr->uw, tr->tgt.pid);
 }
 
@@ -1030,8 +1092,8 @@ static void tracer_cleanup(struct tracer *tr)
 		kill(tr->tgt.pid, SIGCONT); /* never leave it stopped at a _dl_debug_state */
 	target_abort(&tr->tgt);
 	target_free(&tr->tgt);
-	free(tr->libc_path);
-	free(tr->libc_name);
+	allocator_free(&tr->alloc);
+	target_libs_free(tr->lookup);
 	free(tr->ld_path);
 	free(tr->prev_ids);
 	free(tr->prev_bytes);
@@ -1053,6 +1115,7 @@ int trace_run(const struct env *env)
 {
 	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
 	struct unwinder_stats us;
+	char what[PATH_MAX * 2 + 64];
 	int err, ret = EXIT_USAGE;
 	FILE *out = NULL;
 
@@ -1079,13 +1142,6 @@ int trace_run(const struct env *env)
 	}
 	if (target_setup(&tr))
 		goto out;
-	dl_hook_find(&tr);
-	err = allocator_load(&tr);
-	if (err) {
-		fprintf(stderr, "dwleak: cannot find malloc and free in %s: %s\n", tr.libc_name,
-			strerror(-err));
-		goto out;
-	}
 
 	/* phase: open, configure, load */
 	tr.probes.multi = attach_multi_supported();
@@ -1121,9 +1177,9 @@ int trace_run(const struct env *env)
 	}
 	tr.t_traced = now_s();
 	unwinder_stats(tr.uw, &us);
-	fprintf(stderr, "dwleak: tracing pid %d (glibc malloc in %s, %u tables, %.0f ms to attach); "
-			"Ctrl-C to stop\n",
-		tr.tgt.pid, tr.libc_name, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
+	allocator_describe(&tr.alloc, what, sizeof(what));
+	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n",
+		tr.tgt.pid, what, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
 
 	/* phase: poll */
 	err = poll_loop(&tr);

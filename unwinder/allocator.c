@@ -1,7 +1,13 @@
-/* Allocator symbol lookup: which functions of an object to probe, and
- * where, read from its dynamic (or full) symbol table. */
+/* Allocator detection and symbol lookup: which object provides malloc and
+ * operator new for a process, which family it is, and every entry point of
+ * it dwleak probes. */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocator.h"
 #include "elf_symbols.h"
@@ -17,6 +23,14 @@ static const char *const kind_names[ALLOC_KIND_COUNT] = {
 	[ALLOC_VALLOC] = "valloc",
 	[ALLOC_PVALLOC] = "pvalloc",
 	[ALLOC_FREE] = "free",
+	[ALLOC_NEW] = "operator new",
+	[ALLOC_NEW_ARRAY] = "operator new[]",
+	[ALLOC_DELETE] = "operator delete",
+	[ALLOC_MALLOCX] = "mallocx",
+	[ALLOC_RALLOCX] = "rallocx",
+	[ALLOC_XALLOCX] = "xallocx",
+	[ALLOC_SDALLOCX] = "sdallocx",
+	[ALLOC_DALLOCX] = "dallocx",
 };
 
 const char *alloc_kind_name(uint32_t kind)
@@ -24,34 +38,241 @@ const char *alloc_kind_name(uint32_t kind)
 	return kind < ALLOC_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
-int allocator_find(int fd, struct alloc_func *out, size_t *n)
+bool alloc_kind_frees(uint32_t kind)
 {
-	struct elf_sym_want want[ALLOC_KIND_COUNT] = { { 0 } };
-	size_t k, j, cnt = 0;
-	int err;
+	return kind == ALLOC_FREE || kind == ALLOC_DELETE || kind == ALLOC_SDALLOCX ||
+	       kind == ALLOC_DALLOCX;
+}
 
-	for (k = 0; k < ALLOC_KIND_COUNT; k++)
-		want[k].name = kind_names[k];
-	err = elf_symbols_find(fd, want, ALLOC_KIND_COUNT);
-	if (err)
-		return err;
-	if (!want[ALLOC_MALLOC].found || !want[ALLOC_FREE].found)
-		return -ENOENT;
-	for (k = 0; k < ALLOC_KIND_COUNT; k++) {
-		if (!want[k].found || !want[k].file_off)
+struct func_name {
+	const char *name;
+	uint32_t kind;
+};
+
+/* The C malloc family; jemalloc and tcmalloc export these names too. */
+static const struct func_name c_funcs[] = {
+	{ "malloc", ALLOC_MALLOC },
+	{ "calloc", ALLOC_CALLOC },
+	{ "realloc", ALLOC_REALLOC },
+	{ "reallocarray", ALLOC_REALLOCARRAY },
+	{ "posix_memalign", ALLOC_POSIX_MEMALIGN },
+	{ "aligned_alloc", ALLOC_ALIGNED_ALLOC },
+	{ "memalign", ALLOC_MEMALIGN },
+	{ "valloc", ALLOC_VALLOC },
+	{ "pvalloc", ALLOC_PVALLOC },
+	{ "free", ALLOC_FREE },
+	{ "cfree", ALLOC_FREE },
+	/* jemalloc's non-standard API (nallocx allocates nothing) */
+	{ "mallocx", ALLOC_MALLOCX },
+	{ "rallocx", ALLOC_RALLOCX },
+	{ "xallocx", ALLOC_XALLOCX },
+	{ "sdallocx", ALLOC_SDALLOCX },
+	{ "dallocx", ALLOC_DALLOCX },
+	/* gperftools' tc_* entry points (most alias the names above) */
+	{ "tc_malloc", ALLOC_MALLOC },
+	{ "tc_malloc_skip_new_handler", ALLOC_MALLOC },
+	{ "tc_calloc", ALLOC_CALLOC },
+	{ "tc_realloc", ALLOC_REALLOC },
+	{ "tc_memalign", ALLOC_MEMALIGN },
+	{ "tc_posix_memalign", ALLOC_POSIX_MEMALIGN },
+	{ "tc_valloc", ALLOC_VALLOC },
+	{ "tc_pvalloc", ALLOC_PVALLOC },
+	{ "tc_free", ALLOC_FREE },
+	{ "tc_cfree", ALLOC_FREE },
+	{ "tc_free_sized", ALLOC_FREE },
+	{ "tc_new", ALLOC_NEW },
+	{ "tc_new_nothrow", ALLOC_NEW },
+	{ "tc_new_aligned", ALLOC_NEW },
+	{ "tc_new_aligned_nothrow", ALLOC_NEW },
+	{ "tc_newarray", ALLOC_NEW_ARRAY },
+	{ "tc_newarray_nothrow", ALLOC_NEW_ARRAY },
+	{ "tc_newarray_aligned", ALLOC_NEW_ARRAY },
+	{ "tc_newarray_aligned_nothrow", ALLOC_NEW_ARRAY },
+	{ "tc_delete", ALLOC_DELETE },
+	{ "tc_delete_sized", ALLOC_DELETE },
+	{ "tc_delete_nothrow", ALLOC_DELETE },
+	{ "tc_delete_aligned", ALLOC_DELETE },
+	{ "tc_delete_sized_aligned", ALLOC_DELETE },
+	{ "tc_delete_aligned_nothrow", ALLOC_DELETE },
+	{ "tc_deletearray", ALLOC_DELETE },
+	{ "tc_deletearray_sized", ALLOC_DELETE },
+	{ "tc_deletearray_nothrow", ALLOC_DELETE },
+	{ "tc_deletearray_aligned", ALLOC_DELETE },
+	{ "tc_deletearray_sized_aligned", ALLOC_DELETE },
+	{ "tc_deletearray_aligned_nothrow", ALLOC_DELETE },
+};
+
+/* C++ operators (Itanium ABI names, x86_64 size_t = unsigned long). */
+static const struct func_name cxx_funcs[] = {
+	{ "_Znwm", ALLOC_NEW },
+	{ "_ZnwmRKSt9nothrow_t", ALLOC_NEW },
+	{ "_ZnwmSt11align_val_t", ALLOC_NEW },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW },
+	{ "_Znam", ALLOC_NEW_ARRAY },
+	{ "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY },
+	{ "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY },
+	{ "_ZdlPv", ALLOC_DELETE },
+	{ "_ZdlPvm", ALLOC_DELETE },
+	{ "_ZdlPvRKSt9nothrow_t", ALLOC_DELETE },
+	{ "_ZdlPvSt11align_val_t", ALLOC_DELETE },
+	{ "_ZdlPvmSt11align_val_t", ALLOC_DELETE },
+	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE },
+	{ "_ZdaPv", ALLOC_DELETE },
+	{ "_ZdaPvm", ALLOC_DELETE },
+	{ "_ZdaPvRKSt9nothrow_t", ALLOC_DELETE },
+	{ "_ZdaPvSt11align_val_t", ALLOC_DELETE },
+	{ "_ZdaPvmSt11align_val_t", ALLOC_DELETE },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE },
+};
+
+#define NC (sizeof(c_funcs) / sizeof(c_funcs[0]))
+#define NX (sizeof(cxx_funcs) / sizeof(cxx_funcs[0]))
+
+/* Looks up NAME in PATH; DYN_ONLY: only as an exported (.dynsym) symbol. */
+static bool defines(const char *path, const char *name, bool dyn_only)
+{
+	struct elf_sym_want w = { .name = name, .dynsym_only = dyn_only };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	elf_symbols_find(fd, &w, 1);
+	close(fd);
+	return w.found;
+}
+
+/* Index of the first object in lookup order that provides NAME. */
+static long provider(char *const *paths, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (defines(paths[i], name, true))
+			return (long)i;
+	/* a static executable: nothing exported, the definition is in .symtab */
+	return n && defines(paths[0], name, false) ? 0 : -1;
+}
+
+/* Adds the functions of TABLE (PREFIX + name) found in O to O's list,
+ * one entry per address. */
+static void funcs_add(struct alloc_object *o, struct elf_sym_want *want, const struct func_name *table,
+		      size_t n)
+{
+	size_t k, j;
+
+	for (k = 0; k < n; k++) {
+		if (!want[k].found || !want[k].file_off || o->nfuncs == ALLOC_MAX_FUNCS)
 			continue;
-		for (j = 0; j < cnt && out[j].vaddr != want[k].vaddr; j++)
+		for (j = 0; j < o->nfuncs && o->funcs[j].vaddr != want[k].vaddr; j++)
 			;
-		if (j < cnt)
-			continue; /* an alias: one probe serves both names */
-		out[cnt++] = (struct alloc_func){
-			.name = kind_names[k],
-			.kind = (uint32_t)k,
+		if (j < o->nfuncs)
+			continue; /* an alias: one probe serves every name */
+		o->funcs[o->nfuncs++] = (struct alloc_func){
+			.name = table[k].name,
+			.kind = table[k].kind,
 			.vaddr = want[k].vaddr,
 			.size = want[k].size,
 			.file_off = want[k].file_off,
 		};
 	}
-	*n = cnt;
+}
+
+/* Fills O with the functions of TABLE that PATH defines (with PREFIX). */
+static int object_scan(struct alloc_object *o, const char *path, const char *prefix,
+		       const struct func_name *table, size_t n)
+{
+	struct elf_sym_want want[NC > NX ? NC : NX];
+	char *names[NC > NX ? NC : NX];
+	size_t k;
+	int fd, err;
+
+	memset(want, 0, sizeof(want));
+	for (k = 0; k < n; k++) {
+		if (asprintf(&names[k], "%s%s", prefix, table[k].name) < 0) {
+			while (k--)
+				free(names[k]);
+			return -ENOMEM;
+		}
+		want[k].name = names[k];
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	err = fd < 0 ? -errno : elf_symbols_find(fd, want, n);
+	if (fd >= 0)
+		close(fd);
+	if (!err)
+		funcs_add(o, want, table, n);
+	for (k = 0; k < n; k++)
+		free(names[k]);
+	return err;
+}
+
+static const char *family_of(const char *path, const char *name, const char *prefix)
+{
+	const char *base = strrchr(name, '/');
+	char sym[32];
+
+	base = base ? base + 1 : name;
+	snprintf(sym, sizeof(sym), "%smallocx", prefix);
+	if (defines(path, sym, false))
+		return "jemalloc";
+	if (defines(path, "tc_malloc", false))
+		return "tcmalloc";
+	if (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || defines(path, "__libc_malloc", false))
+		return "glibc";
+	return "unknown";
+}
+
+static int object_set(struct alloc_object *o, const char *path, const char *name)
+{
+	o->path = strdup(path);
+	o->name = strdup(name);
+	return o->path && o->name ? 0 : -ENOMEM;
+}
+
+int allocator_detect(char *const *paths, char *const *names, size_t n, size_t npreload,
+		     struct allocator *a)
+{
+	const char *prefix = "";
+	long m;
+	int err;
+
+	memset(a, 0, sizeof(*a));
+	m = provider(paths, n, "malloc");
+	if (m < 0 && n && defines(paths[0], "je_malloc", false)) {
+		m = 0; /* jemalloc built with --with-jemalloc-prefix=je_, linked in */
+		prefix = "je_";
+	}
+	if (m < 0)
+		return -ENOENT;
+	a->family = family_of(paths[m], names[m], prefix);
+	a->in_executable = m == 0;
+	a->preloaded = m >= 1 && (size_t)m <= npreload;
+	err = object_set(&a->objs[0], paths[m], names[m]);
+	err = err ?: object_scan(&a->objs[0], paths[m], prefix, c_funcs, NC);
+	if (err)
+		goto fail;
+	a->nobjs = 1;
+	/* C++ operators of their own (tcmalloc's, jemalloc's, a static build
+	 * of either) are entry points; libstdc++'s only call malloc, which is
+	 * probed already (the walk shows operator new as malloc's caller) */
+	if (strcmp(a->family, "glibc") && provider(paths, n, "_Znwm") == m)
+		err = object_scan(&a->objs[0], paths[m], "", cxx_funcs, NX);
+	if (err)
+		goto fail;
 	return 0;
+fail:
+	allocator_free(a);
+	return err;
+}
+
+void allocator_free(struct allocator *a)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(a->objs) / sizeof(a->objs[0]); i++) {
+		free(a->objs[i].path);
+		free(a->objs[i].name);
+	}
+	memset(a, 0, sizeof(*a));
 }

@@ -1,32 +1,63 @@
-/* Finding the allocator functions dwleak probes inside an object (glibc's
- * malloc family in libc.so.6): their ELF addresses, sizes and file
- * offsets, one entry per distinct address (aliases share one probe). */
+/* Which allocator a process really uses, and where its functions are.
+ * Follows symbol interposition the way the dynamic linker does: the first
+ * object in lookup order (executable, LD_PRELOAD'ed libraries, then the
+ * rest in load order) that defines malloc provides it, and likewise for
+ * C++ operator new.  Knows glibc, tcmalloc (gperftools, tc_* entry points)
+ * and jemalloc (mallocx & co, je_-prefixed static builds).  C++ operators
+ * are probed where the allocator has its own (tcmalloc, jemalloc); glibc's
+ * libstdc++ operators only call malloc. */
 #ifndef DWLEAK_ALLOCATOR_H
 #define DWLEAK_ALLOCATOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "dwleak.h"
 
+/* Functions probed in one object; aliases (one address, several names)
+ * appear once, under the first name of dwleak's list. */
+#define ALLOC_MAX_FUNCS 64
+
 struct alloc_func {
-	const char *name;  /* the public name (static string) */
+	const char *name;  /* static string */
 	uint32_t kind;	   /* enum alloc_kind */
 	uint64_t vaddr;	   /* ELF address of the symbol */
 	uint64_t size;	   /* st_size; 0 when unknown */
 	uint64_t file_off; /* where uprobes attach */
 };
 
-/* Returns the public name of KIND ("malloc", ...). */
+struct alloc_object {
+	char *path;	/* where to open and attach it (may be /proc/PID/root/...) */
+	char *name;	/* its path as the process sees it, for messages */
+	struct alloc_func funcs[ALLOC_MAX_FUNCS];
+	size_t nfuncs;
+};
+
+struct allocator {
+	const char *family;	 /* "glibc", "tcmalloc", "jemalloc" or "unknown" */
+	bool preloaded;		 /* the malloc provider came from LD_PRELOAD */
+	bool in_executable;	 /* linked into the executable itself */
+	struct alloc_object objs[1]; /* the object that provides malloc */
+	size_t nobjs;
+};
+
+/* Returns the public name of KIND ("malloc", "operator new", ...). */
 const char *alloc_kind_name(uint32_t kind);
 
+/* True for kinds whose call frees (free, delete, sdallocx, dallocx). */
+bool alloc_kind_frees(uint32_t kind);
+
 /*
- * Looks up the glibc malloc family in the ELF object open at FD (its
- * .dynsym, then .symtab).  Fills OUT (room for ALLOC_KIND_COUNT entries)
- * and *N with the functions found, skipping a name whose address another
- * already has (memalign/aligned_alloc).  Returns 0, -ENOENT when malloc or
- * free is missing (not an allocator), -ENOEXEC for a non-ELF.
+ * Finds the allocator among the N objects PATHS (openable paths) named
+ * NAMES (as the process sees them), given in symbol lookup order; the
+ * first NPRELOAD of them after the executable (index 0) were LD_PRELOAD'ed.
+ * Fills *A.  Returns 0, or -ENOENT when no object defines malloc.
+ * Free with allocator_free().
  */
-int allocator_find(int fd, struct alloc_func *out, size_t *n);
+int allocator_detect(char *const *paths, char *const *names, size_t n, size_t npreload,
+		     struct allocator *a);
+
+void allocator_free(struct allocator *a);
 
 #endif

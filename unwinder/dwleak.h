@@ -21,8 +21,6 @@
 /* Per-walk cache of the mappings met, so a stack touching the same few
  * objects looks each up once. */
 #define DWLEAK_VMA_CACHE 4
-/* Probed allocator functions whose bodies mark a call as nested. */
-#define DWLEAK_MAX_ALLOC_RANGES 64
 /* Executable file mappings of one process told to the walker by user
  * space; more are found with bpf_find_vma (slower, and it fails while
  * another thread holds the mmap lock) and counted. */
@@ -48,8 +46,23 @@ enum alloc_kind {
 	ALLOC_VALLOC,
 	ALLOC_PVALLOC,
 	ALLOC_FREE,
+	ALLOC_NEW,	   /* operator new, every variant: size is the first argument */
+	ALLOC_NEW_ARRAY,   /* operator new[] */
+	ALLOC_DELETE,	   /* operator delete / delete[], every variant: free-like */
+	ALLOC_MALLOCX,	   /* jemalloc mallocx(size, flags) */
+	ALLOC_RALLOCX,	   /* jemalloc rallocx(ptr, size, flags): moves like realloc */
+	ALLOC_XALLOCX,	   /* jemalloc xallocx(ptr, size, extra, flags): resizes in place */
+	ALLOC_SDALLOCX,	   /* jemalloc sdallocx(ptr, size, flags): free-like */
+	ALLOC_DALLOCX,	   /* jemalloc dallocx(ptr, flags): free-like */
 	ALLOC_KIND_COUNT,
 };
+
+/* A probe's attach cookie: the function's kind in the low byte and its
+ * size (st_size) above, so a call made from inside a pending allocator
+ * call can be recognised as nested without a per-process address table. */
+#define DWLEAK_COOKIE(kind, size) ((__u64)(kind) | ((__u64)(size) << 8))
+#define DWLEAK_COOKIE_KIND(c) ((__u32)((c) & 0xff))
+#define DWLEAK_COOKIE_SIZE(c) ((c) >> 8)
 
 /* Which walks run at each allocation (--unwind): bits. */
 enum unwind_mode {
@@ -168,6 +181,8 @@ struct pending_call {
 	__u64 arg;	/* realloc: old pointer; posix_memalign: memptr */
 	__u64 stack_id;
 	__u64 fp_stack_id;
+	__u64 func_start; /* the probed function's runtime range: calls from */
+	__u64 func_end;	  /* inside it are nested */
 	__u32 kind;
 	__u32 outer;	/* 0 = nested inside another allocator call: not counted */
 };
@@ -176,11 +191,6 @@ struct thread_state {
 	__u32 depth;
 	__u32 pad;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
-};
-
-struct alloc_range {
-	__u64 start; /* ELF address range of a probed allocator function */
-	__u64 end;
 };
 
 /* --- Counters (per-CPU array, summed by user space) ------------------ */
@@ -197,6 +207,7 @@ enum dwleak_counter {
 	CNT_PENDING_FULL,	/* more than DWLEAK_MAX_PENDING nested calls */
 	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
 	CNT_REPLACED,		/* address returned again without a free seen */
+	CNT_RESIZED,		/* in-place resizes (xallocx) applied */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
 	CNT_FRAMES,		/* frames walked */
@@ -235,8 +246,8 @@ _Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPP
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
 _Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
 _Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
-_Static_assert(sizeof(struct pending_call) == 56, "pending_call layout");
-_Static_assert(sizeof(struct thread_state) == 8 + 56 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
+_Static_assert(sizeof(struct thread_state) == 8 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 
 #endif

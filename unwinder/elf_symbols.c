@@ -36,7 +36,7 @@ static bool sym_wanted(const GElf_Sym *sym, const struct elf_sym_want *w)
 	return type == STT_FUNC || (w->data && type == STT_OBJECT);
 }
 
-static void scan_symbols(Elf *elf, Elf_Scn *scn, struct elf_sym_want *want, size_t n)
+static void scan_symbols(Elf *elf, Elf_Scn *scn, bool dynsym, struct elf_sym_want *want, size_t n)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
@@ -57,7 +57,8 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, struct elf_sym_want *want, size
 		if (!name || !*name)
 			continue;
 		for (k = 0; k < n; k++) {
-			if (want[k].found || strcmp(name, want[k].name) || !sym_wanted(&sym, &want[k]))
+			if (want[k].found || (want[k].dynsym_only && !dynsym) || strcmp(name, want[k].name) ||
+			    !sym_wanted(&sym, &want[k]))
 				continue;
 			want[k].found = true;
 			want[k].vaddr = sym.st_value;
@@ -85,7 +86,7 @@ int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n)
 	for (t = 0; t < 2; t++) {
 		for (scn = NULL; (scn = elf_nextscn(elf, scn));)
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == order[t])
-				scan_symbols(elf, scn, want, n);
+				scan_symbols(elf, scn, order[t] == SHT_DYNSYM, want, n);
 	}
 	elf_end(elf);
 	return 0;

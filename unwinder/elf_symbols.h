@@ -11,6 +11,7 @@
 struct elf_sym_want {
 	const char *name; /* in: exact symbol name (no version suffix) */
 	bool data;	  /* in: accept STT_OBJECT too (default: STT_FUNC only) */
+	bool dynsym_only; /* in: only an exported definition (.dynsym) counts */
 	bool found;	  /* out */
 	uint64_t vaddr;	  /* out: ELF address */
 	uint64_t size;	  /* out: st_size, 0 when unknown */
