@@ -612,10 +612,10 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
  * How good NAME with binding BIND is as the name of its address: glibc
  * gives one function several names (malloc, __libc_malloc and the local
  * __GI___libc_malloc); users and the report format expect the public one,
- * the way perf picks it.  An exported name (global or weak) beats a local
- * one, then fewer leading underscores (calloc over the global
- * __libc_calloc; a mangled C++ name counts as none), then global over
- * weak, then the shorter name.
+ * the way perf picks it.  Fewer leading underscores win (calloc over the
+ * global __libc_calloc; malloc over a static binary's global __malloc; a
+ * mangled C++ name counts as none), then an exported name (global or
+ * weak) over a local one, then global over weak, then the shorter name.
  */
 static int alias_rank(const char *name, unsigned int bind)
 {
@@ -630,7 +630,7 @@ static int alias_rank(const char *name, unsigned int bind)
 		underscores = 15;
 	if (len > 4095)
 		len = 4095;
-	return exported << 20 | (int)(15 - underscores) << 16 | (bind == STB_GLOBAL) << 12 |
+	return (int)(15 - underscores) << 20 | exported << 16 | (bind == STB_GLOBAL) << 12 |
 	       (int)(4095 - len);
 }
 
