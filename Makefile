@@ -23,7 +23,7 @@ ASAN := $(BUILD)/asan
 PKGS := libelf libdw libzstd zlib $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libstdc++: __cxa_demangle for C++ names in reports.
-LDLIBS := $(shell pkg-config --libs $(PKGS)) -lpthread -lstdc++
+LDLIBS := $(shell pkg-config --libs $(PKGS)) -lpthread -lstdc++ -lm
 
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11
 INCLUDES := -I tables -I unwinder -I bpf -I $(BUILD)

@@ -19,6 +19,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set through the skeleton's rodata before load. */
 const volatile __u32 target_tgid = 0;
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
+const volatile __u64 sample_bytes = 0; /* --sample-bytes N; 0 = every allocation */
 /* The dynamic linker's _dl_debug_state and _r_debug (ELF addresses), and
  * whether to stop the process there until its new tables are loaded. */
 const volatile __u64 dl_state_vaddr = 0;
@@ -114,6 +115,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct stack_trace);
 } scratch SEC(".maps");
+
+/* Exponential gaps for --sample-bytes, in bytes (filled by user space). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, DWLEAK_SAMPLE_GAPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_gaps SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -802,6 +811,36 @@ static int call_nested(struct thread_state *ts, __u64 sp, __u64 ra)
 	return 0;
 }
 
+static __u64 sample_gap(void)
+{
+	__u32 i = bpf_get_prandom_u32() & (DWLEAK_SAMPLE_GAPS - 1);
+	__u64 *gap = bpf_map_lookup_elem(&sample_gaps, &i);
+
+	return gap ? *gap : sample_bytes;
+}
+
+/*
+ * --sample-bytes: sample points fall on the thread's allocated bytes as a
+ * Poisson process of rate 1/N (exponential gaps); an allocation is sampled
+ * when a point falls in it, with probability 1 - exp(-size/N), which user
+ * space divides by to estimate without bias.  By memorylessness, the next
+ * point after a sampled allocation is a fresh gap past its end.
+ */
+static int sample_take(struct thread_state *ts, __u64 size)
+{
+	if (!sample_bytes)
+		return 1;
+	if (!ts->sample_init) {
+		ts->sample_left = (__s64)sample_gap();
+		ts->sample_init = 1;
+	}
+	ts->sample_left -= (__s64)size;
+	if (ts->sample_left > 0)
+		return 0;
+	ts->sample_left = (__s64)sample_gap();
+	return 1;
+}
+
 static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 {
 	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
@@ -834,7 +873,10 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 	c->outer = !call_nested(ts, sp, ra);
 	c->stack_id = 0;
 	c->fp_stack_id = 0;
-	if (c->outer) {
+	c->sampled = !c->outer || sample_take(ts, size);
+	if (c->outer && !c->sampled) {
+		count(CNT_UNSAMPLED);
+	} else if (c->outer) {
 		count(CNT_ALLOC_CALLS);
 		if (unwind_mode & UNWIND_MODE_DWARF)
 			c->stack_id = stack_walk(ctx, kind, tgid);
@@ -910,6 +952,29 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 	alloc_record(addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
+/* An unsampled call records nothing new, but what it frees or moves away
+ * (realloc's old block, if that was sampled) is forgotten all the same. */
+static void alloc_unsampled_done(struct pending_call *c, __u64 ret)
+{
+	switch (c->kind) {
+	case ALLOC_REALLOC:
+	case ALLOC_REALLOCARRAY:
+		if ((ret || c->size == 0) && c->arg)
+			alloc_forget(c->arg);
+		return;
+	case ALLOC_RALLOCX:
+		if (ret && c->arg)
+			alloc_forget(c->arg);
+		return;
+	case ALLOC_XALLOCX:
+		if (ret >= c->size)
+			alloc_resize(c->arg, c->size);
+		return;
+	default:
+		return;
+	}
+}
+
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_exit, __u64 ret)
 {
@@ -935,8 +1000,10 @@ int BPF_KRETPROBE(alloc_exit, __u64 ret)
 			continue;
 		c = ts->calls[k];
 		ts->depth = d - 1 - i;
-		if (c.outer)
+		if (c.outer && c.sampled)
 			alloc_done(&c, ret);
+		else if (c.outer)
+			alloc_unsampled_done(&c, ret);
 		return 0;
 	}
 	count(CNT_PENDING_LOST);

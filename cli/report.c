@@ -365,9 +365,11 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 	text_put(f, r->command ? r->command : "?");
 	fputs(", unwind ", f);
 	text_put(f, r->unwind ? r->unwind : "?");
-	fprintf(f, ", %s in %" PRIu64 " allocations):\n",
-		report_human_bytes(human, sizeof(human), (double)t->outstanding_bytes),
-		t->outstanding_allocations);
+	fprintf(f, ", %s in %" PRIu64 " allocations", report_human_bytes(human, sizeof(human),
+		(double)t->outstanding_bytes), t->outstanding_allocations);
+	if (r->sample_bytes)
+		fprintf(f, ", estimated from one sample per %" PRIu64 " bytes", r->sample_bytes);
+	fputs("):\n", f);
 
 	for (i = 0; i < n; i++)
 		text_stack(f, r, order[i]);
@@ -538,6 +540,8 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 	json_str(f, r->unwind);
 	fputs(",\n  \"duration_s\": ", f);
 	json_real(f, r->duration_s, 2);
+	if (r->sample_bytes)
+		fprintf(f, ",\n  \"sample_bytes\": %" PRIu64, r->sample_bytes);
 	fprintf(f, ",\n  \"totals\": {\n"
 		"    \"outstanding_bytes\": %" PRIu64 ",\n"
 		"    \"outstanding_allocations\": %" PRIu64 ",\n"

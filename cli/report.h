@@ -103,6 +103,7 @@ struct report {
 	const uint64_t *counter_values;
 	size_t ncounters;
 	const struct report_fp_summary *fp; /* --unwind both, else NULL */
+	uint64_t sample_bytes; /* --sample-bytes: bytes and counts are estimates; 0 = exact */
 };
 
 /*

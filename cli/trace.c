@@ -125,8 +125,6 @@ static int env_check(const struct env *env)
 
 	if (env->mmap)
 		missing = "--mmap";
-	else if (env->sample_bytes)
-		missing = "--sample-bytes";
 	else if (env->suppressions)
 		missing = "--suppressions";
 	if (missing) {
@@ -370,6 +368,22 @@ static int on_event(void *ctx, void *data, size_t size)
 
 /* --- BPF setup --- */
 
+/* The exponential distribution of mean N, as DWLEAK_SAMPLE_GAPS equally
+ * likely quantiles: the walker picks one at random for each gap between
+ * sample points. */
+static int sample_gaps_fill(int fd, double n)
+{
+	uint32_t i;
+	uint64_t gap;
+
+	for (i = 0; i < DWLEAK_SAMPLE_GAPS; i++) {
+		gap = (uint64_t)llround(-log((i + 0.5) / DWLEAK_SAMPLE_GAPS) * n);
+		if (bpf_map_update_elem(fd, &i, &gap, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
 static int skel_open(struct tracer *tr)
 {
 	uint64_t rows, rules;
@@ -385,6 +399,7 @@ static int skel_open(struct tracer *tr)
 	attach_prepare(&tr->probes, s->progs.free_enter);
 	attach_prepare(&tr->probes, s->progs.dl_state);
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
+	s->rodata->sample_bytes = (uint64_t)tr->env->sample_bytes;
 	s->rodata->unwind_mode = !strcmp(tr->env->unwind, "fp")     ? UNWIND_MODE_FP
 				 : !strcmp(tr->env->unwind, "both") ? UNWIND_MODE_BOTH
 								    : UNWIND_MODE_DWARF;
@@ -407,6 +422,11 @@ static int skel_open(struct tracer *tr)
 	err = dwleak_bpf__load(s);
 	if (err)
 		return err;
+	if (tr->env->sample_bytes) {
+		err = sample_gaps_fill(bpf_map__fd(s->maps.sample_gaps), (double)tr->env->sample_bytes);
+		if (err)
+			return err;
+	}
 	unwinder_set_maps(tr->uw, &(struct unwinder_maps){
 		.tables = bpf_map__fd(s->maps.tables),
 		.pages = bpf_map__fd(s->maps.pages),
@@ -511,6 +531,8 @@ static void counters_read(struct tracer *tr, uint64_t *out)
 struct agg {
 	uint64_t stack_id;
 	uint64_t fp_stack_id; /* --unwind both: stacks are grouped by the pair */
+	double est_bytes;     /* --sample-bytes: unbiased estimates */
+	double est_count;
 	uint64_t bytes;
 	uint64_t count;
 	uint64_t oldest_ts;
@@ -586,6 +608,13 @@ static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
 		g->bytes += a.size;
 		g->count++;
 		g->kind = a.kind;
+		if (tr->env->sample_bytes) {
+			/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
+			double w = a.size ? 1.0 / -expm1(-(double)a.size / (double)tr->env->sample_bytes) : 1.0;
+
+			g->est_bytes += (double)a.size * w;
+			g->est_count += w;
+		}
 	}
 	return 0;
 }
@@ -758,6 +787,8 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_REPLACED] = "allocs_replaced",
 	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
 	[CNT_MAPPINGS_FULL] = "mappings_map_full",
+	[CNT_RESIZED] = "allocs_resized",
+	[CNT_UNSAMPLED] = "allocs_not_sampled",
 	[CNT_FRAMES] = "frames_walked",
 	[CNT_WALKS] = "walks",
 	[CNT_FP_WALKS] = "fp_walks",
@@ -854,8 +885,8 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 {
 	int err, end;
 
-	rs->bytes = g->bytes;
-	rs->allocations = g->count;
+	rs->bytes = tr->env->sample_bytes ? (uint64_t)llround(g->est_bytes) : g->bytes;
+	rs->allocations = tr->env->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = alloc_kind_name(g->kind);
 	rs->oldest_age_s = (double)(ktime_now_ns() - g->oldest_ts) / 1e9;
 	rs->growth_bytes_per_s = tr->env->interval_s > 0 ? growth_of(tr, g->stack_id, g->bytes, now) : NAN;
@@ -926,6 +957,7 @@ static int report_build(struct tracer *tr, struct built *b)
 	b->r.command = tr->tgt.command;
 	b->r.unwind = tr->env->unwind;
 	b->r.duration_s = now - tr->t_traced;
+	b->r.sample_bytes = (uint64_t)tr->env->sample_bytes;
 	b->r.stacks = b->stacks;
 	b->r.nstacks = k;
 	report_totals_from_stacks(&b->r);

@@ -21,6 +21,10 @@
 /* Per-walk cache of the mappings met, so a stack touching the same few
  * objects looks each up once. */
 #define DWLEAK_VMA_CACHE 4
+/* --sample-bytes: gaps between sample points are drawn from this many
+ * precomputed quantiles of the exponential distribution (user space fills
+ * them), indexed by a random number: a Poisson process over bytes. */
+#define DWLEAK_SAMPLE_GAPS 1024
 /* Executable file mappings of one process told to the walker by user
  * space; more are found with bpf_find_vma (slower, and it fails while
  * another thread holds the mmap lock) and counted. */
@@ -184,12 +188,14 @@ struct pending_call {
 	__u64 func_start; /* the probed function's runtime range: calls from */
 	__u64 func_end;	  /* inside it are nested */
 	__u32 kind;
-	__u32 outer;	/* 0 = nested inside another allocator call: not counted */
+	__u16 outer;	/* 0 = nested inside another allocator call: not counted */
+	__u16 sampled;	/* --sample-bytes: 0 = not sampled, track nothing new */
 };
 
 struct thread_state {
 	__u32 depth;
-	__u32 pad;
+	__u32 sample_init;  /* sample_left has been drawn */
+	__s64 sample_left;  /* --sample-bytes: bytes until this thread's next sample point */
 	struct pending_call calls[DWLEAK_MAX_PENDING];
 };
 
@@ -208,6 +214,7 @@ enum dwleak_counter {
 	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
 	CNT_REPLACED,		/* address returned again without a free seen */
 	CNT_RESIZED,		/* in-place resizes (xallocx) applied */
+	CNT_UNSAMPLED,		/* --sample-bytes: allocations not sampled (no walk) */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
 	CNT_FRAMES,		/* frames walked */
@@ -247,7 +254,7 @@ _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_t
 _Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
 _Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
-_Static_assert(sizeof(struct thread_state) == 8 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct thread_state) == 16 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 
 #endif
