@@ -13,6 +13,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define EBUSY 16 /* bpf_find_vma: mmap lock contended */
 #define SIGSTOP 19
+#define NR_MMAP 9		 /* x86_64 syscall numbers */
+#define NR_MUNMAP 11
+#define NR_MREMAP 25
+#define MAP_ANONYMOUS 0x20
 #define RT_CONSISTENT 0		 /* struct r_debug's r_state: link map consistent */
 #define R_DEBUG_STATE_OFF 24	 /* offsetof(struct r_debug, r_state) on x86_64 */
 
@@ -20,6 +24,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 target_tgid = 0;
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
 const volatile __u64 sample_bytes = 0; /* --sample-bytes N; 0 = every allocation */
+const volatile __u32 track_mmap = 0;   /* --mmap */
 /* The dynamic linker's _dl_debug_state and _r_debug (ELF addresses), and
  * whether to stop the process there until its new tables are loaded. */
 const volatile __u64 dl_state_vaddr = 0;
@@ -1116,5 +1121,88 @@ int BPF_KPROBE(dl_state)
 	bpf_ringbuf_submit(e, 0);
 	if (stop_on_dl_state)
 		bpf_send_signal(SIGSTOP);
+	return 0;
+}
+
+/*
+ * --mmap: anonymous mmap, munmap and mremap the program makes itself.  BTF
+ * raw tracepoints (no tracefs needed) on every syscall, filtered to the
+ * target; REGS are the user registers at the syscall, so the walker starts
+ * from the calling code.  Calls made inside an allocator call (glibc's
+ * malloc mapping a large block, realloc's mremap) belong to it and are
+ * skipped.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
+{
+	struct thread_state *ts;
+	__u32 tgid = current_tgid();
+	__u64 flags;
+
+	if (!track_mmap || tgid != target_tgid ||
+	    (id != NR_MMAP && id != NR_MUNMAP && id != NR_MREMAP))
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return 0;
+	ts->sc.nr = 0;
+	pending_prune(ts, regs->sp, 0);
+	if (ts->depth) {
+		count(CNT_MMAP_IN_ALLOC);
+		return 0;
+	}
+	flags = regs->r10;
+	if (id == NR_MMAP && !(flags & MAP_ANONYMOUS))
+		return 0;
+	count(CNT_MMAP_CALLS);
+	ts->sc.addr = regs->di;
+	ts->sc.len = regs->si;
+	ts->sc.new_len = regs->dx;
+	ts->sc.stack_id = 0;
+	ts->sc.fp_stack_id = 0;
+	if (id == NR_MMAP) {
+		if (unwind_mode & UNWIND_MODE_DWARF)
+			ts->sc.stack_id = stack_walk(regs, ALLOC_MMAP, tgid);
+		if (unwind_mode & UNWIND_MODE_FP)
+			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP);
+		if (!(unwind_mode & UNWIND_MODE_DWARF))
+			ts->sc.stack_id = ts->sc.fp_stack_id;
+	}
+	ts->sc.nr = (__u32)id;
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(mmap_exit, struct pt_regs *regs, long ret)
+{
+	struct thread_state *ts;
+	struct mmap_event *e;
+	__u32 nr;
+
+	if (!track_mmap || current_tgid() != target_tgid)
+		return 0;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!ts || !ts->sc.nr)
+		return 0;
+	nr = ts->sc.nr;
+	ts->sc.nr = 0;
+	if (ret < 0 && ret > -4096)
+		return 0; /* failed: nothing changed */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		return 0;
+	}
+	e->type = EVENT_MMAP;
+	e->addr = nr == NR_MMAP ? (__u64)ret : ts->sc.addr;
+	e->len = ts->sc.len;
+	e->new_addr = nr == NR_MREMAP ? (__u64)ret : 0;
+	e->new_len = nr == NR_MREMAP ? ts->sc.new_len : 0;
+	e->stack_id = ts->sc.stack_id;
+	e->fp_stack_id = ts->sc.fp_stack_id;
+	e->ts = bpf_ktime_get_ns();
+	e->op = nr == NR_MMAP ? MMAP_OP_MAP : nr == NR_MUNMAP ? MMAP_OP_UNMAP : MMAP_OP_REMAP;
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "attach.h"
 #include "elf_symbols.h"
 #include "link_map.h"
+#include "mmap_regions.h"
 #include "compare.h"
 #include "flamegraph.h"
 #include "pprof.h"
@@ -70,6 +71,9 @@ struct tracer {
 	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
 	struct elf_sym_want dl_syms[2]; /* _dl_debug_state, _r_debug */
 	bool resume;	  /* the target stopped itself for us: SIGCONT after loading */
+	struct mmap_regions regions; /* --mmap */
+	struct bpf_link *mmap_links[2];
+	int mmap_err;	  /* first failure applying an mmap event */
 	double t_start;
 	double t_traced;
 	uint32_t mappings_dropped; /* beyond DWLEAK_MAX_PROC_MAPPINGS (walker falls back) */
@@ -123,9 +127,7 @@ static int env_check(const struct env *env)
 {
 	const char *missing = NULL;
 
-	if (env->mmap)
-		missing = "--mmap";
-	else if (env->suppressions)
+	if (env->suppressions)
 		missing = "--suppressions";
 	if (missing) {
 		fprintf(stderr, "dwleak: %s is not available in this version yet; "
@@ -359,6 +361,21 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e))
 		return 0;
+	if (e->type == EVENT_MMAP && size >= sizeof(struct mmap_event)) {
+		const struct mmap_event *m = data;
+		int err = 0;
+
+		if (m->op == MMAP_OP_MAP)
+			err = mmap_regions_map(&tr->regions, m->addr, m->len, m->stack_id,
+					       m->fp_stack_id, m->ts);
+		else if (m->op == MMAP_OP_UNMAP)
+			err = mmap_regions_unmap(&tr->regions, m->addr, m->len);
+		else if (m->op == MMAP_OP_REMAP)
+			err = mmap_regions_remap(&tr->regions, m->addr, m->len, m->new_addr, m->new_len);
+		if (err && !tr->mmap_err)
+			tr->mmap_err = err;
+		return 0;
+	}
 	if (e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED)
 		tr->rescan = true;
 	if (e->type == EVENT_MAPS_CHANGED && e->stopped)
@@ -400,6 +417,10 @@ static int skel_open(struct tracer *tr)
 	attach_prepare(&tr->probes, s->progs.dl_state);
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
 	s->rodata->sample_bytes = (uint64_t)tr->env->sample_bytes;
+	s->rodata->track_mmap = tr->env->mmap;
+	/* the syscall tracepoints are loaded (and verified) only for --mmap */
+	bpf_program__set_autoload(s->progs.mmap_enter, tr->env->mmap);
+	bpf_program__set_autoload(s->progs.mmap_exit, tr->env->mmap);
 	s->rodata->unwind_mode = !strcmp(tr->env->unwind, "fp")     ? UNWIND_MODE_FP
 				 : !strcmp(tr->env->unwind, "both") ? UNWIND_MODE_BOTH
 								    : UNWIND_MODE_DWARF;
@@ -493,6 +514,15 @@ static int probes_attach(struct tracer *tr)
 			}
 		}
 	}
+	if (tr->env->mmap) {
+		tr->mmap_links[0] = bpf_program__attach(tr->skel->progs.mmap_enter);
+		tr->mmap_links[1] = tr->mmap_links[0] ? bpf_program__attach(tr->skel->progs.mmap_exit) : NULL;
+		if (!tr->mmap_links[1]) {
+			fprintf(stderr, "dwleak: cannot attach to the syscall tracepoints for --mmap: %s; "
+					"the kernel needs BTF raw tracepoints\n", strerror(errno));
+			return -errno;
+		}
+	}
 	if (tr->dl_syms[0].found && tr->dl_syms[0].file_off) {
 		err = attach_uprobes(&tr->probes, tr->skel->progs.dl_state, tr->ld_path, tr->tgt.pid,
 				     &tr->dl_syms[0].file_off, NULL, 1, false);
@@ -582,6 +612,32 @@ static uint64_t ktime_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock */
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* --mmap: the program's own anonymous regions, one "allocation" each. */
+static int regions_aggregate(struct tracer *tr, struct agg_table *t)
+{
+	uint64_t now = ktime_now_ns(), min_age = (uint64_t)(tr->env->min_age_s * 1e9);
+	const struct mmap_region *r;
+	struct agg *g;
+	size_t i;
+
+	for (i = 0; i < tr->regions.n; i++) {
+		r = &tr->regions.r[i];
+		if (now - r->ts < min_age)
+			continue;
+		g = agg_get(t, r->stack_id, r->fp_stack_id);
+		if (!g)
+			return -ENOMEM;
+		if (!g->count || r->ts < g->oldest_ts)
+			g->oldest_ts = r->ts;
+		g->bytes += r->end - r->start;
+		g->count++;
+		g->kind = ALLOC_MMAP;
+		g->est_bytes += (double)(r->end - r->start); /* never sampled */
+		g->est_count += 1;
+	}
+	return 0;
 }
 
 static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
@@ -789,6 +845,8 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_MAPPINGS_FULL] = "mappings_map_full",
 	[CNT_RESIZED] = "allocs_resized",
 	[CNT_UNSAMPLED] = "allocs_not_sampled",
+	[CNT_MMAP_CALLS] = "mmap_calls",
+	[CNT_MMAP_IN_ALLOC] = "mmap_calls_in_allocator",
 	[CNT_FRAMES] = "frames_walked",
 	[CNT_WALKS] = "walks",
 	[CNT_FP_WALKS] = "fp_walks",
@@ -927,6 +985,7 @@ static int report_build(struct tracer *tr, struct built *b)
 	memset(b, 0, sizeof(*b));
 	counters_read(tr, b->counters);
 	err = allocs_aggregate(tr, &t);
+	err = err ?: regions_aggregate(tr, &t);
 	err = err ?: mappings_read(tr, &b->maps, &nmaps);
 	if (err)
 		goto out;
@@ -1115,6 +1174,9 @@ static int poll_loop(struct tracer *tr)
 static void tracer_cleanup(struct tracer *tr)
 {
 	attach_close(&tr->probes);
+	bpf_link__destroy(tr->mmap_links[0]);
+	bpf_link__destroy(tr->mmap_links[1]);
+	mmap_regions_free(&tr->regions);
 	ring_buffer__free(tr->rb);
 	dwleak_bpf__destroy(tr->skel);
 	symbolizer_free(tr->sym);

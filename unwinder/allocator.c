@@ -31,6 +31,7 @@ static const char *const kind_names[ALLOC_KIND_COUNT] = {
 	[ALLOC_XALLOCX] = "xallocx",
 	[ALLOC_SDALLOCX] = "sdallocx",
 	[ALLOC_DALLOCX] = "dallocx",
+	[ALLOC_MMAP] = "mmap",
 };
 
 const char *alloc_kind_name(uint32_t kind)

@@ -58,6 +58,7 @@ enum alloc_kind {
 	ALLOC_XALLOCX,	   /* jemalloc xallocx(ptr, size, extra, flags): resizes in place */
 	ALLOC_SDALLOCX,	   /* jemalloc sdallocx(ptr, size, flags): free-like */
 	ALLOC_DALLOCX,	   /* jemalloc dallocx(ptr, flags): free-like */
+	ALLOC_MMAP,	   /* --mmap: an anonymous mmap made outside the allocator */
 	ALLOC_KIND_COUNT,
 };
 
@@ -192,10 +193,22 @@ struct pending_call {
 	__u16 sampled;	/* --sample-bytes: 0 = not sampled, track nothing new */
 };
 
+/* --mmap: the memory syscall this thread is in (entry seen, exit not yet). */
+struct pending_syscall {
+	__u64 addr;	/* munmap/mremap: the range's start */
+	__u64 len;	/* mmap/munmap: length; mremap: old length */
+	__u64 new_len;	/* mremap */
+	__u64 stack_id;
+	__u64 fp_stack_id;
+	__u32 nr;	/* syscall number; 0 = none pending */
+	__u32 pad;
+};
+
 struct thread_state {
 	__u32 depth;
 	__u32 sample_init;  /* sample_left has been drawn */
 	__s64 sample_left;  /* --sample-bytes: bytes until this thread's next sample point */
+	struct pending_syscall sc;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
 };
 
@@ -215,6 +228,8 @@ enum dwleak_counter {
 	CNT_REPLACED,		/* address returned again without a free seen */
 	CNT_RESIZED,		/* in-place resizes (xallocx) applied */
 	CNT_UNSAMPLED,		/* --sample-bytes: allocations not sampled (no walk) */
+	CNT_MMAP_CALLS,		/* --mmap: memory syscalls seen outside the allocator */
+	CNT_MMAP_IN_ALLOC,	/* --mmap: made inside an allocator call: counted by it */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
 	CNT_FRAMES,		/* frames walked */
@@ -231,6 +246,27 @@ enum dwleak_counter {
 enum event_type {
 	EVENT_NEED_TABLE = 1,	 /* a walk met a file with no table */
 	EVENT_MAPS_CHANGED = 2,	 /* the dynamic linker finished (un)loading objects */
+	EVENT_MMAP = 3,		 /* struct mmap_event: --mmap */
+};
+
+enum mmap_op {
+	MMAP_OP_MAP = 1,	/* [addr, addr+len) mapped, from stack_id */
+	MMAP_OP_UNMAP = 2,	/* [addr, addr+len) unmapped */
+	MMAP_OP_REMAP = 3,	/* [addr, addr+len) now at [new_addr, new_addr+new_len) */
+};
+
+/* Regions are kept in user space: partial munmaps split them, which a
+ * hash map keyed by address cannot do. */
+struct mmap_event {
+	__u32 type;	/* EVENT_MMAP */
+	__u32 op;	/* enum mmap_op */
+	__u64 addr;
+	__u64 len;
+	__u64 new_addr;
+	__u64 new_len;
+	__u64 stack_id;
+	__u64 fp_stack_id;
+	__u64 ts;	/* bpf_ktime_get_ns() */
 };
 
 struct event {
@@ -254,7 +290,9 @@ _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_t
 _Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
 _Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
-_Static_assert(sizeof(struct thread_state) == 16 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
+_Static_assert(sizeof(struct thread_state) == 64 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
+_Static_assert(sizeof(struct mmap_event) == 64, "mmap_event layout");
 
 #endif
