@@ -25,6 +25,7 @@ enum main_opt_key {
 	OPT_SUPPRESSIONS,
 	OPT_VERSION,
 	OPT_STATS,
+	OPT_NO_DEFAULT_SUPP,
 };
 
 static const struct option main_options[] = {
@@ -44,6 +45,7 @@ static const struct option main_options[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -70,7 +72,9 @@ static const char main_usage[] =
 	"                           relative error for a stack of B bytes is about sqrt(N/B)\n"
 	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
 	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0)\n"
-	"      --suppressions FILE  stacks to leave out of reports\n"
+	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
+	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
+	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
 	"      --stats              also print the walker's counters (why walks stopped)\n"
 	"  -h, --help               show this help\n"
 	"      --version            show the version\n"
@@ -175,6 +179,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 	}
 	case OPT_STATS:
 		env->stats = true;
+		return 0;
+	case OPT_NO_DEFAULT_SUPP:
+		env->no_default_suppressions = true;
 		return 0;
 	default:
 		return usage_error("%s", "unknown option");

@@ -343,6 +343,36 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 
 }
 
+/* Which suppression rules left what out. */
+static void text_suppressed(FILE *f, const struct report *r)
+{
+	uint64_t stacks = 0, bytes = 0;
+	char human[32];
+	size_t i;
+
+	if (!r->nsuppressed)
+		return;
+	for (i = 0; i < r->nsuppressed; i++) {
+		stacks += r->suppressed[i].stacks;
+		bytes += r->suppressed[i].bytes;
+	}
+	fprintf(f, "Suppressed: %" PRIu64 " stacks, %s, by %zu rules:\n", stacks,
+		report_human_bytes(human, sizeof(human), (double)bytes), r->nsuppressed);
+	for (i = 0; i < r->nsuppressed; i++) {
+		const struct report_suppressed *x = &r->suppressed[i];
+
+		fputs("\t", f);
+		text_put(f, x->rule);
+		if (x->description) {
+			fputs(" (", f);
+			text_put(f, x->description);
+			fputc(')', f);
+		}
+		fprintf(f, ": %" PRIu64 " stacks, %" PRIu64 " bytes in %" PRIu64 " allocations\n",
+			x->stacks, x->bytes, x->allocations);
+	}
+}
+
 int report_write_text(FILE *f, const struct report *r, unsigned int top)
 {
 	const struct report_totals *t = &r->totals;
@@ -383,6 +413,7 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 		t->dropped_events, t->truncated_stacks, t->unwind_errors);
 	if (r->fp && r->fp->present)
 		text_fp_summary(f, r->fp);
+	text_suppressed(f, r);
 
 	sep = "Counters: ";
 	for (i = 0; i < r->ncounters; i++) {
@@ -563,6 +594,18 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 	fputs(r->ncounters ? "\n  },\n" : "},\n", f);
 	if (r->fp && r->fp->present)
 		json_fp_summary(f, r->fp);
+	if (r->nsuppressed) {
+		fputs("  \"suppressed\": [", f);
+		for (i = 0; i < r->nsuppressed; i++) {
+			fputs(i ? ",\n    {\"rule\": " : "\n    {\"rule\": ", f);
+			json_str(f, r->suppressed[i].rule);
+			fputs(", \"description\": ", f);
+			json_str(f, r->suppressed[i].description);
+			fprintf(f, ", \"stacks\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
+				r->suppressed[i].stacks, r->suppressed[i].bytes, r->suppressed[i].allocations);
+		}
+		fputs("\n  ],\n", f);
+	}
 
 	fputs("  \"stacks\": [", f);
 	for (i = 0; i < n; i++) {

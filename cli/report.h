@@ -83,6 +83,13 @@ struct report_fp_summary {
 	size_t nmodules;
 };
 
+/* What one suppression rule left out of the report. */
+struct report_suppressed {
+	const char *rule;	 /* "FILE:LINE" */
+	const char *description; /* the rule's comment, or NULL */
+	uint64_t stacks, bytes, allocations;
+};
+
 /*
  * A whole report.  STACKS may be in any order: the writers show them by bytes,
  * largest first, ties by allocations, then in the order given.  The
@@ -104,6 +111,8 @@ struct report {
 	size_t ncounters;
 	const struct report_fp_summary *fp; /* --unwind both, else NULL */
 	uint64_t sample_bytes; /* --sample-bytes: bytes and counts are estimates; 0 = exact */
+	const struct report_suppressed *suppressed; /* rules that matched (not in totals) */
+	size_t nsuppressed;
 };
 
 /*

@@ -28,6 +28,7 @@
 #include "elf_symbols.h"
 #include "link_map.h"
 #include "mmap_regions.h"
+#include "suppress.h"
 #include "compare.h"
 #include "flamegraph.h"
 #include "pprof.h"
@@ -72,6 +73,7 @@ struct tracer {
 	struct elf_sym_want dl_syms[2]; /* _dl_debug_state, _r_debug */
 	bool resume;	  /* the target stopped itself for us: SIGCONT after loading */
 	struct mmap_regions regions; /* --mmap */
+	struct suppressions supp;
 	struct bpf_link *mmap_links[2];
 	int mmap_err;	  /* first failure applying an mmap event */
 	double t_start;
@@ -123,18 +125,8 @@ static bool have_caps(void)
 	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
 }
 
-static int env_check(const struct env *env)
+static int env_check(void)
 {
-	const char *missing = NULL;
-
-	if (env->suppressions)
-		missing = "--suppressions";
-	if (missing) {
-		fprintf(stderr, "dwleak: %s is not available in this version yet; "
-				"use the default DWARF walk with --format text, json or folded\n",
-			missing);
-		return -ENOTSUP;
-	}
 	if (!have_caps()) {
 		fprintf(stderr, "dwleak: needs CAP_BPF and CAP_PERFMON (run as root)\n");
 		return -EPERM;
@@ -904,6 +896,7 @@ struct built {
 	struct frame_arena arena;
 	size_t *first_frame; /* per stack: 3 indexes into arena.frames (frames, fp_frames, end) */
 	struct report_fp_summary fp;
+	struct report_suppressed *supp;
 	struct mapping *maps;
 	uint64_t counters[CNT_COUNT];
 };
@@ -915,6 +908,7 @@ static void built_free(struct built *b)
 	free(b->first_frame);
 	free(b->maps);
 	fp_summary_free(&b->fp);
+	free(b->supp);
 }
 
 /* Appends the symbolized frames of stack ID; returns the walk's end (or
@@ -975,6 +969,32 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 	return err;
 }
 
+/* Moves suppressed stacks out of the report, counting them per rule. */
+static void suppress_stacks(struct tracer *tr, struct built *b)
+{
+	size_t i, k = 0, n = 0;
+
+	for (i = 0; i < tr->supp.n; i++)
+		tr->supp.rules[i].stacks = tr->supp.rules[i].bytes = tr->supp.rules[i].allocations = 0;
+	for (i = 0; i < b->r.nstacks; i++)
+		if (!suppressions_match(&tr->supp, &b->stacks[i]))
+			b->stacks[k++] = b->stacks[i];
+	b->r.nstacks = k;
+	b->supp = calloc(tr->supp.n + 1, sizeof(*b->supp));
+	if (!b->supp)
+		return;
+	for (i = 0; i < tr->supp.n; i++) {
+		const struct supp_rule *r = &tr->supp.rules[i];
+
+		if (!r->stacks)
+			continue;
+		b->supp[n++] = (struct report_suppressed){ r->name, r->description, r->stacks, r->bytes,
+							   r->allocations };
+	}
+	b->r.suppressed = b->supp;
+	b->r.nsuppressed = n;
+}
+
 static int report_build(struct tracer *tr, struct built *b)
 {
 	struct agg_table t = { 0 };
@@ -1019,6 +1039,7 @@ static int report_build(struct tracer *tr, struct built *b)
 	b->r.sample_bytes = (uint64_t)tr->env->sample_bytes;
 	b->r.stacks = b->stacks;
 	b->r.nstacks = k;
+	suppress_stacks(tr, b);
 	report_totals_from_stacks(&b->r);
 	if (!strcmp(tr->env->unwind, "both")) {
 		err = fp_compare(&b->r, &b->fp);
@@ -1177,6 +1198,7 @@ static void tracer_cleanup(struct tracer *tr)
 	bpf_link__destroy(tr->mmap_links[0]);
 	bpf_link__destroy(tr->mmap_links[1]);
 	mmap_regions_free(&tr->regions);
+	suppressions_free(&tr->supp);
 	ring_buffer__free(tr->rb);
 	dwleak_bpf__destroy(tr->skel);
 	symbolizer_free(tr->sym);
@@ -1191,6 +1213,21 @@ static void tracer_cleanup(struct tracer *tr)
 	free(tr->ld_path);
 	free(tr->prev_ids);
 	free(tr->prev_bytes);
+}
+
+static int suppressions_setup(struct tracer *tr)
+{
+	char *err = NULL;
+	int ret = 0;
+
+	if (!tr->env->no_default_suppressions)
+		ret = suppressions_add_defaults(&tr->supp);
+	if (!ret && tr->env->suppressions)
+		ret = suppressions_load(&tr->supp, tr->env->suppressions, &err);
+	if (ret)
+		fprintf(stderr, "dwleak: %s\n", err ? err : strerror(-ret));
+	free(err);
+	return ret;
 }
 
 static FILE *output_open(const struct env *env)
@@ -1214,7 +1251,7 @@ int trace_run(const struct env *env)
 	FILE *out = NULL;
 
 	/* phase: checks */
-	if (env_check(env))
+	if (env_check())
 		return EXIT_USAGE;
 	unsetenv("DEBUGINFOD_URLS"); /* no network lookups behind the user's back */
 	libbpf_set_print(libbpf_print);
@@ -1225,6 +1262,10 @@ int trace_run(const struct env *env)
 	out = output_open(env);
 	if (!out)
 		return EXIT_USAGE;
+
+	/* phase: suppressions (a bad file is a usage error, before anything runs) */
+	if (suppressions_setup(&tr))
+		goto out;
 
 	/* phase: target and tables */
 	table_cache_open(NULL, &tr.cache);

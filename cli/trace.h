@@ -24,6 +24,7 @@ struct env {
 	bool fail_on_leak;	  /* --fail-on-leak given */
 	long long fail_bytes;	  /* its threshold (default 0) */
 	const char *suppressions; /* --suppressions FILE */
+	bool no_default_suppressions; /* --no-default-suppressions */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL) */
 	size_t ndebug_dirs;
 	bool stats;		  /* --stats: print the walker's counters */
