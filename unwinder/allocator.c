@@ -57,8 +57,8 @@ static const struct func_name c_funcs[] = {
 	{ "realloc", ALLOC_REALLOC },
 	{ "reallocarray", ALLOC_REALLOCARRAY },
 	{ "posix_memalign", ALLOC_POSIX_MEMALIGN },
+	{ "memalign", ALLOC_MEMALIGN }, /* before its glibc alias aligned_alloc */
 	{ "aligned_alloc", ALLOC_ALIGNED_ALLOC },
-	{ "memalign", ALLOC_MEMALIGN },
 	{ "valloc", ALLOC_VALLOC },
 	{ "pvalloc", ALLOC_PVALLOC },
 	{ "free", ALLOC_FREE },
@@ -127,8 +127,18 @@ static const struct func_name cxx_funcs[] = {
 	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE },
 };
 
+/* libstdc++'s aligned operators round the size up to the alignment before
+ * calling aligned_alloc: probed so the size asked for is what counts. */
+static const struct func_name cxx_aligned_funcs[] = {
+	{ "_ZnwmSt11align_val_t", ALLOC_NEW },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW },
+	{ "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY },
+};
+
 #define NC (sizeof(c_funcs) / sizeof(c_funcs[0]))
 #define NX (sizeof(cxx_funcs) / sizeof(cxx_funcs[0]))
+#define NXA (sizeof(cxx_aligned_funcs) / sizeof(cxx_aligned_funcs[0]))
 
 /* Looks up NAME in PATH; DYN_ONLY: only as an exported (.dynsym) symbol. */
 static bool defines(const char *path, const char *name, bool dyn_only)
@@ -180,11 +190,13 @@ static void funcs_add(struct alloc_object *o, struct elf_sym_want *want, const s
 }
 
 /* Fills O with the functions of TABLE that PATH defines (with PREFIX). */
+_Static_assert(NC >= NX && NC >= NXA, "object_scan's arrays hold the largest table");
+
 static int object_scan(struct alloc_object *o, const char *path, const char *prefix,
 		       const struct func_name *table, size_t n)
 {
-	struct elf_sym_want want[NC > NX ? NC : NX];
-	char *names[NC > NX ? NC : NX];
+	struct elf_sym_want want[NC];
+	char *names[NC];
 	size_t k;
 	int fd, err;
 
@@ -235,7 +247,7 @@ int allocator_detect(char *const *paths, char *const *names, size_t n, size_t np
 		     struct allocator *a)
 {
 	const char *prefix = "";
-	long m;
+	long m, x;
 	int err;
 
 	memset(a, 0, sizeof(*a));
@@ -255,10 +267,19 @@ int allocator_detect(char *const *paths, char *const *names, size_t n, size_t np
 		goto fail;
 	a->nobjs = 1;
 	/* C++ operators of their own (tcmalloc's, jemalloc's, a static build
-	 * of either) are entry points; libstdc++'s only call malloc, which is
-	 * probed already (the walk shows operator new as malloc's caller) */
-	if (strcmp(a->family, "glibc") && provider(paths, n, "_Znwm") == m)
+	 * of either) are entry points; libstdc++'s plain ones only call malloc,
+	 * which is probed already (the walk shows operator new as malloc's
+	 * caller), but its aligned ones change the size */
+	x = provider(paths, n, "_Znwm");
+	if (strcmp(a->family, "glibc") && x == m) {
 		err = object_scan(&a->objs[0], paths[m], "", cxx_funcs, NX);
+	} else if (x == m) {
+		err = object_scan(&a->objs[0], paths[m], "", cxx_aligned_funcs, NXA);
+	} else if (x >= 0) {
+		err = object_set(&a->objs[1], paths[x], names[x]);
+		err = err ?: object_scan(&a->objs[1], paths[x], "", cxx_aligned_funcs, NXA);
+		a->nobjs = a->objs[1].nfuncs ? 2 : 1;
+	}
 	if (err)
 		goto fail;
 	return 0;

@@ -4,8 +4,8 @@
  * rest in load order) that defines malloc provides it, and likewise for
  * C++ operator new.  Knows glibc, tcmalloc (gperftools, tc_* entry points)
  * and jemalloc (mallocx & co, je_-prefixed static builds).  C++ operators
- * are probed where the allocator has its own (tcmalloc, jemalloc); glibc's
- * libstdc++ operators only call malloc. */
+ * are probed where the allocator has its own (tcmalloc, jemalloc); of
+ * libstdc++'s, only the aligned ones, which round the size. */
 #ifndef DWLEAK_ALLOCATOR_H
 #define DWLEAK_ALLOCATOR_H
 
@@ -38,7 +38,7 @@ struct allocator {
 	const char *family;	 /* "glibc", "tcmalloc", "jemalloc" or "unknown" */
 	bool preloaded;		 /* the malloc provider came from LD_PRELOAD */
 	bool in_executable;	 /* linked into the executable itself */
-	struct alloc_object objs[1]; /* the object that provides malloc */
+	struct alloc_object objs[2]; /* [0] provides malloc; [1] libstdc++'s aligned new */
 	size_t nobjs;
 };
 

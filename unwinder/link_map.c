@@ -77,7 +77,8 @@ int link_map_read(int pid, uint64_t r_debug, char ***names, size_t *n)
 			free(name);
 			name = len > 0 ? strndup(exe, (size_t)len) : NULL;
 		}
-		if (name && name[0])
+		/* the vDSO ("linux-vdso.so.1") is in the map but is no file */
+		if (name && name[0] == '/')
 			err = names_push(names, n, name);
 		else
 			free(name);

@@ -1,0 +1,130 @@
+#!/bin/bash
+# The ledger test (issue 5, second "Done means" item): testdata/ledger runs
+# 4 threads through a seeded random mix of malloc, calloc, realloc (grow,
+# shrink, to zero, from NULL), reallocarray, posix_memalign, aligned_alloc,
+# memalign, new, new[], nothrow new[], aligned new, delete (sized and
+# unsized), delete[] and free, each allocation from its own site_* function,
+# and writes its ledger (per site: outstanding bytes as requested, and
+# allocations) when all threads have joined; it exits without freeing them.
+# Under glibc, LD_PRELOAD=libtcmalloc.so.4 and LD_PRELOAD=libjemalloc.so.2,
+# "dwleak --format json -t 0 -- ledger" must report, per site (the innermost
+# site_* frame of each stack), exactly the ledger's bytes and allocations,
+# for every site of the ledger and with no site the ledger lacks.  Stacks
+# without a site frame (libc/libstdc++ startup, the program's own vectors)
+# are not compared; their totals are printed.  Also: the tracing line names
+# the allocator the program found itself using (dladdr of malloc), no
+# dropped events, site stacks neither truncated nor with unwind errors.
+#
+# As in tests/allocators.sh, the runs with LD_PRELOAD use the plain build
+# ($ROOT/dwleak, or DWLEAK_PLAIN) when $DWLEAK is an ASan build, which
+# cannot run with another allocator preloaded into itself.
+# LT_ONLY=g|t|j selects glibc / tcmalloc / jemalloc when run by hand;
+# LEDGER_OPS sets the operations per thread (default 2000).
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+T=$LT_TMP
+LIBDIR=/usr/lib/x86_64-linux-gnu
+PROG=$TESTDATA/ledger
+OPS=${LEDGER_OPS:-2000}
+
+if [ ! -x "$PROG" ]; then
+	echo "FAIL: $PROG is missing (make testdata)"
+	exit 1
+fi
+DWLEAK_PRELOAD=$DWLEAK
+if ldd "$DWLEAK" 2> /dev/null | grep -q libasan; then
+	DWLEAK_PRELOAD=${DWLEAK_PLAIN:-$ROOT/dwleak}
+	echo "note: $DWLEAK is an ASan build; runs under LD_PRELOAD use $DWLEAK_PRELOAD"
+	if [ ! -x "$DWLEAK_PRELOAD" ]; then
+		echo "FAIL: $DWLEAK_PRELOAD is missing (make all)"
+		exit 1
+	fi
+fi
+
+# compare REPORT LEDGER FAMILY
+compare() {
+	lt_check "$1" "$2" "$3" << 'PY'
+led = json.load(open(ARGS[0]))
+family = ARGS[1]
+if led["allocator"] != family:
+    fail("the program says it runs on %s, want %s" % (led["allocator"], family))
+want = {k: (v["bytes"], v["allocations"]) for k, v in led["sites"].items()}
+got, kinds, other = {}, {}, [0, 0, 0]
+bad_walks = []
+for s in r["stacks"]:
+    site = None
+    for n in names(s):
+        if n and n.split("(")[0].startswith("site_"):
+            site = n.split("(")[0]
+            break
+    if site is None:
+        other[0] += s["bytes"]; other[1] += s["allocations"]; other[2] += 1
+        continue
+    b, a = got.get(site, (0, 0))
+    got[site] = (b + s["bytes"], a + s["allocations"])
+    kinds.setdefault(site, set()).add(s.get("allocator"))
+    if s.get("truncated") or s.get("unwind_error"):
+        bad_walks.append(s)
+print("stacks without a site frame (startup, the program's vectors): %d B in %d allocations, %d stacks"
+      % tuple(other))
+t = r["totals"]
+if t.get("dropped_events"):
+    fail("%d dropped events" % t["dropped_events"])
+for s in bad_walks:
+    fail("site stack truncated/unwind error:\n" + show(s))
+rows, bad = [], 0
+for site in sorted(set(want) | set(got)):
+    wb, wa = want.get(site, (None, None))
+    gb, ga = got.get(site, (0, 0))
+    okrow = site in want and (gb, ga) == (wb, wa)
+    bad += not okrow
+    rows.append("  %-24s %10s %6s %10d %6d  %-4s %s" % (
+        site, wb, wa, gb, ga, "ok" if okrow else "DIFF", ",".join(sorted(str(k) for k in kinds.get(site, ())))))
+table = "  %-24s %10s %6s %10s %6s\n" % ("site", "ledger B", "n", "dwleak B", "n") + "\n".join(rows)
+wb = sum(v[0] for v in want.values()); wa = sum(v[1] for v in want.values())
+gb = sum(v[0] for v in got.values()); ga = sum(v[1] for v in got.values())
+if bad:
+    fail("%d of %d sites differ from the ledger (ledger %d B in %d, dwleak %d B in %d):\n%s"
+         % (bad, len(set(want) | set(got)), wb, wa, gb, ga, table))
+else:
+    ok("all %d sites equal the ledger: %d B in %d allocations" % (len(want), gb, ga))
+    if "LT_VERBOSE" in __import__("os").environ:
+        print(table)
+PY
+}
+
+# run NAME FAMILY PRELOAD DWLEAK_BIN
+run() {
+	local name=$1 family=$2 preload=$3 bin=$4 rc line
+	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)}"
+	rm -f "$T/$name.ledger"
+	if [ -n "$preload" ]; then
+		LD_PRELOAD=$preload timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
+	else
+		timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
+	fi
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "$name: dwleak exited $rc"
+		sed 's/^/    /' "$T/$name.err" | tail -n 20
+		[ -s "$T/$name.json" ] || return
+	fi
+	grep -q "exited with status 0" "$T/$name.err" || fail "$name: no 'exited with status 0' line"
+	line=$(grep -m1 '^dwleak: tracing' "$T/$name.err")
+	echo "    $line"
+	[[ $line == *"$family in "* ]] || fail "$name: the tracing line does not name $family"
+	if [ ! -s "$T/$name.ledger" ]; then
+		fail "$name: the program wrote no ledger"
+		return
+	fi
+	compare "$T/$name.json" "$T/$name.ledger" "$family"
+}
+
+lt_part g && run glibc glibc "" "$DWLEAK"
+lt_part t && run tcmalloc tcmalloc "$LIBDIR/libtcmalloc.so.4" "$DWLEAK_PRELOAD"
+lt_part j && run jemalloc jemalloc "$LIBDIR/libjemalloc.so.2" "$DWLEAK_PRELOAD"
+
+lt_finish
