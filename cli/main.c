@@ -1,6 +1,6 @@
 /* dwleak's entry point: parses the tracing options of SPEC.md into a
- * struct env for the tracer, and hands `dwleak tables ...` to its own
- * command. */
+ * struct env for the tracer, and hands `dwleak tables ...` and `dwleak
+ * symbolize ...` to their own commands. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd_symbolize.h"
 #include "cmd_tables.h"
 #include "trace.h"
 
@@ -53,6 +54,8 @@ static const char main_usage[] =
 	"Usage: dwleak -p PID [OPTIONS]            trace a running process (all its threads)\n"
 	"       dwleak [OPTIONS] -- CMD [ARG...]   start CMD and trace it from its first instruction\n"
 	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
+	"       dwleak symbolize [--debug-dir DIR] REPORT.json\n"
+	"                                          name a JSON report's frames from debug files\n"
 	"\n"
 	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
 	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
@@ -224,6 +227,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "tables") == 0)
 		return cmd_tables(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "symbolize") == 0)
+		return cmd_symbolize(argc - 1, argv + 1);
 	ret = options_parse(&env, argc, argv);
 	if (ret >= 0)
 		return ret;
