@@ -71,42 +71,44 @@ static uint64_t rd_fixed(struct reader *r, unsigned int n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct reader *r)
+/* LEB128: 7 bits a byte, low first; *SHIFT and *LAST tell the caller how
+ * far it went and the sign bit's byte. */
+static uint64_t rd_leb(struct reader *r, unsigned int *shift, uint8_t *last)
 {
 	uint64_t v = 0;
-	unsigned int shift = 0;
 	uint8_t b;
 
+	*shift = 0;
 	do {
 		if (r->p >= r->end) {
 			r->bad = 1;
+			*last = 0;
 			return 0;
 		}
 		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
+		if (*shift < 64)
+			v |= (uint64_t)(b & 0x7f) << *shift;
+		*shift += 7;
 	} while (b & 0x80);
+	*last = b;
 	return v;
+}
+
+static uint64_t rd_uleb(struct reader *r)
+{
+	unsigned int shift;
+	uint8_t last;
+
+	return rd_leb(r, &shift, &last);
 }
 
 static int64_t rd_sleb(struct reader *r)
 {
-	uint64_t v = 0;
-	unsigned int shift = 0;
-	uint8_t b;
+	unsigned int shift;
+	uint8_t last;
+	uint64_t v = rd_leb(r, &shift, &last);
 
-	do {
-		if (r->p >= r->end) {
-			r->bad = 1;
-			return 0;
-		}
-		b = *r->p++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
+	if (shift < 64 && (last & 0x40))
 		v |= ~0ull << shift;
 	return (int64_t)v;
 }
