@@ -1,0 +1,41 @@
+#!/bin/bash
+# jemalloc's own API under dwleak: mallocx, rallocx (moves the accounting),
+# xallocx (resizes in place), sdallocx and dallocx (free), nallocx (no
+# allocation).  testdata/jemalloc_api writes what it holds per site; the
+# report must match it exactly.
+source "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+
+JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+[ -f "$JEMALLOC" ] || { fail "$JEMALLOC is not installed (.ci/deps.sh installs libjemalloc2)"; lt_finish; }
+# The ASan build cannot run with another allocator preloaded into it (the
+# command inherits dwleak's environment): the release build runs this one.
+plain=${DWLEAK_PLAIN:-$ROOT/dwleak}
+
+LD_PRELOAD=$JEMALLOC "$plain" --format json -o "$LT_TMP/je.json" -t 0 -- \
+	"$TESTDATA/jemalloc_api" --ledger "$LT_TMP/ledger.json" > /dev/null 2> "$LT_TMP/err"
+rc=$?
+[ $rc -eq 0 ] || fail "dwleak exited $rc: $(tail -2 "$LT_TMP/err")"
+grep -q "jemalloc in .*(LD_PRELOAD)" "$LT_TMP/err" || fail "tracing line does not name jemalloc: $(head -1 "$LT_TMP/err")"
+lt_check "$LT_TMP/je.json" "$LT_TMP/ledger.json" << 'EOF2'
+ledger = json.load(open(ARGS[0]))
+want_alloc = {"site_mallocx": "mallocx", "site_rallocx": "rallocx", "site_xallocx": "mallocx"}
+got = {}
+for s in r["stacks"]:
+    site = next((f for f in names(s) if f and f.startswith("site_")), None)
+    if not site:
+        continue
+    b, c = got.get(site, (0, 0))
+    got[site] = (b + s["bytes"], c + s["allocations"])
+    if site in want_alloc and s["allocator"] != want_alloc[site]:
+        fail("%s: allocator %r, want %r" % (site, s["allocator"], want_alloc[site]))
+for site, (b, c) in sorted(ledger.items()):
+    g = got.get(site, (0, 0))
+    if tuple(g) != (b, c):
+        fail("%s: dwleak %d B in %d, ledger %d B in %d" % (site, g[0], g[1], b, c))
+    else:
+        ok("%s: %d B in %d" % (site, b, c))
+if r["counters"].get("allocs_resized", 0) != 3:
+    fail("xallocx resizes seen: %r, want 3" % r["counters"].get("allocs_resized"))
+EOF2
+lt_finish
