@@ -468,7 +468,7 @@ static int probes_attach_object(struct tracer *tr, const struct alloc_object *o,
 		const struct alloc_func *f = &o->funcs[i];
 
 		if (alloc_kind_frees(f->kind)) {
-			free_offs[nf] = f->file_off;
+			free_offs[nf] = f->file_off + f->site_off;
 			free_cookies[nf++] = DWLEAK_COOKIE(f->kind, f->size);
 		} else {
 			offs[n] = f->file_off;
@@ -1090,6 +1090,15 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			us.loaded, us.failed, us.dropped_full, (unsigned long long)us.rows_used,
 			(unsigned long long)us.rows_cap, (unsigned long long)us.rules_used,
 			(unsigned long long)us.rules_cap, (unsigned long long)us.bytes);
+		for (i = 0; i < tr->alloc.nobjs; i++) {
+			const struct alloc_object *o = &tr->alloc.objs[i];
+			size_t k;
+
+			for (k = 0; k < o->nfuncs; k++)
+				fprintf(stderr, "dwleak: stats: probe %s in %s at +%llu: %s\n",
+					o->funcs[k].name, o->name, (unsigned long long)o->funcs[k].site_off,
+					o->funcs[k].site_why ? o->funcs[k].site_why : "entry");
+		}
 		for (i = 0; i < CNT_COUNT; i++)
 			if (counter_names[i])
 				fprintf(stderr, "dwleak: stats: %s %llu\n", counter_names[i],

@@ -11,6 +11,7 @@
 
 #include "allocator.h"
 #include "elf_symbols.h"
+#include "probe_site.h"
 
 static const char *const kind_names[ALLOC_KIND_COUNT] = {
 	[ALLOC_MALLOC] = "malloc",
@@ -167,8 +168,25 @@ static long provider(char *const *paths, size_t n, const char *name)
 
 /* Adds the functions of TABLE (PREFIX + name) found in O to O's list,
  * one entry per address. */
+/* Entry-only probes (the frees) move to a site the kernel emulates, decoded
+ * from the bytes of the very file the probe attaches to. */
+static void site_pick(struct alloc_func *f, int fd)
+{
+	struct probe_site site = { 0, "entry: a return probe must sit at the entry" };
+	uint8_t code[32];
+	ssize_t got;
+
+	if (alloc_kind_frees(f->kind)) {
+		got = pread(fd, code, sizeof(code), (off_t)f->file_off);
+		if (got > 0)
+			probe_site_pick(code, (size_t)got, &site);
+	}
+	f->site_off = site.offset;
+	f->site_why = site.why;
+}
+
 static void funcs_add(struct alloc_object *o, struct elf_sym_want *want, const struct func_name *table,
-		      size_t n)
+		      size_t n, int fd)
 {
 	size_t k, j;
 
@@ -186,6 +204,7 @@ static void funcs_add(struct alloc_object *o, struct elf_sym_want *want, const s
 			.size = want[k].size,
 			.file_off = want[k].file_off,
 		};
+		site_pick(&o->funcs[o->nfuncs - 1], fd);
 	}
 }
 
@@ -211,10 +230,10 @@ static int object_scan(struct alloc_object *o, const char *path, const char *pre
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	err = fd < 0 ? -errno : elf_symbols_find(fd, want, n);
+	if (!err)
+		funcs_add(o, want, table, n, fd);
 	if (fd >= 0)
 		close(fd);
-	if (!err)
-		funcs_add(o, want, table, n);
 	for (k = 0; k < n; k++)
 		free(names[k]);
 	return err;

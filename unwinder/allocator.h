@@ -24,7 +24,9 @@ struct alloc_func {
 	uint32_t kind;	   /* enum alloc_kind */
 	uint64_t vaddr;	   /* ELF address of the symbol */
 	uint64_t size;	   /* st_size; 0 when unknown */
-	uint64_t file_off; /* where uprobes attach */
+	uint64_t file_off; /* the symbol's file offset */
+	uint64_t site_off; /* entry-only probes: where in the function (probe_site.h) */
+	const char *site_why;
 };
 
 struct alloc_object {
