@@ -5,6 +5,7 @@
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
+#   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make clean
@@ -156,21 +157,47 @@ $(BUILD)/bench/bench_tables: bench/bench_tables.c $(BUILD)/libtables.a
 bench-tables: $(BUILD)/bench/bench_tables testdata
 	$(BUILD)/bench/bench_tables $(BENCH_ARGS)
 
-# malloc(64)+free ns/pair: bare, dwleak, bpftrace (needs root; ~2 minutes).
+# malloc(64)+free ns/pair: bare, the uprobe floor, dwleak (dwarf, fp,
+# sampled), bpftrace ustack, heaptrack, valgrind (needs root; ~2 minutes).
 # Built with frame pointers so the bpftrace FP tracer gets its best case.
 $(BUILD)/bench/malloc_bench: bench/malloc_bench.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread -o $@ $<
 
+# The macro benchmark's C++ workload and the wall-clock wrapper.
+$(BUILD)/bench/cxx_workload: bench/cxx_workload.cpp
+	@mkdir -p $(@D)
+	$(CXX) -O2 -g -Wall -Wextra -Werror -o $@ $<
+
+$(BUILD)/bench/walltime: bench/walltime.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+
+# The own-floor loader: empty BPF programs at dwleak's own probe sites.
+$(BUILD)/bench/uprobe_floor.bpf.o: bench/uprobe_floor.bpf.c
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -Wall -Werror -target bpf -I /usr/include/$(shell $(CC) -dumpmachine) -c -o $@ $<
+
+$(BUILD)/bench/uprobe_floor: bench/uprobe_floor.c $(BUILD)/bench/uprobe_floor.bpf.o
+	$(CC) -O2 -Wall -Wextra -Werror $(shell pkg-config --cflags libbpf) -o $@ $< $(shell pkg-config --libs libbpf)
+
+BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
+	$(BUILD)/bench/uprobe_floor
+BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
+
 bench-malloc: $(BUILD)/bench/malloc_bench $(DWLEAK)
-	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak \
-		MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
+	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
-# bench-malloc after bench-tables, also with -j
+# The comparison batch: micro, macro (python3.11, C++), attach latency and map
+# memory, stack quality; writes bench/results.md (needs root; ~8 minutes).
+bench-all: $(BENCH_PROGS) $(DWLEAK) testdata
+	$(BENCH_ENV) bash bench/run_all.sh
+
+# bench-all after bench-tables, also with -j
 bench: bench-tables
-	+$(MAKE) bench-malloc
+	+$(MAKE) bench-all
 
-.PHONY: bench-malloc
+.PHONY: bench-malloc bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak

@@ -1,21 +1,36 @@
 #!/bin/bash
-# ns per malloc(64)+free pair, in one run on this machine, alternating the
-# tools, REPS repetitions each (median, min, max):
+# Micro benchmark (issue 7): ns per malloc(64)+free pair, in one run on this
+# machine, 1 and 2 threads, alternating the tools, REPS repetitions each
+# (median, min, max), ratios to bare and to the uprobe floor:
 #   bare               the benchmark alone
+#   uprobe floor       the conventional probes (malloc entry, malloc
+#                      return, free entry) with EMPTY programs, attached by
+#                      bpftrace: what the traps alone cost
+#   own floor          empty programs at dwleak's OWN probe sites (malloc
+#                      entry, malloc return, free where dwleak --stats says
+#                      it probes it, e.g. past the NULL check), attached by
+#                      our tiny libbpf loader bench/uprobe_floor.c
 #   dwleak             dwleak -- malloc_bench (DWARF walk in BPF, the default)
+#   dwleak --unwind fp dwleak walking frame pointers instead
+#   dwleak --sample-bytes 524288   sampling, one allocation per 512 KiB
 #   bpftrace ustack    a frame-pointer tracer: @[ustack] = count() on malloc
 #                      entry, plus malloc return and free entry probes with
 #                      empty programs, so the three probes match dwleak's
-#   bpftrace empty     the same three probes with empty programs: the trap floor
-# malloc_bench times only its own loop (CLOCK_MONOTONIC), so attach and
-# detach are not counted.  Traps cost microseconds on this VM, so traced runs
-# make fewer pairs (TRACED_PAIRS) than bare ones (PAIRS): ns/pair is what is
-# compared.
+#   heaptrack          launch mode (LD_PRELOAD + libunwind)
+#   valgrind memcheck  --leak-check=full
+# malloc_bench times only its own loop (CLOCK_MONOTONIC), so attach,
+# detach and report are not counted.  Traps cost microseconds on this VM,
+# so uprobe runs make fewer pairs (TRACED_PAIRS) than bare ones (PAIRS);
+# heaptrack and valgrind run PRELOAD_PAIRS (at 100,000 pairs heaptrack's
+# ~0.2 s of start-up work would dominate its per-pair cost): ns/pair is
+# what is compared.
 #
 # Environment: DWLEAK (default ROOT/dwleak), MALLOC_BENCH (default
 # BUILD/bench/malloc_bench, compiled if missing), PAIRS (2000000),
-# TRACED_PAIRS (100000), REPS (3), THREADS ("1 2"), OUT (the markdown table
-# is also written there; default BUILD/bench/malloc_bench.md).
+# TRACED_PAIRS (100000), PRELOAD_PAIRS (1000000), REPS (3), THREADS ("1 2"),
+# TOOLS (default: all), OUT (the markdown table is also written there;
+# default BUILD/bench/malloc_bench.md).  Installs heaptrack, valgrind and
+# bpftrace with apt-get when missing (BENCH_NO_INSTALL=1: don't).
 # Needs root (BPF).  Takes about 2 minutes.
 set -uo pipefail
 
@@ -25,10 +40,12 @@ DWLEAK=${DWLEAK:-$ROOT/dwleak}
 MALLOC_BENCH=${MALLOC_BENCH:-$BUILD/bench/malloc_bench}
 PAIRS=${PAIRS:-2000000}
 TRACED_PAIRS=${TRACED_PAIRS:-100000}
+PRELOAD_PAIRS=${PRELOAD_PAIRS:-1000000}
 REPS=${REPS:-3}
 THREADS=${THREADS:-1 2}
 OUT=${OUT:-$BUILD/bench/malloc_bench.md}
 LIBC=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
+. "$ROOT/bench/ensure_tools.sh"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/malloc-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -43,40 +60,74 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 
-tools=(bare)
-if [ -x "$DWLEAK" ]; then
-	tools+=(dwleak)
-else
-	notes+=("dwleak not measured: $DWLEAK is missing (make)")
-fi
-if command -v bpftrace > /dev/null; then
-	tools+=(bpftrace_ustack bpftrace_empty)
+all=(bare)
+if ensure_tool bpftrace bpftrace; then
+	all+=(floor)
 	if ! mount | grep -q ' type tracefs '; then
 		notes+=("tracefs is not mounted: bpftrace $(bpftrace --version | awk '{print $2}') attaches its uprobes through the perf uprobe PMU anyway; only its detach path (writing /sys/kernel/tracing/uprobe_events) fails and prints 'failed to detach probe', harmlessly (the probes go away with its file descriptors)")
 	fi
 else
-	notes+=("bpftrace not measured: not installed (apt-get install bpftrace)")
+	notes+=("bpftrace not measured (no uprobe floor, no ustack tracer): not installed and apt-get install bpftrace failed")
 fi
+ensure_bench_programs > /dev/null 2>&1
+if OWN_FLOOR=$(own_floor_cmd 2> "$tmp/own_floor.err"); then
+	all+=(own_floor)
+else
+	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
+fi
+if [ -x "$DWLEAK" ]; then
+	all+=(dwleak dwleak_fp dwleak_sample)
+else
+	notes+=("dwleak not measured: $DWLEAK is missing (make)")
+fi
+command -v bpftrace > /dev/null && all+=(bpftrace_ustack)
+if ensure_tool heaptrack heaptrack; then
+	all+=(heaptrack)
+else
+	notes+=("heaptrack not measured: not installed and apt-get install heaptrack failed")
+fi
+if ensure_tool valgrind valgrind; then
+	all+=(valgrind)
+else
+	notes+=("valgrind not measured: not installed and apt-get install valgrind failed")
+fi
+tools=()
+for t in "${all[@]}"; do
+	if [ -z "${TOOLS:-}" ] || [[ " $TOOLS " == *" $t "* ]]; then
+		tools+=("$t")
+	fi
+done
 
-# run_one TOOL THREADS: prints ns/pair, or "fail" (reason in $tmp/why)
+# run_one TOOL THREADS: prints ns/pair, or "fail" (reason in $tmp/why.TOOL)
 run_one() {
 	local tool=$1 th=$2 out=$tmp/run.out
 	local prog="$MALLOC_BENCH --threads $th"
 	case $tool in
 	bare)
 		$prog --pairs "$PAIRS" > "$out" 2>&1 ;;
+	floor)
+		timeout -k 5 300 bpftrace -e "
+uprobe:$LIBC:malloc /pid == cpid/ { }
+uretprobe:$LIBC:malloc /pid == cpid/ { }
+uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2>&1 ;;
+	own_floor)
+		timeout -k 5 300 $OWN_FLOOR $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak)
 		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	dwleak_fp)
+		timeout -k 5 300 "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	dwleak_sample)
+		timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	bpftrace_ustack)
 		timeout -k 5 300 bpftrace -e "
 uprobe:$LIBC:malloc /pid == cpid/ { @[ustack] = count(); }
 uretprobe:$LIBC:malloc /pid == cpid/ { }
 uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2>&1 ;;
-	bpftrace_empty)
-		timeout -k 5 300 bpftrace -e "
-uprobe:$LIBC:malloc /pid == cpid/ { }
-uretprobe:$LIBC:malloc /pid == cpid/ { }
-uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2>&1 ;;
+	heaptrack)
+		rm -f "$tmp"/ht.*
+		timeout -k 5 300 heaptrack -o "$tmp/ht" $prog --pairs "$PRELOAD_PAIRS" > "$out" 2>&1 ;;
+	valgrind)
+		timeout -k 5 300 valgrind --tool=memcheck --leak-check=full $prog --pairs "$PRELOAD_PAIRS" > "$out" 2>&1 ;;
 	esac
 	local v
 	v=$(sed -n 's/^malloc_bench: .*ns_per_pair=\([0-9.]*\).*/\1/p' "$out" | head -n 1)
@@ -87,9 +138,7 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 	fi
 	echo "$v"
 	[ $tool = bpftrace_ustack ] && [ "$th" = 1 ] && ! [ -s "$tmp/ustack.sample" ] &&
-		awk '/^@\[/ { f = 1; n = 0 } f { print; if (/^\]/) exit }' "$out" > "$tmp/ustack.sample"
-	[ $tool = dwleak ] && [ "$th" = 1 ] && ! [ -s "$tmp/dwleak.sample" ] &&
-		cp "$tmp/report.txt" "$tmp/dwleak.sample"
+		awk '/^@\[/ { f = 1; s = "" } f { s = s $0 "\n"; if (/^\]/) { last = s; f = 0 } } END { printf "%s", last }' "$out" > "$tmp/ustack.sample"
 	return 0
 }
 
@@ -100,7 +149,7 @@ for th in $THREADS; do
 		for tool in "${tools[@]}"; do
 			v=$(run_one "$tool" "$th")
 			echo "$th $tool $v" >> "$tmp/results"
-			printf 'threads=%s rep %d/%d %-16s %s ns/pair\n' "$th" "$r" "$REPS" "$tool" "$v" >&2
+			printf 'micro: threads=%s rep %d/%d %-16s %s ns/pair\n' "$th" "$r" "$REPS" "$tool" "$v" >&2
 		done
 	done
 done
@@ -109,60 +158,80 @@ for f in "$tmp"/why.*; do
 done
 
 {
-	echo "## malloc(64)+free: ns per pair"
+	echo "### Micro: malloc(64)+free, ns per pair"
 	echo
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(uname -r); $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); glibc $(ldd --version | awk 'NR == 1 { print $NF }'); $REPS runs each, alternating; bare $PAIRS pairs per thread, traced $TRACED_PAIRS; $((SECONDS - start)) s in all."
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(machine_line); $REPS runs each, tools alternating; pairs per thread: bare $PAIRS, uprobe tools $TRACED_PAIRS, heaptrack and valgrind $PRELOAD_PAIRS; only malloc_bench's own loop is timed; $((SECONDS - start)) s in all."
 	echo
 	python3 - "$tmp/results" << 'EOF'
 import statistics, sys
 rows = {}
+order = []
 for line in open(sys.argv[1]):
     th, tool, v = line.split()
+    if (th, tool) not in rows:
+        order.append((th, tool))
     rows.setdefault((th, tool), []).append(None if v == "fail" else float(v))
-names = {"bare": "bare", "dwleak": "dwleak (DWARF in BPF)",
-         "bpftrace_ustack": "bpftrace FP `ustack`", "bpftrace_empty": "bpftrace empty programs (trap floor)"}
-print("| threads | tool | ns/pair (median) | min | max | x bare | x bpftrace ustack |")
-print("|---|---|---:|---:|---:|---:|---:|")
+names = {"bare": "bare",
+         "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
+         "own_floor": "own floor: dwleak's own probe sites, empty programs (uprobe_floor)",
+         "dwleak": "dwleak (`--unwind dwarf`, default)",
+         "dwleak_fp": "dwleak `--unwind fp`",
+         "dwleak_sample": "dwleak `--sample-bytes 524288`",
+         "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
+         "heaptrack": "heaptrack (launch mode)",
+         "valgrind": "valgrind memcheck `--leak-check=full`"}
 med = {}
-for (th, tool), vs in rows.items():
+for k, vs in rows.items():
     ok = [v for v in vs if v is not None]
     if ok:
-        med[(th, tool)] = statistics.median(ok)
-for (th, tool), vs in rows.items():
+        med[k] = statistics.median(ok)
+print("| threads | tool | ns/pair (median) | min | max | x bare | x floor | x own floor |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+for (th, tool) in order:
+    vs = rows[(th, tool)]
     ok = [v for v in vs if v is not None]
     if not ok:
-        print(f"| {th} | {names[tool]} | failed | | | | |")
+        print(f"| {th} | {names[tool]} | failed | | | | | |")
         continue
     m = med[(th, tool)]
     bare = med.get((th, "bare"))
-    bt = med.get((th, "bpftrace_ustack"))
-    xb = f"{m / bare:.0f}" if bare else ""
-    xt = f"{m / bt:.2f}" if bt and tool != "bare" else ""
-    fails = f" ({len(vs) - len(ok)} failed)" if len(ok) < len(vs) else ""
-    print(f"| {th} | {names[tool]}{fails} | {m:.1f} | {min(ok):.1f} | {max(ok):.1f} | {xb} | {xt} |")
+    fl = med.get((th, "floor"))
+    xb = f"{m / bare:,.0f}" if bare and tool != "bare" else ""
+    xf = f"{m / fl:.2f}" if fl and tool not in ("bare", "floor") else ""
+    xo = f"{m / med[(th, 'own_floor')]:.2f}" if (th, "own_floor") in med and tool not in ("bare", "own_floor") else ""
+    fails = f" ({len(vs) - len(ok)} of {len(vs)} failed)" if len(ok) < len(vs) else ""
+    print(f"| {th} | {names[tool]}{fails} | {m:,.1f} | {min(ok):,.1f} | {max(ok):,.1f} | {xb} | {xf} | {xo} |")
+print()
+print("Issue 7's goals, from the medians (floor = the conventional probes with empty programs; own floor = dwleak's own probe sites with empty programs):")
 print()
 for th in sorted({k[0] for k in med}):
-    d, b, e, bare = (med.get((th, t)) for t in ("dwleak", "bpftrace_ustack", "bpftrace_empty", "bare"))
+    g = lambda t: med.get((th, t))
+    d, fp, s, b, e, bare, o = g("dwleak"), g("dwleak_fp"), g("dwleak_sample"), g("bpftrace_ustack"), g("floor"), g("bare"), g("own_floor")
     parts = []
+    if d and e:
+        parts.append(f"dwleak / floor = {d / e:.2f} (goal <= 0.30: {'met' if d / e <= 0.30 else 'NOT met'})")
+    if d and o and bare and o > bare:
+        parts.append(f"(dwleak - bare) / (own floor - bare) = {(d - bare) / (o - bare):.2f} (goal <= 1.10: {'met' if (d - bare) / (o - bare) <= 1.10 else 'NOT met'})")
+    if o and e:
+        parts.append(f"own floor / floor = {o / e:.2f}")
     if d and b:
-        parts.append(f"dwleak / bpftrace ustack = {d / b:.2f}")
-    if d and e and bare and e > bare:
-        parts.append(f"dwleak over the bpftrace floor = {(d - bare) / (e - bare):.2f}")
-    if b and e and bare and e > bare:
-        parts.append(f"ustack over the floor = {(b - bare) / (e - bare):.2f}")
+        parts.append(f"dwleak / bpftrace ustack = {d / b:.2f} (goal <= 1: {'met' if d <= b else 'NOT met'})")
+    if s and e:
+        parts.append(f"sampled / floor = {s / e:.2f} (goal <= 0.7: {'met' if s / e <= 0.7 else 'NOT met'})")
+    if fp and d:
+        parts.append(f"dwleak fp / dwarf = {fp / d:.2f}")
     if parts:
         print(f"- {th} thread(s): " + "; ".join(parts))
 EOF
 	for n in "${notes[@]}"; do
 		echo "- note: $n"
 	done
-	if [ -s "$tmp/ustack.sample" ] || [ -s "$tmp/dwleak.sample" ]; then
+	if [ -s "$tmp/ustack.sample" ]; then
 		echo
-		echo "What each tracer recorded for the benchmark's malloc (1 thread):"
+		echo "The bpftrace FP tracer's most frequent stack for the benchmark's malloc (1 thread; printed after the target exited, so unsymbolized):"
 		echo
 		echo '```'
-		[ -s "$tmp/ustack.sample" ] && { echo "bpftrace ustack:"; cat "$tmp/ustack.sample"; }
-		[ -s "$tmp/dwleak.sample" ] && { echo "dwleak (its report; the loop's pairs are all freed, so only what stayed):"; head -n 12 "$tmp/dwleak.sample"; }
+		cat "$tmp/ustack.sample"
 		echo '```'
 	fi
 } > "$tmp/table.md"
