@@ -47,16 +47,37 @@ struct {
 	__type(value, struct unwind_page);
 } pages SEC(".maps");
 
-/* Executable mappings per process (key: tgid), kept by user space.  No
- * prealloc: an update swaps the element under RCU, so a walker reading
- * the old value never sees it half rewritten. */
+/* The target's executable mappings, kept by user space in two buffers:
+ * it rewrites the one not in use, then flips proc_maps_cur, so a walker
+ * never reads a table half rewritten.  Arrays, not a hash keyed by tgid:
+ * their lookups compile to an address computation, and the search below
+ * makes one per step. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct proc_mappings);
 } proc_maps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} proc_maps_cur SEC(".maps");
+
+/* The mapping table in use for process TGID, or NULL. */
+static __always_inline struct proc_mappings *proc_maps_get(__u32 tgid)
+{
+	__u32 zero = 0, *cur = bpf_map_lookup_elem(&proc_maps_cur, &zero), slot;
+	struct proc_mappings *pm;
+
+	if (!cur)
+		return NULL;
+	slot = *cur & 1;
+	pm = bpf_map_lookup_elem(&proc_maps, &slot);
+	return pm && pm->tgid == tgid ? pm : NULL;
+}
 
 /* rows and rules are sized from user space before load, from the tables
  * it compiled and with room for libraries loaded later. */
@@ -141,6 +162,21 @@ struct {
 	__uint(max_entries, 64 * 1024);
 } events SEC(".maps");
 
+/* The top of the user stack, copied once per walk: one read of a few KiB
+ * costs about what two 8-byte reads do, and a walk makes a dozen. */
+#define STACK_SNAP 4096
+
+struct stack_snap {
+	__u8 data[STACK_SNAP];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_snap);
+} stack_snap SEC(".maps");
+
 /* Files already asked for, so a missing table is requested once. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -183,6 +219,8 @@ struct walk_ctx {
 	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
 	__u32 tgid;
 	__u32 next_slot;
+	__u64 snap_base; /* user address of stack_snap's first byte */
+	__u64 snap_len;	 /* bytes copied there; 0 = none */
 	struct vma_slot slot[DWLEAK_VMA_CACHE];
 };
 
@@ -239,7 +277,7 @@ static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_foun
 		count(CNT_MAPPINGS_FULL);
 }
 
-/* A binary search run by bpf_loop, so its body is verified once. */
+/* A binary search's state, advanced one step at a time. */
 struct search_ctx {
 	__u32 lo;	/* ends as the number of entries at or before key */
 	__u32 hi;
@@ -250,7 +288,7 @@ struct search_ctx {
 
 static long map_search_step(__u64 i, struct search_ctx *c)
 {
-	struct proc_mappings *pm = bpf_map_lookup_elem(&proc_maps, &c->tgid);
+	struct proc_mappings *pm = proc_maps_get(c->tgid);
 	__u32 mid;
 
 	if (!pm || c->lo >= c->hi)
@@ -266,13 +304,15 @@ static long map_search_step(__u64 i, struct search_ctx *c)
 /* Index of the mapping of process TGID that holds PC, or -1. */
 __noinline long proc_map_find(__u32 tgid, __u64 pc)
 {
-	struct proc_mappings *pm = bpf_map_lookup_elem(&proc_maps, &tgid);
+	struct proc_mappings *pm = proc_maps_get(tgid);
 	struct search_ctx c = { .tgid = tgid, .key = pc };
 	__u32 i;
 
 	if (!pm)
 		return -1;
 	c.hi = pm->n < DWLEAK_MAX_PROC_MAPPINGS ? pm->n : DWLEAK_MAX_PROC_MAPPINGS;
+	/* bpf_loop here: as a plain loop this search alone exceeds the
+	 * verifier's limit (its state does not prune on Linux 6.18) */
 	bpf_loop(DWLEAK_MAPPING_SEARCH_STEPS, map_search_step, &c, 0);
 	if (c.lo == 0)
 		return -1;
@@ -289,12 +329,12 @@ static int slot_from_proc_maps(struct walk_ctx *w, __u64 pc, struct vma_slot *s)
 
 	if (i < 0)
 		return -1;
-	pm = bpf_map_lookup_elem(&proc_maps, &w->tgid);
+	pm = proc_maps_get(w->tgid);
 	if (!pm)
 		return -1;
 	m = &pm->m[i & (DWLEAK_MAX_PROC_MAPPINGS - 1)];
 	if (pc < m->start || pc >= m->end)
-		return -1; /* user space republished between the two lookups */
+		return -1; /* user space republished twice during this lookup */
 	s->start = m->start;
 	s->end = m->end;
 	s->bias = m->bias;
@@ -366,9 +406,10 @@ static int slot_find(struct walk_ctx *w, __u64 pc)
 
 /*
  * The searches are global (non-inlined) functions, verified once on their
- * own, and their loops run under bpf_loop so the body is verified once
- * too: unrolled in the walker's loop they exceeded the verifier's 1M
- * instruction limit (E2BIG on Linux 6.18).
+ * own: inlined into the walker's bpf_loop callback, their loops exceeded
+ * the verifier's 1M instruction limit (E2BIG on Linux 6.18).  The row
+ * search runs as a plain bounded loop (cheaper than a bpf_loop callback
+ * per step); the mapping search needs bpf_loop to verify.
  */
 
 static long row_search_step(__u64 i, struct search_ctx *c)
@@ -402,7 +443,11 @@ __noinline long row_find(__u32 table_id, __u64 pc)
 		return -1;
 	c.hi = pg->nrows;
 	c.base = pg->first_row;
-	bpf_loop(DWLEAK_ROW_SEARCH_STEPS, row_search_step, &c, 0);
+	/* a plain bounded loop: this function is verified on its own, and a
+	 * bpf_loop callback per step cost ~20 ns x 17 a frame */
+	for (int i = 0; i < DWLEAK_ROW_SEARCH_STEPS; i++)
+		if (row_search_step(i, &c))
+			break;
 	if (c.lo == 0 || c.lo > pg->nrows)
 		return -1;
 	return c.base + c.lo - 1;
@@ -430,6 +475,44 @@ static __always_inline int read_u64(__u64 *dst, __u64 addr)
 	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
 }
 
+/* A walk's user-memory read: from the stack snapshot when it holds ADDR. */
+static __always_inline int walk_read(struct walk_ctx *w, __u64 *dst, __u64 addr)
+{
+	__u64 off = addr - w->snap_base;
+	struct stack_snap *snap;
+	__u32 zero = 0;
+
+	if (addr >= w->snap_base && off + 8 <= w->snap_len && off <= STACK_SNAP - 8) {
+		snap = bpf_map_lookup_elem(&stack_snap, &zero);
+		if (snap) {
+			__builtin_memcpy(dst, &snap->data[off & (STACK_SNAP - 1)], 8);
+			return 0;
+		}
+	}
+	return read_u64(dst, addr);
+}
+
+/* Copies the stack from SP up into the snapshot: as much as one read gets
+ * (a stack's top page may end before STACK_SNAP bytes). */
+static void walk_snapshot(struct walk_ctx *w)
+{
+	struct stack_snap *snap;
+	__u32 zero = 0;
+	__u64 len = STACK_SNAP;
+	int i;
+
+	snap = bpf_map_lookup_elem(&stack_snap, &zero);
+	if (!snap)
+		return;
+	for (i = 0; i < 4; i++, len /= 4) {
+		if (!bpf_probe_read_user(snap->data, len & (STACK_SNAP * 2 - 1) ?: 8, (void *)w->sp)) {
+			w->snap_base = w->sp;
+			w->snap_len = len;
+			return;
+		}
+	}
+}
+
 /* The return address stored at ADDR.  While one of our uretprobes is
  * pending the stack holds the kernel's trampoline there instead; the real
  * address was saved at the probed call's entry. */
@@ -438,7 +521,7 @@ static int read_ra(struct walk_ctx *w, __u64 addr, __u64 *ra)
 	struct thread_state *ts;
 	int i;
 
-	if (read_u64(ra, addr)) {
+	if (walk_read(w, ra, addr)) {
 		w->end = WALK_ERR_READ;
 		return -1;
 	}
@@ -463,8 +546,8 @@ static int walk_signal(struct walk_ctx *w)
 {
 	__u64 sp = w->sp;
 
-	if (read_u64(&w->pc, sp + UNWIND_SIGFRAME_RIP) || read_u64(&w->sp, sp + UNWIND_SIGFRAME_RSP) ||
-	    read_u64(&w->bp, sp + UNWIND_SIGFRAME_RBP)) {
+	if (walk_read(w, &w->pc, sp + UNWIND_SIGFRAME_RIP) || walk_read(w, &w->sp, sp + UNWIND_SIGFRAME_RSP) ||
+	    walk_read(w, &w->bp, sp + UNWIND_SIGFRAME_RBP)) {
 		w->end = WALK_ERR_READ;
 		return -1;
 	}
@@ -496,7 +579,7 @@ static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_CFA_DEREF_RBP:
 		if (!w->bp_ok)
 			goto no_rbp;
-		if (read_u64(&cfa, w->bp + rule->cfa_off))
+		if (walk_read(w, &cfa, w->bp + rule->cfa_off))
 			goto bad_read;
 		break;
 	case UNWIND_CFA_END:
@@ -517,12 +600,12 @@ static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_RBP_SAME:
 		break;
 	case UNWIND_RBP_CFA:
-		if (read_u64(&bp, cfa + rule->rbp_off))
+		if (walk_read(w, &bp, cfa + rule->rbp_off))
 			goto bad_read;
 		w->bp = bp;
 		break;
 	case UNWIND_RBP_AT_RBP:
-		if (!w->bp_ok || read_u64(&bp, w->bp + rule->rbp_off))
+		if (!w->bp_ok || walk_read(w, &bp, w->bp + rule->rbp_off))
 			w->bp_ok = 0;
 		else
 			w->bp = bp;
@@ -613,6 +696,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	w.hash = 0xcbf29ce484222325ull ^ kind;
 	w.tramp = uretprobe_trampoline();
 	w.end = WALK_END_TRUNCATED;
+	walk_snapshot(&w);
 	bpf_loop(DWLEAK_MAX_FRAMES + 1, walk_step, &w, 0);
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)

@@ -449,6 +449,7 @@ static int skel_open(struct tracer *tr)
 		.rules_cap = (uint32_t)rules,
 		.pages_cap = bpf_map__max_entries(s->maps.pages),
 		.proc_maps = bpf_map__fd(s->maps.proc_maps),
+		.proc_maps_cur = bpf_map__fd(s->maps.proc_maps_cur),
 		.mappings = bpf_map__fd(s->maps.mappings),
 	});
 	return 0;

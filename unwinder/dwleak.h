@@ -114,7 +114,7 @@ struct proc_mapping {
 /* All of a process's mappings that have tables, sorted by start. */
 struct proc_mappings {
 	__u32 n;
-	__u32 pad;
+	__u32 tgid; /* whose they are */
 	struct proc_mapping m[DWLEAK_MAX_PROC_MAPPINGS];
 };
 

@@ -28,6 +28,7 @@ struct unwinder {
 	struct unwinder_maps maps;
 	bool have_maps;
 	uint32_t next_table_id;
+	uint32_t pm_slot; /* proc_maps buffer in use */
 	uint64_t rows_used;
 	uint64_t rules_used;
 	uint64_t pages_used;
@@ -420,7 +421,7 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
 	struct proc_mappings *pm;
 	struct proc_map *maps;
 	struct file_key key;
-	uint32_t tgid = (uint32_t)pid;
+	uint32_t tgid = (uint32_t)pid, next, zero = 0;
 	size_t n, i;
 	int err;
 
@@ -453,7 +454,14 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
 			pm->n++;
 	}
 	qsort(pm->m, pm->n, sizeof(pm->m[0]), mapping_cmp);
-	err = bpf_map_update_elem(u->maps.proc_maps, &tgid, pm, BPF_ANY) ? -errno : 0;
+	pm->tgid = tgid;
+	/* fill the buffer not in use, then switch the walker over to it */
+	next = u->pm_slot ^ 1;
+	err = bpf_map_update_elem(u->maps.proc_maps, &next, pm, BPF_ANY) ? -errno : 0;
+	if (!err && bpf_map_update_elem(u->maps.proc_maps_cur, &zero, &next, BPF_ANY))
+		err = -errno;
+	if (!err)
+		u->pm_slot = next;
 	free(pm);
 	proc_maps_free(maps, n);
 	return err;

@@ -86,7 +86,8 @@ struct unwinder_maps {
 	int pages;
 	int rows;
 	int rules;
-	int proc_maps; /* tgid -> struct proc_mappings */
+	int proc_maps;	   /* [2] struct proc_mappings: the in-use one and the next */
+	int proc_maps_cur; /* [1] which of the two is in use */
 	int mappings;  /* struct mapping_key -> struct mapping_seen */
 	uint32_t rows_cap;
 	uint32_t rules_cap;
