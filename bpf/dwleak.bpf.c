@@ -185,12 +185,17 @@ struct {
 	__type(value, __u8);
 } requested SEC(".maps");
 
-static __always_inline void count(__u32 which)
+static __always_inline void count_n(__u32 which, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &which);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void count(__u32 which)
+{
+	count_n(which, 1);
 }
 
 /* --- The walker --- */
@@ -648,7 +653,6 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	st->pcs[n] = w->pc | (n && w->exact_pc ? DWLEAK_FRAME_EXACT : 0);
 	w->n = n + 1;
 	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
-	count(CNT_FRAMES);
 	lookup = w->exact_pc ? w->pc : w->pc - 1;
 	s = slot_find(w, lookup);
 	if (s < 0)
@@ -708,6 +712,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	w.hash = (w.hash ^ w.end) * 0x100000001b3ull;
 	w.hash ^= w.hash >> 29;
 	count(CNT_WALKS);
+	count_n(CNT_FRAMES, w.n); /* once a walk, not a map lookup per frame */
 	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
 	if (bpf_map_update_elem(&stacks, &w.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &w.hash))
 		count(CNT_STACKS_FULL);
@@ -753,7 +758,6 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 	st->pcs[n] = ra;
 	f->n = n + 1;
 	f->hash = (f->hash ^ ra) * 0x100000001b3ull;
-	count(CNT_FP_FRAMES);
 	if (!next) {
 		f->end = WALK_END_OK; /* rbp 0: the psABI's end of the frame chain (_start) */
 		return 1;
@@ -795,6 +799,7 @@ static __u64 fp_walk(struct pt_regs *ctx, __u32 kind)
 	f.hash = (f.hash ^ f.end) * 0x100000001b3ull;
 	f.hash ^= f.hash >> 29;
 	count(CNT_FP_WALKS);
+	count_n(CNT_FP_FRAMES, f.n - 2); /* the walked ones, past ip and [rsp] */
 	if (bpf_map_update_elem(&stacks, &f.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &f.hash))
 		count(CNT_STACKS_FULL);
 	return f.hash;
