@@ -31,15 +31,7 @@ SEED=$TESTDATA/seed_O2
 N=25
 
 # The dwleak that can run with LD_PRELOAD in its own environment.
-DWLEAK_PRELOAD=$DWLEAK
-if ldd "$DWLEAK" 2> /dev/null | grep -q libasan; then
-	DWLEAK_PRELOAD=${DWLEAK_PLAIN:-$ROOT/dwleak}
-	echo "note: $DWLEAK is an ASan build; -- CMD runs under LD_PRELOAD use $DWLEAK_PRELOAD"
-	if [ ! -x "$DWLEAK_PRELOAD" ]; then
-		echo "FAIL: $DWLEAK_PRELOAD is missing (make all)"
-		exit 1
-	fi
-fi
+lt_preload_dwleak
 
 # check_seed JSON FAMILY EXACT: the stack with LeakLib::slowMemoryLeak().
 check_seed() {

@@ -8,11 +8,9 @@ lt_require_bpf
 
 JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 [ -f "$JEMALLOC" ] || { fail "$JEMALLOC is not installed (.ci/deps.sh installs libjemalloc2)"; lt_finish; }
-# The ASan build cannot run with another allocator preloaded into it (the
-# command inherits dwleak's environment): the release build runs this one.
-plain=${DWLEAK_PLAIN:-$ROOT/dwleak}
+lt_preload_dwleak
 
-LD_PRELOAD=$JEMALLOC "$plain" --format json -o "$LT_TMP/je.json" -t 0 -- \
+LD_PRELOAD=$JEMALLOC "$DWLEAK_PRELOAD" --format json -o "$LT_TMP/je.json" -t 0 -- \
 	"$TESTDATA/jemalloc_api" --ledger "$LT_TMP/ledger.json" > /dev/null 2> "$LT_TMP/err"
 rc=$?
 [ $rc -eq 0 ] || fail "dwleak exited $rc: $(tail -2 "$LT_TMP/err")"
@@ -22,19 +20,14 @@ ledger = json.load(open(ARGS[0]))
 want_alloc = {"site_mallocx": "mallocx", "site_rallocx": "rallocx", "site_xallocx": "mallocx"}
 got = {}
 for s in r["stacks"]:
-    site = next((f for f in names(s) if f and f.startswith("site_")), None)
+    site = site_of(s)
     if not site:
         continue
     b, c = got.get(site, (0, 0))
     got[site] = (b + s["bytes"], c + s["allocations"])
     if site in want_alloc and s["allocator"] != want_alloc[site]:
         fail("%s: allocator %r, want %r" % (site, s["allocator"], want_alloc[site]))
-for site, (b, c) in sorted(ledger.items()):
-    g = got.get(site, (0, 0))
-    if tuple(g) != (b, c):
-        fail("%s: dwleak %d B in %d, ledger %d B in %d" % (site, g[0], g[1], b, c))
-    else:
-        ok("%s: %d B in %d" % (site, b, c))
+check_sites(ledger, got)
 if r["counters"].get("allocs_resized", 0) != 3:
     fail("xallocx resizes seen: %r, want 3" % r["counters"].get("allocs_resized"))
 EOF2

@@ -32,15 +32,7 @@ if [ ! -x "$PROG" ]; then
 	echo "FAIL: $PROG is missing (make testdata)"
 	exit 1
 fi
-DWLEAK_PRELOAD=$DWLEAK
-if ldd "$DWLEAK" 2> /dev/null | grep -q libasan; then
-	DWLEAK_PRELOAD=${DWLEAK_PLAIN:-$ROOT/dwleak}
-	echo "note: $DWLEAK is an ASan build; runs under LD_PRELOAD use $DWLEAK_PRELOAD"
-	if [ ! -x "$DWLEAK_PRELOAD" ]; then
-		echo "FAIL: $DWLEAK_PRELOAD is missing (make all)"
-		exit 1
-	fi
-fi
+lt_preload_dwleak
 
 # compare REPORT LEDGER FAMILY
 compare() {

@@ -9,6 +9,7 @@
 #                            (stderr to ERR), wait for its "dwleak: tracing"
 #                            line; its pid into VAR (returns 1 if it never came)
 #   lt_wait PID [SECS]       wait for a background dwleak; its exit status
+#   lt_preload_dwleak        DWLEAK_PRELOAD: a dwleak that runs under LD_PRELOAD
 #   lt_check JSON [ARGS...]  run python (stdin: a snippet) on a JSON report
 #                            with the helpers in LT_PY below; the snippet
 #                            calls fail("...") for each failed check
@@ -70,6 +71,22 @@ lt_finish() {
 	fi
 	echo "all checks passed"
 	exit 0
+}
+
+# lt_preload_dwleak : sets DWLEAK_PRELOAD to a dwleak that can run with an
+# allocator LD_PRELOAD'ed into its own environment (the command inherits
+# it): an ASan build cannot, so the release build ($DWLEAK_PLAIN or
+# $ROOT/dwleak) stands in.
+lt_preload_dwleak() {
+	DWLEAK_PRELOAD=$DWLEAK
+	if ldd "$DWLEAK" 2> /dev/null | grep -q libasan; then
+		DWLEAK_PRELOAD=${DWLEAK_PLAIN:-$ROOT/dwleak}
+		echo "note: $DWLEAK is an ASan build; runs under LD_PRELOAD use $DWLEAK_PRELOAD"
+		if [ ! -x "$DWLEAK_PRELOAD" ]; then
+			echo "FAIL: $DWLEAK_PRELOAD is missing (make all)"
+			exit 1
+		fi
+	fi
 }
 
 lt_require_bpf() {
@@ -151,6 +168,8 @@ lt_wait() {
 #                      names in WANT in order (a subsequence), or None
 #   top_stack_with(fn) the stack with most bytes that has function FN
 #   show(stack)        a printable summary of a stack
+#   site_of(stack)     its innermost site_* frame (the ledger programs), or None
+#   check_sites(ledger, got)  per site {name: (bytes, allocations)}: equal or fail
 #   fail(msg)          record a failed check (exit status 1 at the end)
 #   ok(msg)            print a passed check
 LT_PY='
@@ -194,6 +213,16 @@ def show(s):
             f["elf_address"], " (inlined)" if f.get("inlined") else "")
     return out
 ROOTS = ("_start", "__libc_start_call_main", "start_thread", "clone3")
+def site_of(s):
+    return next((f for f in names(s) if f and f.startswith("site_")), None)
+def check_sites(ledger, got):
+    # every ledger site: the (bytes, allocations) dwleak gives equal the ledger
+    for site, (b, c) in sorted(ledger.items()):
+        g = got.get(site, (0, 0))
+        if tuple(g) != (b, c):
+            fail("%s: dwleak %d B in %d, ledger %d B in %d" % (site, g[0], g[1], b, c))
+        else:
+            ok("%s: %d B in %d" % (site, b, c))
 '
 
 lt_check() {

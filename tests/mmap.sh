@@ -25,12 +25,7 @@ for s in r["stacks"]:
                 fail("big malloc reported as %r (counted twice?)" % s["allocator"])
             if site.startswith("site_mmap") and s["allocator"] != "mmap":
                 fail("%s reported with allocator %r" % (site, s["allocator"]))
-for site, (b, c) in sorted(ledger.items()):
-    g = got.get(site, (0, 0))
-    if tuple(g) != (b, c):
-        fail("%s: dwleak %d B in %d, ledger %d B in %d" % (site, g[0], g[1], b, c))
-    else:
-        ok("%s: %d B in %d" % (site, b, c))
+check_sites(ledger, got)
 if r["counters"].get("mmap_calls_in_allocator", 0) < 3:
     fail("the big mallocs' own mmaps were not recognised as the allocator's")
 EOF2

@@ -25,7 +25,7 @@ if r.get("sample_bytes") != int(n):
     fail("report has sample_bytes %r, want %d" % (r.get("sample_bytes"), n))
 est = {}
 for s in r["stacks"]:
-    site = next((f for f in names(s) if f and f.startswith("site_")), None)
+    site = site_of(s)
     if site:
         est[site] = est.get(site, 0) + s["bytes"]
 worst = 0.0
