@@ -30,6 +30,13 @@ const volatile __u32 track_mmap = 0;   /* --mmap */
 const volatile __u64 dl_state_vaddr = 0;
 const volatile __u64 r_debug_vaddr = 0;
 const volatile __u32 stop_on_dl_state = 0;
+/* Wake the alloc_events reader once this many bytes wait in the ring; below
+ * that it drains on its own timer, and records cost no wakeup. */
+const volatile __u64 alloc_ring_wake = 1 << 20;
+
+/* Bumped by user space whenever the target's mappings or tables change:
+ * rule_cache entries of an older generation are misses. */
+volatile __u32 rule_gen = 0;
 
 /* --- Tables (filled by unwinder/) --- */
 
@@ -97,12 +104,11 @@ struct {
 
 /* --- Bookkeeping --- */
 
+/* struct alloc_event / free_event records, in the order they happened. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 20); /* resized from user space */
-	__type(key, __u64);
-	__type(value, struct alloc_info);
-} allocs SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 25); /* resized from user space */
+} alloc_events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -111,12 +117,37 @@ struct {
 	__type(value, struct stack_trace);
 } stacks SEC(".maps");
 
+/*
+ * Per-CPU caches in front of the walker's searches and the stacks map.
+ * Direct-mapped arrays: a slot is found by arithmetic (no hashing helper,
+ * no lock), where a hash map lookup costs ~35 ns and an update ~130 ns.
+ * Per CPU, so a slot is never read half written by another CPU.
+ */
+#define RULE_CACHE_BITS 13
+#define STACK_SEEN_BITS 12
+
+struct rule_cache_slot {
+	__u64 pc;	/* the address looked up; 0 = empty */
+	__u32 gen;	/* rule_gen when filled */
+	__u32 pad;
+	struct unwind_rule rule;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16); /* resized from user space */
-	__type(key, __u64);
-	__type(value, struct stack_stats);
-} stack_stats SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << RULE_CACHE_BITS);
+	__type(key, __u32);
+	__type(value, struct rule_cache_slot);
+} rule_cache SEC(".maps");
+
+/* Stack ids this CPU already stored in the stacks map (never emptied
+ * while tracing), so a known stack costs no map update. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << STACK_SEEN_BITS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stack_seen SEC(".maps");
 
 /* Mappings the walker met or user space published, so frames can be named
  * even after the target exited. */
@@ -198,6 +229,79 @@ static __always_inline void count(__u32 which)
 	count_n(which, 1);
 }
 
+/* --- Reading the user stack --- */
+
+/* A read of user memory costs ~100 ns here whatever its size up to a few
+ * hundred bytes (4 KiB: ~145 ns), so each probe reads the stack once, into
+ * a per-CPU snapshot, and both walkers read from that.  A read that runs
+ * off the end of the mapping faults and costs ~1 us, so reads stop at the
+ * end of the thread's stack mapping when it is known, else at the end of
+ * the page they start in. */
+struct snap_ctx {
+	__u64 base;  /* user address of stack_snap's first byte */
+	__u64 len;   /* bytes copied there; 0 = none */
+	__u64 limit; /* readable up to here (the stack mapping's end); 0 = not known */
+};
+
+static __always_inline int read_u64(__u64 *dst, __u64 addr)
+{
+	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
+}
+
+/* Copies user memory from ADDR up into the snapshot: up to STACK_SNAP
+ * bytes, not past what is known to be mapped. */
+static int snap_take(struct snap_ctx *sn, __u64 addr)
+{
+	struct stack_snap *snap;
+	__u32 zero = 0;
+	__u64 len;
+
+	sn->len = 0;
+	snap = bpf_map_lookup_elem(&stack_snap, &zero);
+	if (!snap)
+		return -1;
+	len = (sn->limit > addr ? sn->limit : (addr | 4095) + 1) - addr;
+	if (len > STACK_SNAP)
+		len = STACK_SNAP;
+	if (len < 8)
+		len = 8;
+	if (bpf_probe_read_user(snap->data, len, (void *)addr))
+		return -1;
+	sn->base = addr;
+	sn->len = len;
+	return 0;
+}
+
+static __always_inline int snap_copy(struct snap_ctx *sn, __u64 *dst, __u64 addr)
+{
+	__u64 off = addr - sn->base;
+	struct stack_snap *snap;
+	__u32 zero = 0;
+
+	if (addr < sn->base || off + 8 > sn->len || off > STACK_SNAP - 8)
+		return -1;
+	snap = bpf_map_lookup_elem(&stack_snap, &zero);
+	if (!snap)
+		return -1;
+	__builtin_memcpy(dst, &snap->data[off & (STACK_SNAP - 1)], 8);
+	return 0;
+}
+
+/* The u64 at ADDR: from the snapshot, else from a new snapshot taken at
+ * ADDR (walks climb the stack, so the next reads land in it too), else
+ * with a read of its own.  Global, so the verifier checks it once, not at
+ * every call site of both walkers. */
+__noinline int snap_read(struct snap_ctx *sn, __u64 *dst, __u64 addr)
+{
+	if (!sn || !dst)
+		return -1;
+	if (!snap_copy(sn, dst, addr))
+		return 0;
+	if (!snap_take(sn, addr) && !snap_copy(sn, dst, addr))
+		return 0;
+	return read_u64(dst, addr);
+}
+
 /* --- The walker --- */
 
 struct vma_slot {
@@ -224,8 +328,9 @@ struct walk_ctx {
 	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
 	__u32 tgid;
 	__u32 next_slot;
-	__u64 snap_base; /* user address of stack_snap's first byte */
-	__u64 snap_len;	 /* bytes copied there; 0 = none */
+	__u32 misses;	 /* rule_cache misses */
+	__u32 pad;
+	struct snap_ctx snap;
 	struct vma_slot slot[DWLEAK_VMA_CACHE];
 };
 
@@ -475,47 +580,10 @@ static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
 	return bpf_map_lookup_elem(&rules, &idx);
 }
 
-static __always_inline int read_u64(__u64 *dst, __u64 addr)
-{
-	return bpf_probe_read_user(dst, sizeof(*dst), (const void *)addr);
-}
-
-/* A walk's user-memory read: from the stack snapshot when it holds ADDR. */
+/* A walk's user-memory read. */
 static __always_inline int walk_read(struct walk_ctx *w, __u64 *dst, __u64 addr)
 {
-	__u64 off = addr - w->snap_base;
-	struct stack_snap *snap;
-	__u32 zero = 0;
-
-	if (addr >= w->snap_base && off + 8 <= w->snap_len && off <= STACK_SNAP - 8) {
-		snap = bpf_map_lookup_elem(&stack_snap, &zero);
-		if (snap) {
-			__builtin_memcpy(dst, &snap->data[off & (STACK_SNAP - 1)], 8);
-			return 0;
-		}
-	}
-	return read_u64(dst, addr);
-}
-
-/* Copies the stack from SP up into the snapshot: as much as one read gets
- * (a stack's top page may end before STACK_SNAP bytes). */
-static void walk_snapshot(struct walk_ctx *w)
-{
-	struct stack_snap *snap;
-	__u32 zero = 0;
-	__u64 len = STACK_SNAP;
-	int i;
-
-	snap = bpf_map_lookup_elem(&stack_snap, &zero);
-	if (!snap)
-		return;
-	for (i = 0; i < 4; i++, len /= 4) {
-		if (!bpf_probe_read_user(snap->data, len & (STACK_SNAP * 2 - 1) ?: 8, (void *)w->sp)) {
-			w->snap_base = w->sp;
-			w->snap_len = len;
-			return;
-		}
-	}
+	return snap_read(&w->snap, dst, addr);
 }
 
 /* The return address stored at ADDR.  While one of our uretprobes is
@@ -634,14 +702,53 @@ bad_read:
 	return 1;
 }
 
+static __always_inline struct rule_cache_slot *rule_cache_get(__u64 pc)
+{
+	__u32 i = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> (64 - RULE_CACHE_BITS));
+
+	return bpf_map_lookup_elem(&rule_cache, &i);
+}
+
+/* Copies the rule for runtime address LOOKUP, searched in the tables (a
+ * miss in rule_cache), to OUT; returns -1 with w->end set when there is
+ * none.  Global: verified once on its own, which keeps the walker's own
+ * verification small. */
+__noinline int rule_search(struct walk_ctx *w, __u64 lookup, struct unwind_rule *out)
+{
+	struct unwind_rule *rule;
+	int s;
+
+	if (!w || !out)
+		return -1;
+	s = slot_find(w, lookup);
+	if (s < 0)
+		return -1;
+	s &= DWLEAK_VMA_CACHE - 1;
+	if (w->slot[s].state == SLOT_ANON) {
+		w->end = w->tramp && w->pc == w->tramp ? WALK_ERR_TRAMPOLINE : WALK_ERR_NO_MAPPING;
+		return -1;
+	}
+	if (w->slot[s].state != SLOT_TABLE) {
+		w->end = WALK_ERR_NO_TABLE;
+		return -1;
+	}
+	rule = rule_find(w->slot[s].table_id, w->slot[s].rule_base, lookup - w->slot[s].bias);
+	if (!rule) {
+		w->end = WALK_ERR_NO_FDE;
+		return -1;
+	}
+	*out = *rule;
+	return 0;
+}
+
 /* One frame: record pc, find its rule, step to the caller. */
 static long walk_step(__u64 i, struct walk_ctx *w)
 {
-	struct unwind_rule *rule;
+	struct rule_cache_slot *cs;
+	struct unwind_rule rule;
 	struct stack_trace *st;
-	__u32 zero = 0, n = w->n;
+	__u32 zero = 0, n = w->n, gen = rule_gen;
 	__u64 lookup;
-	int s;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -654,38 +761,58 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	w->n = n + 1;
 	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
 	lookup = w->exact_pc ? w->pc : w->pc - 1;
-	s = slot_find(w, lookup);
-	if (s < 0)
-		return 1;
-	s &= DWLEAK_VMA_CACHE - 1;
-	if (w->slot[s].state == SLOT_ANON) {
-		w->end = w->tramp && w->pc == w->tramp ? WALK_ERR_TRAMPOLINE : WALK_ERR_NO_MAPPING;
-		return 1;
+	cs = rule_cache_get(lookup);
+	if (cs && cs->pc == lookup && cs->gen == gen) {
+		rule = cs->rule;
+	} else {
+		w->misses++;
+		if (rule_search(w, lookup, &rule))
+			return 1;
+		if (cs) {
+			cs->pc = lookup;
+			cs->gen = gen;
+			cs->rule = rule;
+		}
 	}
-	if (w->slot[s].state != SLOT_TABLE) {
-		w->end = WALK_ERR_NO_TABLE;
-		return 1;
-	}
-	rule = rule_find(w->slot[s].table_id, w->slot[s].rule_base, lookup - w->slot[s].bias);
-	if (!rule) {
-		w->end = WALK_ERR_NO_FDE;
-		return 1;
-	}
-	if (rule->cfa_type == UNWIND_CFA_SIGNAL)
+	if (rule.cfa_type == UNWIND_CFA_SIGNAL)
 		st->pcs[n] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
-	return walk_apply(w, rule);
+	return walk_apply(w, &rule);
 }
 
+/* Direct loads through the task's BTF pointers (the verifier guards them),
+ * not BPF_CORE_READ: each of its bpf_probe_read_kernel calls costs ~40 ns. */
 static __always_inline __u64 uretprobe_trampoline(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct xol_area *xol;
+	struct mm_struct *mm;
 
-	return BPF_CORE_READ(task, mm, uprobes_state.xol_area, vaddr);
+	mm = task->mm;
+	if (!mm)
+		return 0;
+	xol = mm->uprobes_state.xol_area;
+	return xol ? xol->vaddr : 0;
+}
+
+/* Stores stack ST under ID in the stacks map, unless this CPU already did. */
+static void stack_store(__u64 id, struct stack_trace *st)
+{
+	__u32 i = (__u32)(id >> (64 - STACK_SEEN_BITS));
+	__u64 *seen = bpf_map_lookup_elem(&stack_seen, &i);
+
+	if (seen && *seen == id)
+		return;
+	if (bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &id)) {
+		count(CNT_STACKS_FULL);
+		return;
+	}
+	if (seen)
+		*seen = id;
 }
 
 /* Walks the user stack at an allocator's entry and stores it.  Returns the
  * stack id (a hash of its frames, kind and end). */
-static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
+static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn)
 {
 	struct walk_ctx w = {};
 	struct stack_trace *st;
@@ -700,7 +827,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	w.hash = 0xcbf29ce484222325ull ^ kind;
 	w.tramp = uretprobe_trampoline();
 	w.end = WALK_END_TRUNCATED;
-	walk_snapshot(&w);
+	w.snap = *sn;
 	bpf_loop(DWLEAK_MAX_FRAMES + 1, walk_step, &w, 0);
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -713,9 +840,11 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid)
 	w.hash ^= w.hash >> 29;
 	count(CNT_WALKS);
 	count_n(CNT_FRAMES, w.n); /* once a walk, not a map lookup per frame */
+	if (w.misses)
+		count_n(CNT_RULE_CACHE_MISSES, w.misses);
 	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
-	if (bpf_map_update_elem(&stacks, &w.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &w.hash))
-		count(CNT_STACKS_FULL);
+	stack_store(w.hash, st);
+	*sn = w.snap; /* it may have moved up the stack */
 	return w.hash;
 }
 
@@ -726,6 +855,7 @@ struct fp_ctx {
 	__u64 hash;
 	__u32 n;
 	__u32 end;
+	struct snap_ctx snap;
 };
 
 /* One frame of the rbp chain: the return address sits above the saved
@@ -747,7 +877,7 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 		f->end = WALK_END_OK;
 		return 1;
 	}
-	if (read_u64(&ra, f->bp + 8) || read_u64(&next, f->bp)) {
+	if (snap_read(&f->snap, &ra, f->bp + 8) || snap_read(&f->snap, &next, f->bp)) {
 		f->end = WALK_ERR_READ;
 		return 1;
 	}
@@ -773,9 +903,9 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 /* Walks rbp from the probe.  Like perf since Linux 6.11 for uprobes at a
  * function's entry, the return address at [rsp] is taken as the caller's
  * frame first (no frame has been set up there yet). */
-static __u64 fp_walk(struct pt_regs *ctx, __u32 kind)
+static __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
 {
-	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind, .n = 2 };
+	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind, .n = 2, .snap = *sn };
 	struct stack_trace *st;
 	__u32 zero = 0;
 	__u64 ra = 0;
@@ -784,7 +914,7 @@ static __u64 fp_walk(struct pt_regs *ctx, __u32 kind)
 	if (!st)
 		return 0;
 	st->pcs[0] = PT_REGS_IP(ctx);
-	read_u64(&ra, PT_REGS_SP(ctx));
+	snap_read(&f.snap, &ra, PT_REGS_SP(ctx));
 	st->pcs[1] = ra;
 	f.hash = ((f.hash ^ st->pcs[0]) * 0x100000001b3ull ^ ra) * 0x100000001b3ull;
 	f.end = WALK_END_TRUNCATED;
@@ -800,63 +930,52 @@ static __u64 fp_walk(struct pt_regs *ctx, __u32 kind)
 	f.hash ^= f.hash >> 29;
 	count(CNT_FP_WALKS);
 	count_n(CNT_FP_FRAMES, f.n - 2); /* the walked ones, past ip and [rsp] */
-	if (bpf_map_update_elem(&stacks, &f.hash, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &f.hash))
-		count(CNT_STACKS_FULL);
+	stack_store(f.hash, st);
+	*sn = f.snap;
 	return f.hash;
 }
 
 /* --- Bookkeeping --- */
 
-static void stats_add(__u64 stack_id, __s64 bytes, __s64 n)
+/* Records go without a wakeup: user space drains the ring on a timer, and
+ * is woken only when the ring fills past alloc_ring_wake. */
+static __always_inline __u64 ring_flags(void)
 {
-	struct stack_stats *s, zero = {};
-
-	s = bpf_map_lookup_elem(&stack_stats, &stack_id);
-	if (!s) {
-		bpf_map_update_elem(&stack_stats, &stack_id, &zero, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&stack_stats, &stack_id);
-		if (!s) {
-			count(CNT_STATS_FULL);
-			return;
-		}
-	}
-	__sync_fetch_and_add(&s->bytes, bytes);
-	__sync_fetch_and_add(&s->allocations, n);
+	return bpf_ringbuf_query(&alloc_events, BPF_RB_AVAIL_DATA) > alloc_ring_wake ? BPF_RB_FORCE_WAKEUP
+										  : BPF_RB_NO_WAKEUP;
 }
 
-/* Forgets ADDR; returns 0 when it was tracked. */
-static int alloc_forget(__u64 addr)
+static void emit_alloc(__u32 type, __u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id, __u32 kind)
 {
-	struct alloc_info *a, copy;
+	struct alloc_event *e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
 
-	a = bpf_map_lookup_elem(&allocs, &addr);
-	if (!a)
-		return -1;
-	copy = *a;
-	if (bpf_map_delete_elem(&allocs, &addr))
-		return -1; /* a concurrent free took it */
-	stats_add(copy.stack_id, -(__s64)copy.size, -1);
-	return 0;
-}
-
-static void alloc_record(__u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id, __u32 kind)
-{
-	struct alloc_info a = {
-		.size = size,
-		.stack_id = stack_id,
-		.fp_stack_id = fp_stack_id,
-		.ts = bpf_ktime_get_ns(),
-		.kind = kind,
-		.tid = (__u32)bpf_get_current_pid_tgid(),
-	};
-
-	if (!alloc_forget(addr))
-		count(CNT_REPLACED); /* its free went by a path we do not see */
-	if (bpf_map_update_elem(&allocs, &addr, &a, BPF_NOEXIST)) {
-		count(CNT_ALLOCS_FULL);
+	if (!e) {
+		count(CNT_RING_FULL);
 		return;
 	}
-	stats_add(stack_id, size, 1);
+	e->type = type;
+	e->kind = kind;
+	e->addr = addr;
+	e->size = size;
+	e->stack_id = stack_id;
+	e->fp_stack_id = fp_stack_id;
+	bpf_ringbuf_submit(e, ring_flags());
+}
+
+/* ADDR is released (or, for realloc, about to be moved): sent before the
+ * allocator can hand the block out again. */
+static void emit_free(__u64 addr)
+{
+	struct free_event *e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
+
+	if (!e) {
+		count(CNT_RING_FULL);
+		return;
+	}
+	e->type = AEV_FREE;
+	e->pad = 0;
+	e->addr = addr;
+	bpf_ringbuf_submit(e, ring_flags());
 }
 
 static __always_inline __u32 current_tgid(void)
@@ -935,6 +1054,24 @@ static int sample_take(struct thread_state *ts, __u64 size)
 	return 1;
 }
 
+/* The end of the mapping that holds the thread's stack pointer SP, found
+ * once per thread (and again when SP leaves it: a signal stack, growth),
+ * so stack reads can go up to it without running off the end. */
+static __u64 stack_limit(struct thread_state *ts, __u64 sp)
+{
+	struct vma_found f = {};
+
+	if (sp >= ts->stack_lo && sp < ts->stack_hi)
+		return ts->stack_hi;
+	if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_cb, &f, 0)) {
+		ts->stack_lo = ts->stack_hi = 0; /* busy: one page at a time this call */
+		return 0;
+	}
+	ts->stack_lo = f.start;
+	ts->stack_hi = f.end;
+	return f.end;
+}
+
 static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 {
 	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
@@ -942,6 +1079,7 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 	struct pending_call *c;
 	__u32 tgid = current_tgid(), d;
 	__u64 sp = PT_REGS_SP(ctx), ra = 0;
+	struct snap_ctx sn = {};
 
 	if (tgid != target_tgid)
 		return 0;
@@ -949,7 +1087,12 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		return 0;
-	read_u64(&ra, sp);
+	/* one read of user memory: the whole stack top for the walk, which
+	 * holds the return address; with sampling most calls are not walked,
+	 * so just the return address */
+	sn.limit = stack_limit(ts, sp);
+	if (sample_bytes ? read_u64(&ra, sp) : snap_take(&sn, sp) || snap_copy(&sn, &ra, sp))
+		ra = 0;
 	pending_prune(ts, sp, ra);
 	d = ts->depth;
 	if (d >= DWLEAK_MAX_PENDING) {
@@ -968,14 +1111,20 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 	c->stack_id = 0;
 	c->fp_stack_id = 0;
 	c->sampled = !c->outer || sample_take(ts, size);
+	/* realloc's old block is forgotten now, before realloc can release
+	 * it for another thread to get (if realloc then fails, the block
+	 * stays forgotten: counted in failed_allocs) */
+	if (c->outer && arg &&
+	    (kind == ALLOC_REALLOC || kind == ALLOC_REALLOCARRAY || kind == ALLOC_RALLOCX))
+		emit_free(arg);
 	if (c->outer && !c->sampled) {
 		count(CNT_UNSAMPLED);
 	} else if (c->outer) {
 		count(CNT_ALLOC_CALLS);
 		if (unwind_mode & UNWIND_MODE_DWARF)
-			c->stack_id = stack_walk(ctx, kind, tgid);
+			c->stack_id = stack_walk(ctx, kind, tgid, &sn);
 		if (unwind_mode & UNWIND_MODE_FP)
-			c->fp_stack_id = fp_walk(ctx, kind);
+			c->fp_stack_id = fp_walk(ctx, kind, &sn);
 		if (!(unwind_mode & UNWIND_MODE_DWARF))
 			c->stack_id = c->fp_stack_id;
 	} else {
@@ -985,50 +1134,23 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 	return 0;
 }
 
-/* xallocx resized ADDR in place to SIZE bytes: move the accounting. */
-static void alloc_resize(__u64 addr, __u64 size)
-{
-	struct alloc_info *a = bpf_map_lookup_elem(&allocs, &addr);
-	__s64 delta;
-
-	if (!a)
-		return;
-	delta = (__s64)size - (__s64)a->size;
-	a->size = size;
-	stats_add(a->stack_id, delta, 0);
-	count(CNT_RESIZED);
-}
-
+/* The call in C returned RET: tell user space what now holds what. */
 static void alloc_done(struct pending_call *c, __u64 ret)
 {
 	__u64 addr = ret;
 
 	switch (c->kind) {
 	case ALLOC_XALLOCX:
-		/* returns the real size; at least SIZE means the resize happened */
+		/* returns the real size; at least SIZE means the resize happened
+		 * (sampled or not: the block may be a sampled one) */
 		if (ret >= c->size)
-			alloc_resize(c->arg, c->size);
+			emit_alloc(AEV_RESIZE, c->arg, c->size, 0, 0, c->kind);
 		return;
-	case ALLOC_RALLOCX:
-		if (!ret) {
-			count(CNT_FAILED_ALLOCS);
-			return;
-		}
-		if (c->arg)
-			alloc_forget(c->arg);
-		break;
 	case ALLOC_REALLOC:
 	case ALLOC_REALLOCARRAY:
-		if (!ret) {
-			/* realloc(p, 0) frees p and returns NULL (glibc) */
-			if (c->size == 0 && c->arg)
-				alloc_forget(c->arg);
-			else
-				count(CNT_FAILED_ALLOCS);
-			return;
-		}
-		if (c->arg)
-			alloc_forget(c->arg);
+		/* realloc(p, 0) frees p and returns NULL (glibc): not a failure */
+		if (!ret && !(c->size == 0 && c->arg))
+			count(CNT_FAILED_ALLOCS);
 		break;
 	case ALLOC_POSIX_MEMALIGN:
 		if ((int)ret != 0 || read_u64(&addr, c->arg)) {
@@ -1037,36 +1159,12 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		}
 		break;
 	default:
+		if (!ret)
+			count(CNT_FAILED_ALLOCS);
 		break;
 	}
-	if (!addr) {
-		count(CNT_FAILED_ALLOCS);
-		return;
-	}
-	alloc_record(addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
-}
-
-/* An unsampled call records nothing new, but what it frees or moves away
- * (realloc's old block, if that was sampled) is forgotten all the same. */
-static void alloc_unsampled_done(struct pending_call *c, __u64 ret)
-{
-	switch (c->kind) {
-	case ALLOC_REALLOC:
-	case ALLOC_REALLOCARRAY:
-		if ((ret || c->size == 0) && c->arg)
-			alloc_forget(c->arg);
-		return;
-	case ALLOC_RALLOCX:
-		if (ret && c->arg)
-			alloc_forget(c->arg);
-		return;
-	case ALLOC_XALLOCX:
-		if (ret >= c->size)
-			alloc_resize(c->arg, c->size);
-		return;
-	default:
-		return;
-	}
+	if (addr && c->sampled)
+		emit_alloc(AEV_ALLOC, addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
 SEC("uretprobe")
@@ -1094,10 +1192,8 @@ int BPF_KRETPROBE(alloc_exit, __u64 ret)
 			continue;
 		c = ts->calls[k];
 		ts->depth = d - 1 - i;
-		if (c.outer && c.sampled)
+		if (c.outer)
 			alloc_done(&c, ret);
-		else if (c.outer)
-			alloc_unsampled_done(&c, ret);
 		return 0;
 	}
 	count(CNT_PENDING_LOST);
@@ -1153,27 +1249,17 @@ int BPF_KPROBE(alloc_enter_any)
 }
 
 /* free, operator delete (every variant), sdallocx, dallocx: the pointer
- * is the first argument of all of them. */
+ * is the first argument of all of them.  No check for a pending allocator
+ * call here (it would cost a thread-storage lookup on every free): a free
+ * made inside one (operator delete calling free) only repeats the same
+ * address, which user space finds already gone. */
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
-	struct thread_state *ts;
-	__u64 ra = 0;
-
 	if (current_tgid() != target_tgid || !ptr)
 		return 0;
-	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
-	if (ts && ts->depth) {
-		read_u64(&ra, PT_REGS_SP(ctx));
-		pending_prune(ts, PT_REGS_SP(ctx), ra);
-		if (call_nested(ts, PT_REGS_SP(ctx), ra)) {
-			count(CNT_NESTED_CALLS);
-			return 0;
-		}
-	}
 	count(CNT_FREE_CALLS);
-	if (alloc_forget(ptr))
-		count(CNT_FREE_UNKNOWN);
+	emit_free(ptr);
 	return 0;
 }
 
@@ -1226,6 +1312,7 @@ int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 {
 	struct thread_state *ts;
 	__u32 tgid = current_tgid();
+	struct snap_ctx sn = {};
 	__u64 flags;
 
 	if (!track_mmap || tgid != target_tgid ||
@@ -1236,6 +1323,7 @@ int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 	if (!ts)
 		return 0;
 	ts->sc.nr = 0;
+	sn.limit = stack_limit(ts, regs->sp);
 	pending_prune(ts, regs->sp, 0);
 	if (ts->depth) {
 		count(CNT_MMAP_IN_ALLOC);
@@ -1252,9 +1340,9 @@ int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 	ts->sc.fp_stack_id = 0;
 	if (id == NR_MMAP) {
 		if (unwind_mode & UNWIND_MODE_DWARF)
-			ts->sc.stack_id = stack_walk(regs, ALLOC_MMAP, tgid);
+			ts->sc.stack_id = stack_walk(regs, ALLOC_MMAP, tgid, &sn);
 		if (unwind_mode & UNWIND_MODE_FP)
-			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP);
+			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP, &sn);
 		if (!(unwind_mode & UNWIND_MODE_DWARF))
 			ts->sc.stack_id = ts->sc.fp_stack_id;
 	}

@@ -37,6 +37,7 @@
 #include "proc_maps.h"
 #include "report.h"
 #include "symbolize.h"
+#include "alloc_table.h"
 #include "table_cache.h"
 #include "target.h"
 #include "trace.h"
@@ -46,8 +47,11 @@
  * what still does not fit is counted (unwinder_stats.dropped_full). */
 #define ROWS_MIN (1u << 21)
 #define RULES_MIN (1u << 16)
-#define ALLOCS_MAX (1u << 20)
 #define STACKS_MAX (1u << 14)
+/* The alloc_events ring: 32 MiB holds ~800,000 records, a few tenths of a
+ * second of the fastest allocation loop; the reader is woken when a
+ * quarter of it waits, and drains it every POLL_MS anyway. */
+#define ALLOC_RING_BYTES (32u << 20)
 #define RESCAN_INTERVAL_S 1.0
 #define POLL_MS 100
 
@@ -73,6 +77,9 @@ struct tracer {
 	struct elf_sym_want dl_syms[2]; /* _dl_debug_state, _r_debug */
 	bool resume;	  /* the target stopped itself for us: SIGCONT after loading */
 	struct mmap_regions regions; /* --mmap */
+	struct alloc_table allocs;   /* outstanding allocations, from alloc_events */
+	uint64_t allocs_oom;	     /* records not applied: out of memory */
+	uint64_t now_ns;	     /* when the records being read were drained */
 	struct suppressions supp;
 	struct bpf_link *mmap_links[2];
 	int mmap_err;	  /* first failure applying an mmap event */
@@ -331,6 +338,21 @@ static void warn_failed_tables(struct tracer *tr)
 	}
 }
 
+static uint64_t ktime_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock */
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* The walker's per-CPU rule cache holds rules by runtime address: after
+ * the mappings changed, an address may belong to another object. */
+static void rule_cache_flush(struct tracer *tr)
+{
+	__atomic_add_fetch(&tr->skel->bss->rule_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 static int tables_refresh(struct tracer *tr)
 {
 	int err;
@@ -343,7 +365,51 @@ static int tables_refresh(struct tracer *tr)
 	if (err < 0)
 		return err;
 	err = unwinder_publish(tr->uw, tr->tgt.pid, &tr->mappings_dropped);
-	return err == -ENOENT ? 0 : err;
+	if (err == 1)
+		rule_cache_flush(tr);
+	return err == -ENOENT || err == 1 ? 0 : err;
+}
+
+/* One alloc_events record: replayed in the order the probes wrote them. */
+static int on_alloc_event(void *ctx, void *data, size_t size)
+{
+	struct tracer *tr = ctx;
+	const struct alloc_event *a = data;
+	const struct free_event *f = data;
+
+	if (size < sizeof(*f))
+		return 0;
+	if (f->type == AEV_FREE) {
+		alloc_table_remove(&tr->allocs, f->addr);
+		return 0;
+	}
+	if (size < sizeof(*a))
+		return 0;
+	if (a->type == AEV_RESIZE) {
+		alloc_table_resize(&tr->allocs, a->addr, a->size);
+		return 0;
+	}
+	if (a->type == AEV_ALLOC) {
+		struct alloc_rec r = {
+			.addr = a->addr,
+			.size = a->size,
+			.stack_id = a->stack_id,
+			.fp_stack_id = a->fp_stack_id,
+			.ts = tr->now_ns,
+			.kind = a->kind,
+		};
+
+		if (alloc_table_add(&tr->allocs, &r))
+			tr->allocs_oom++;
+	}
+	return 0;
+}
+
+/* Applies every record the probes have written so far. */
+static void allocs_drain(struct tracer *tr)
+{
+	tr->now_ns = ktime_now_ns();
+	ring_buffer__consume(tr->rb);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -410,6 +476,7 @@ static int skel_open(struct tracer *tr)
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
 	s->rodata->sample_bytes = (uint64_t)tr->env->sample_bytes;
 	s->rodata->track_mmap = tr->env->mmap;
+	s->rodata->alloc_ring_wake = ALLOC_RING_BYTES / 4;
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, tr->env->mmap);
 	bpf_program__set_autoload(s->progs.mmap_exit, tr->env->mmap);
@@ -426,10 +493,8 @@ static int skel_open(struct tracer *tr)
 	rules = rules * 2 > RULES_MIN ? rules * 2 : RULES_MIN;
 	err = bpf_map__set_max_entries(s->maps.rows, (uint32_t)rows);
 	err = err ?: bpf_map__set_max_entries(s->maps.rules, (uint32_t)rules);
-	err = err ?: bpf_map__set_max_entries(s->maps.allocs, ALLOCS_MAX);
-	err = err ?: bpf_map__set_map_flags(s->maps.allocs, BPF_F_NO_PREALLOC);
+	err = err ?: bpf_map__set_max_entries(s->maps.alloc_events, ALLOC_RING_BYTES);
 	err = err ?: bpf_map__set_max_entries(s->maps.stacks, STACKS_MAX);
-	err = err ?: bpf_map__set_max_entries(s->maps.stack_stats, STACKS_MAX);
 	if (err)
 		return err;
 	err = dwleak_bpf__load(s);
@@ -599,13 +664,6 @@ static struct agg *agg_get(struct agg_table *t, uint64_t id, uint64_t fp_id)
 	return &t->slots[j];
 }
 
-static uint64_t ktime_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock */
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 /* --mmap: the program's own anonymous regions, one "allocation" each. */
 static int regions_aggregate(struct tracer *tr, struct agg_table *t)
@@ -635,33 +693,28 @@ static int regions_aggregate(struct tracer *tr, struct agg_table *t)
 
 static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
 {
-	int fd = bpf_map__fd(tr->skel->maps.allocs);
-	uint64_t key, next, now = ktime_now_ns();
-	uint64_t min_age = (uint64_t)(tr->env->min_age_s * 1e9);
-	struct alloc_info a;
+	uint64_t now = ktime_now_ns(), min_age = (uint64_t)(tr->env->min_age_s * 1e9);
+	const struct alloc_rec *a;
 	struct agg *g;
-	void *prev = NULL;
+	size_t i;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &a))
-			continue; /* freed meanwhile */
-		if (now - a.ts < min_age)
+	for (i = 0; i < tr->allocs.cap; i++) {
+		a = &tr->allocs.slots[i];
+		if (!a->addr || now - a->ts < min_age)
 			continue;
-		g = agg_get(t, a.stack_id, a.fp_stack_id);
+		g = agg_get(t, a->stack_id, a->fp_stack_id);
 		if (!g)
 			return -ENOMEM;
-		if (!g->count || a.ts < g->oldest_ts)
-			g->oldest_ts = a.ts;
-		g->bytes += a.size;
+		if (!g->count || a->ts < g->oldest_ts)
+			g->oldest_ts = a->ts;
+		g->bytes += a->size;
 		g->count++;
-		g->kind = a.kind;
+		g->kind = a->kind;
 		if (tr->env->sample_bytes) {
 			/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
-			double w = a.size ? 1.0 / -expm1(-(double)a.size / (double)tr->env->sample_bytes) : 1.0;
+			double w = a->size ? 1.0 / -expm1(-(double)a->size / (double)tr->env->sample_bytes) : 1.0;
 
-			g->est_bytes += (double)a.size * w;
+			g->est_bytes += (double)a->size * w;
 			g->est_count += w;
 		}
 	}
@@ -828,9 +881,8 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_NESTED_CALLS] = "nested_calls",
 	[CNT_FAILED_ALLOCS] = "failed_allocs",
 	[CNT_FREE_UNKNOWN] = "frees_of_untracked",
-	[CNT_ALLOCS_FULL] = "allocs_map_full",
+	[CNT_RING_FULL] = "alloc_events_lost",
 	[CNT_STACKS_FULL] = "stacks_map_full",
-	[CNT_STATS_FULL] = "stack_stats_full",
 	[CNT_PENDING_FULL] = "pending_calls_full",
 	[CNT_PENDING_LOST] = "returns_unmatched",
 	[CNT_REPLACED] = "allocs_replaced",
@@ -841,6 +893,7 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_MMAP_CALLS] = "mmap_calls",
 	[CNT_MMAP_IN_ALLOC] = "mmap_calls_in_allocator",
 	[CNT_FRAMES] = "frames_walked",
+	[CNT_RULE_CACHE_MISSES] = "rule_cache_misses",
 	[CNT_WALKS] = "walks",
 	[CNT_FP_WALKS] = "fp_walks",
 	[CNT_FP_FRAMES] = "fp_frames_walked",
@@ -1004,7 +1057,12 @@ static int report_build(struct tracer *tr, struct built *b)
 	int err;
 
 	memset(b, 0, sizeof(*b));
+	allocs_drain(tr);
 	counters_read(tr, b->counters);
+	/* counted where the records are applied */
+	b->counters[CNT_FREE_UNKNOWN] = tr->allocs.free_unknown;
+	b->counters[CNT_REPLACED] = tr->allocs.replaced;
+	b->counters[CNT_RESIZED] = tr->allocs.resized;
 	err = allocs_aggregate(tr, &t);
 	err = err ?: regions_aggregate(tr, &t);
 	err = err ?: mappings_read(tr, &b->maps, &nmaps);
@@ -1047,8 +1105,8 @@ static int report_build(struct tracer *tr, struct built *b)
 		if (err)
 			goto out;
 	}
-	b->r.totals.dropped_events = b->counters[CNT_ALLOCS_FULL] + b->counters[CNT_STACKS_FULL] +
-				     b->counters[CNT_STATS_FULL] + b->counters[CNT_PENDING_FULL] +
+	b->r.totals.dropped_events = b->counters[CNT_RING_FULL] + tr->allocs_oom + b->counters[CNT_STACKS_FULL] +
+				     b->counters[CNT_PENDING_FULL] +
 				     b->counters[CNT_EVENTS_LOST] + b->counters[CNT_MAPPINGS_FULL];
 	b->r.counter_names = counter_names;
 	b->r.counter_values = b->counters;
@@ -1176,6 +1234,7 @@ static int poll_loop(struct tracer *tr)
 		err = ring_buffer__poll(tr->rb, next_scan > now_s() + POLL_MS / 1e3 ? POLL_MS : 10);
 		if (err < 0 && err != -EINTR)
 			return err;
+		allocs_drain(tr); /* alloc_events records come without wakeups */
 		now = now_s();
 		if (!target_alive(&tr->tgt))
 			break;
@@ -1208,6 +1267,7 @@ static void tracer_cleanup(struct tracer *tr)
 	bpf_link__destroy(tr->mmap_links[0]);
 	bpf_link__destroy(tr->mmap_links[1]);
 	mmap_regions_free(&tr->regions);
+	alloc_table_free(&tr->allocs);
 	suppressions_free(&tr->supp);
 	ring_buffer__free(tr->rb);
 	dwleak_bpf__destroy(tr->skel);
@@ -1303,11 +1363,15 @@ int trace_run(const struct env *env)
 		goto out;
 	}
 	warn_failed_tables(&tr);
-	if (!env->cmd && unwinder_publish(tr.uw, tr.tgt.pid, &tr.mappings_dropped)) {
+	if (!env->cmd && unwinder_publish(tr.uw, tr.tgt.pid, &tr.mappings_dropped) < 0) {
 		fprintf(stderr, "dwleak: cannot read the memory maps of pid %d\n", tr.tgt.pid);
 		goto out;
 	}
 	tr.rb = ring_buffer__new(bpf_map__fd(tr.skel->maps.events), on_event, &tr, NULL);
+	if (tr.rb && ring_buffer__add(tr.rb, bpf_map__fd(tr.skel->maps.alloc_events), on_alloc_event, &tr)) {
+		ring_buffer__free(tr.rb);
+		tr.rb = NULL;
+	}
 	if (!tr.rb) {
 		fprintf(stderr, "dwleak: cannot open the BPF ring buffer: %s\n", strerror(errno));
 		goto out;

@@ -164,18 +164,34 @@ struct stack_trace {
 	__u64 pcs[DWLEAK_MAX_FRAMES]; /* runtime addresses; [0] is the allocator's entry */
 };
 
-struct alloc_info {
+/*
+ * Outstanding allocations are kept in user space (cli/alloc_table.c), fed
+ * by these records through the alloc_events ring buffer: a BPF hash map
+ * insert and delete cost ~250 ns a pair on these VMs, a ring record ~35 ns.
+ * The ring preserves reservation order across CPUs, and every record is
+ * reserved before the memory it names can change hands (a free's probe
+ * fires before the block is released, an allocation's before the caller
+ * sees it), so user space replays them in an order that is causal.
+ */
+enum alloc_event_type {
+	AEV_ALLOC = 1,	/* struct alloc_event: ADDR now holds SIZE bytes from STACK_ID */
+	AEV_FREE = 2,	/* struct free_event: ADDR released (or about to be moved by realloc) */
+	AEV_RESIZE = 3,	/* struct alloc_event: ADDR resized in place to SIZE (xallocx) */
+};
+
+struct alloc_event {
+	__u32 type;	/* AEV_ALLOC or AEV_RESIZE */
+	__u32 kind;	/* enum alloc_kind */
+	__u64 addr;
 	__u64 size;	/* bytes requested */
 	__u64 stack_id; /* key in the stacks map (the FP walk's with --unwind fp) */
 	__u64 fp_stack_id; /* with --unwind both: the FP walk of the same call; else 0 */
-	__u64 ts;	/* bpf_ktime_get_ns() at allocation */
-	__u32 kind;	/* enum alloc_kind */
-	__u32 tid;
 };
 
-struct stack_stats {
-	__s64 bytes;	   /* outstanding */
-	__s64 allocations; /* outstanding */
+struct free_event {
+	__u32 type;	/* AEV_FREE */
+	__u32 pad;
+	__u64 addr;
 };
 
 /* One allocator call in progress on a thread (entry seen, return not yet). */
@@ -208,6 +224,8 @@ struct thread_state {
 	__u32 depth;
 	__u32 sample_init;  /* sample_left has been drawn */
 	__s64 sample_left;  /* --sample-bytes: bytes until this thread's next sample point */
+	__u64 stack_lo;	    /* the mapping the thread's stack was last found in: */
+	__u64 stack_hi;	    /* stack reads never cross its end (0: not known) */
 	struct pending_syscall sc;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
 };
@@ -218,21 +236,22 @@ enum dwleak_counter {
 	CNT_ALLOC_CALLS = 0,	/* outer allocator calls seen */
 	CNT_FREE_CALLS,
 	CNT_NESTED_CALLS,	/* allocator calls inside another: counted once */
-	CNT_FAILED_ALLOCS,	/* returned NULL / error: nothing recorded */
-	CNT_FREE_UNKNOWN,	/* free of an address allocated before attach */
-	CNT_ALLOCS_FULL,	/* allocation not stored: allocs map full */
+	CNT_FAILED_ALLOCS,	/* returned NULL / error: nothing recorded (a failed
+				 * realloc's old block was already forgotten) */
+	CNT_FREE_UNKNOWN,	/* free of an address allocated before attach (user space) */
+	CNT_RING_FULL,		/* alloc_events record not written: ring full */
 	CNT_STACKS_FULL,	/* stack not stored: stacks map full */
-	CNT_STATS_FULL,		/* per-stack totals not stored */
 	CNT_PENDING_FULL,	/* more than DWLEAK_MAX_PENDING nested calls */
 	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
-	CNT_REPLACED,		/* address returned again without a free seen */
-	CNT_RESIZED,		/* in-place resizes (xallocx) applied */
+	CNT_REPLACED,		/* address returned again without a free seen (user space) */
+	CNT_RESIZED,		/* in-place resizes (xallocx) applied (user space) */
 	CNT_UNSAMPLED,		/* --sample-bytes: allocations not sampled (no walk) */
 	CNT_MMAP_CALLS,		/* --mmap: memory syscalls seen outside the allocator */
 	CNT_MMAP_IN_ALLOC,	/* --mmap: made inside an allocator call: counted by it */
 	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
 	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
 	CNT_FRAMES,		/* frames walked */
+	CNT_RULE_CACHE_MISSES,	/* frames whose rule was searched in the tables */
 	CNT_WALKS,
 	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
 	CNT_FP_FRAMES,
@@ -287,11 +306,11 @@ _Static_assert(sizeof(struct mapping_seen) == 32, "mapping_seen layout");
 _Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPPINGS,
 	       "binary search must cover every mapping");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
-_Static_assert(sizeof(struct alloc_info) == 40, "alloc_info layout");
-_Static_assert(sizeof(struct stack_stats) == 16, "stack_stats layout");
+_Static_assert(sizeof(struct alloc_event) == 40, "alloc_event layout");
+_Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
-_Static_assert(sizeof(struct thread_state) == 64 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct thread_state) == 80 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 _Static_assert(sizeof(struct mmap_event) == 64, "mmap_event layout");
 

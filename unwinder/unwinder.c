@@ -29,6 +29,7 @@ struct unwinder {
 	bool have_maps;
 	uint32_t next_table_id;
 	uint32_t pm_slot; /* proc_maps buffer in use */
+	struct proc_mappings *pm_last; /* what it holds, to skip republishing it */
 	uint64_t rows_used;
 	uint64_t rules_used;
 	uint64_t pages_used;
@@ -70,6 +71,7 @@ void unwinder_free(struct unwinder *u)
 	for (i = 0; i < u->n; i++)
 		object_free(u->objs[i]);
 	free(u->objs);
+	free(u->pm_last);
 	free(u);
 }
 
@@ -455,13 +457,23 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
 	}
 	qsort(pm->m, pm->n, sizeof(pm->m[0]), mapping_cmp);
 	pm->tgid = tgid;
+	if (u->pm_last && !memcmp(u->pm_last, pm, sizeof(*pm))) {
+		err = 0; /* unchanged */
+		goto out;
+	}
 	/* fill the buffer not in use, then switch the walker over to it */
 	next = u->pm_slot ^ 1;
 	err = bpf_map_update_elem(u->maps.proc_maps, &next, pm, BPF_ANY) ? -errno : 0;
 	if (!err && bpf_map_update_elem(u->maps.proc_maps_cur, &zero, &next, BPF_ANY))
 		err = -errno;
-	if (!err)
+	if (!err) {
 		u->pm_slot = next;
+		free(u->pm_last);
+		u->pm_last = pm;
+		pm = NULL;
+		err = 1;
+	}
+out:
 	free(pm);
 	proc_maps_free(maps, n);
 	return err;

@@ -106,7 +106,8 @@ int unwinder_load_pending(struct unwinder *u);
  * (struct proc_mappings), so it needs no VMA lookup for them, and records
  * them for naming frames later.  Mappings beyond DWLEAK_MAX_PROC_MAPPINGS
  * are counted in *DROPPED (may be NULL) and left to the walker's fallback.
- * Returns 0 or a negative errno (-ENOENT: process gone).
+ * Returns 1 when the walker now sees a different table, 0 when nothing
+ * changed, or a negative errno (-ENOENT: process gone).
  */
 int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped);
 
