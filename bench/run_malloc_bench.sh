@@ -13,6 +13,8 @@
 #   dwleak             dwleak -- malloc_bench (DWARF walk in BPF, the default)
 #   dwleak --unwind fp dwleak walking frame pointers instead
 #   dwleak --sample-bytes 524288   sampling, one allocation per 512 KiB
+#   ... DWLEAK_UPROBE_SESSION=0   the same without uprobe sessions: what cancelling
+#                      the return probe of unsampled calls saves
 #   bpftrace ustack    a frame-pointer tracer: @[ustack] = count() on malloc
 #                      entry, plus malloc return and free entry probes with
 #                      empty programs, so the three probes match dwleak's
@@ -76,7 +78,7 @@ else
 	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
 fi
 if [ -x "$DWLEAK" ]; then
-	all+=(dwleak dwleak_fp dwleak_sample)
+	all+=(dwleak dwleak_fp dwleak_sample dwleak_sample_nosession)
 else
 	notes+=("dwleak not measured: $DWLEAK is missing (make)")
 fi
@@ -118,6 +120,9 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 		timeout -k 5 300 "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_sample)
 		timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	dwleak_sample_nosession)
+		DWLEAK_UPROBE_SESSION=0 timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- \
+			$prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	bpftrace_ustack)
 		timeout -k 5 300 bpftrace -e "
 uprobe:$LIBC:malloc /pid == cpid/ { @[ustack] = count(); }
@@ -177,6 +182,7 @@ names = {"bare": "bare",
          "dwleak": "dwleak (`--unwind dwarf`, default)",
          "dwleak_fp": "dwleak `--unwind fp`",
          "dwleak_sample": "dwleak `--sample-bytes 524288`",
+         "dwleak_sample_nosession": "dwleak `--sample-bytes 524288`, uprobe sessions off (every call pays its return probe)",
          "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
          "heaptrack": "heaptrack (launch mode)",
          "valgrind": "valgrind memcheck `--leak-check=full`"}

@@ -241,6 +241,7 @@ struct snap_ctx {
 	__u64 base;  /* user address of stack_snap's first byte */
 	__u64 len;   /* bytes copied there; 0 = none */
 	__u64 limit; /* readable up to here (the stack mapping's end); 0 = not known */
+	__u64 failed; /* a read up to limit failed: limit was lowered to its page */
 };
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
@@ -265,8 +266,19 @@ static int snap_take(struct snap_ctx *sn, __u64 addr)
 		len = STACK_SNAP;
 	if (len < 8)
 		len = 8;
-	if (bpf_probe_read_user(snap->data, len, (void *)addr))
-		return -1;
+	if (bpf_probe_read_user(snap->data, len, (void *)addr)) {
+		/* a mapped page not present (never touched): the page ADDR is
+		 * in is; read that, and go no further from now on */
+		sn->limit = (addr | 4095) + 1;
+		sn->failed = 1;
+		len = sn->limit - addr;
+		if (len > STACK_SNAP)
+			len = STACK_SNAP;
+		if (len < 8)
+			len = 8;
+		if (bpf_probe_read_user(snap->data, len, (void *)addr))
+			return -1;
+	}
 	sn->base = addr;
 	sn->len = len;
 	return 0;
@@ -1006,13 +1018,19 @@ static void pending_prune(struct thread_state *ts, __u64 sp, __u64 ra)
 }
 
 /* A call is nested (counted by its outer call) when it comes from inside
- * a pending allocator call's function (realloc calling malloc, operator
- * new calling malloc), or is a tail call reusing the pending call's return
- * slot (operator new[] jumping to operator new). */
-static int call_nested(struct thread_state *ts, __u64 sp, __u64 ra)
+ * an allocator function (realloc calling malloc, operator new calling
+ * malloc), or is a tail call reusing the return slot of the call just
+ * made (operator new[] jumping to operator new).  A return address inside
+ * an allocator function means a call of it is running, pending or not. */
+static int call_nested(struct thread_state *ts, __u64 sp, __u64 ra, __u64 func)
 {
 	__u32 i, d = ts->depth;
 
+	for (i = 0; i < DWLEAK_SKIPPED_FUNCS; i++)
+		if (ra >= ts->skipped[i].start && ra < ts->skipped[i].end)
+			return 1;
+	if (ts->skip_sp == sp && ts->skip_ra == ra && ts->skip_func != func)
+		return 1;
 	if (d == 0 || d > DWLEAK_MAX_PENDING)
 		return 0;
 	if (ts->calls[(d - 1) & (DWLEAK_MAX_PENDING - 1)].ra_addr == sp)
@@ -1022,6 +1040,22 @@ static int call_nested(struct thread_state *ts, __u64 sp, __u64 ra)
 			return 1;
 	}
 	return 0;
+}
+
+/* A call that cancelled its return probe: remember what call_nested needs. */
+static void skip_remember(struct thread_state *ts, __u64 sp, __u64 ra, __u64 start, __u64 end)
+{
+	__u32 i;
+
+	ts->skip_sp = sp;
+	ts->skip_ra = ra;
+	ts->skip_func = start;
+	for (i = 0; i < DWLEAK_SKIPPED_FUNCS; i++)
+		if (ts->skipped[i].start == start)
+			return;
+	i = ts->skip_next++ & (DWLEAK_SKIPPED_FUNCS - 1);
+	ts->skipped[i].start = start;
+	ts->skipped[i].end = end;
 }
 
 static __u64 sample_gap(void)
@@ -1061,8 +1095,12 @@ static __u64 stack_limit(struct thread_state *ts, __u64 sp)
 {
 	struct vma_found f = {};
 
-	if (sp >= ts->stack_lo && sp < ts->stack_hi)
-		return ts->stack_hi;
+	if (sp >= ts->stack_lo && sp < ts->stack_hi) {
+		if (!ts->read_hi)
+			return ts->stack_hi;
+		return sp < ts->read_hi ? ts->read_hi : 0;
+	}
+	ts->read_hi = 0;
 	if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_cb, &f, 0)) {
 		ts->stack_lo = ts->stack_hi = 0; /* busy: one page at a time this call */
 		return 0;
@@ -1072,7 +1110,16 @@ static __u64 stack_limit(struct thread_state *ts, __u64 sp)
 	return f.end;
 }
 
-static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
+/* Remembers where a read of this thread's stack failed (see snap_take). */
+static __always_inline void stack_learn(struct thread_state *ts, struct snap_ctx *sn)
+{
+	if (sn->failed && (!ts->read_hi || sn->limit < ts->read_hi))
+		ts->read_hi = sn->limit;
+}
+
+/* An allocator call's entry.  Returns 1 when nothing is left to do at its
+ * return (SESSION: the return probe can be cancelled), else 0. */
+static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg, bool session)
 {
 	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
 	struct thread_state *ts;
@@ -1107,7 +1154,7 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 	c->kind = kind;
 	c->func_start = PT_REGS_IP(ctx);
 	c->func_end = c->func_start + (DWLEAK_COOKIE_SIZE(cookie) ?: 1);
-	c->outer = !call_nested(ts, sp, ra);
+	c->outer = !call_nested(ts, sp, ra, c->func_start);
 	c->stack_id = 0;
 	c->fp_stack_id = 0;
 	c->sampled = !c->outer || sample_take(ts, size);
@@ -1129,6 +1176,12 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg)
 			c->stack_id = c->fp_stack_id;
 	} else {
 		count(CNT_NESTED_CALLS);
+	}
+	stack_learn(ts, &sn);
+	/* xallocx reports at its return whether it resized, sampled or not */
+	if (session && (!c->outer || !c->sampled) && kind != ALLOC_XALLOCX) {
+		skip_remember(ts, sp, ra, c->func_start, c->func_end);
+		return 1;
 	}
 	ts->depth = d + 1;
 	return 0;
@@ -1167,8 +1220,7 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		emit_alloc(AEV_ALLOC, addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(alloc_exit, __u64 ret)
+static int alloc_return(struct pt_regs *ctx, __u64 ret)
 {
 	struct pending_call c;
 	struct thread_state *ts;
@@ -1200,6 +1252,12 @@ int BPF_KRETPROBE(alloc_exit, __u64 ret)
 	return 0;
 }
 
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_exit, __u64 ret)
+{
+	return alloc_return(ctx, ret);
+}
+
 /* n * size, saturated: an overflowing request fails in the allocator. */
 static __always_inline __u64 mul_sat(__u64 n, __u64 size)
 {
@@ -1216,36 +1274,58 @@ static __always_inline __u64 mul_sat(__u64 n, __u64 size)
 
 /* One entry program serves every allocator function (one verification at
  * load); the attach cookie says which function fired and its size. */
-SEC("uprobe")
-int BPF_KPROBE(alloc_enter_any)
+static __always_inline int alloc_entry(struct pt_regs *ctx, bool session)
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 
 	switch (DWLEAK_COOKIE_KIND(cookie)) {
 	case ALLOC_CALLOC:
-		return alloc_enter(ctx, cookie, mul_sat(a1, a2), 0);
+		return alloc_enter(ctx, cookie, mul_sat(a1, a2), 0, session);
 	case ALLOC_REALLOC:
 	case ALLOC_RALLOCX:
 	case ALLOC_XALLOCX:
-		return alloc_enter(ctx, cookie, a2, a1);
+		return alloc_enter(ctx, cookie, a2, a1, session);
 	case ALLOC_REALLOCARRAY:
-		return alloc_enter(ctx, cookie, mul_sat(a2, a3), a1);
+		return alloc_enter(ctx, cookie, mul_sat(a2, a3), a1, session);
 	case ALLOC_POSIX_MEMALIGN:
-		return alloc_enter(ctx, cookie, a3, a1);
+		return alloc_enter(ctx, cookie, a3, a1, session);
 	case ALLOC_ALIGNED_ALLOC:
 	case ALLOC_MEMALIGN:
-		return alloc_enter(ctx, cookie, a2, 0);
+		return alloc_enter(ctx, cookie, a2, 0, session);
 	case ALLOC_MALLOC:
 	case ALLOC_VALLOC:
 	case ALLOC_PVALLOC:
 	case ALLOC_NEW:
 	case ALLOC_NEW_ARRAY:
 	case ALLOC_MALLOCX:
-		return alloc_enter(ctx, cookie, a1, 0);
+		return alloc_enter(ctx, cookie, a1, 0, session);
 	default:
 		return 0;
 	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_enter_any)
+{
+	alloc_entry(ctx, false);
+	return 0;
+}
+
+/*
+ * The same, as one uprobe session program (Linux 6.13+), used instead of
+ * alloc_enter_any + alloc_exit where the kernel has them: an entry that
+ * returns 1 cancels the call's return probe, so calls not sampled and
+ * nested calls cost one trap, not two.
+ */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe")
+int BPF_KPROBE(alloc_session)
+{
+	if (bpf_session_is_return())
+		return alloc_return(ctx, PT_REGS_RC(ctx));
+	return alloc_entry(ctx, true);
 }
 
 /* free, operator delete (every variant), sdallocx, dallocx: the pointer
@@ -1345,6 +1425,7 @@ int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP, &sn);
 		if (!(unwind_mode & UNWIND_MODE_DWARF))
 			ts->sc.stack_id = ts->sc.fp_stack_id;
+		stack_learn(ts, &sn);
 	}
 	ts->sc.nr = (__u32)id;
 	return 0;

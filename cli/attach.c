@@ -36,7 +36,7 @@ struct link_create_uprobe_multi {
 
 _Static_assert(sizeof(struct link_create_uprobe_multi) == 64, "link_create layout");
 
-static int link_uprobe_multi(int prog_fd, const char *path, const uint64_t *offs,
+static int link_uprobe_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
 			     const uint64_t *cookies, size_t n, bool ret, pid_t pid)
 {
 	struct link_create_uprobe_multi attr;
@@ -44,7 +44,7 @@ static int link_uprobe_multi(int prog_fd, const char *path, const uint64_t *offs
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_fd = (uint32_t)prog_fd;
-	attr.attach_type = DWLEAK_ATTACH_UPROBE_MULTI;
+	attr.attach_type = attach_type;
 	attr.path = (uint64_t)(uintptr_t)path;
 	attr.offsets = (uint64_t)(uintptr_t)offs;
 	attr.cookies = (uint64_t)(uintptr_t)cookies;
@@ -55,14 +55,15 @@ static int link_uprobe_multi(int prog_fd, const char *path, const uint64_t *offs
 	return fd < 0 ? -errno : fd;
 }
 
-bool attach_multi_supported(void)
+/* Loads a program that returns 0 for ATTACH_TYPE and links it to this
+ * process's own main(): true when the kernel takes both. */
+static bool attach_type_works(uint32_t attach_type)
 {
 	static const struct bpf_insn ret0[] = {
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)DWLEAK_ATTACH_UPROBE_MULTI);
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)attach_type);
 	struct elf_sym_want main_sym = { .name = "main" };
 	int prog, link, fd;
 	uint64_t off;
@@ -78,12 +79,22 @@ bool attach_multi_supported(void)
 	if (prog < 0)
 		return false;
 	off = main_sym.file_off;
-	link = link_uprobe_multi(prog, "/proc/self/exe", &off, NULL, 1, false, getpid());
+	link = link_uprobe_multi(prog, attach_type, "/proc/self/exe", &off, NULL, 1, false, getpid());
 	close(prog);
 	if (link < 0)
 		return false;
 	close(link);
 	return true;
+}
+
+bool attach_multi_supported(void)
+{
+	return attach_type_works(DWLEAK_ATTACH_UPROBE_MULTI);
+}
+
+bool attach_session_supported(void)
+{
+	return attach_type_works(DWLEAK_ATTACH_UPROBE_SESSION);
 }
 
 void attach_prepare(struct attach_set *set, struct bpf_program *prog)
@@ -92,6 +103,12 @@ void attach_prepare(struct attach_set *set, struct bpf_program *prog)
 		bpf_program__set_expected_attach_type(prog,
 			(enum bpf_attach_type)DWLEAK_ATTACH_UPROBE_MULTI);
 }
+
+void attach_prepare_session(struct bpf_program *prog)
+{
+	bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)DWLEAK_ATTACH_UPROBE_SESSION);
+}
+
 
 static int keep_fd(struct attach_set *set, int fd)
 {
@@ -127,7 +144,8 @@ int attach_uprobes(struct attach_set *set, struct bpf_program *prog, const char 
 	int fd, err;
 
 	if (set->multi) {
-		fd = link_uprobe_multi(bpf_program__fd(prog), path, offs, cookies, n, ret, pid);
+		fd = link_uprobe_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, path, offs, cookies, n,
+				       ret, pid);
 		return fd < 0 ? fd : keep_fd(set, fd);
 	}
 	for (i = 0; i < n; i++) {
@@ -159,4 +177,13 @@ void attach_close(struct attach_set *set)
 	set->fds = NULL;
 	set->links = NULL;
 	set->nfds = set->nlinks = 0;
+}
+
+int attach_session(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
+		   const uint64_t *offs, const uint64_t *cookies, size_t n)
+{
+	int fd = link_uprobe_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_SESSION, path, offs, cookies,
+				   n, false, pid);
+
+	return fd < 0 ? fd : keep_fd(set, fd);
 }

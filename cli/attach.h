@@ -9,8 +9,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* BPF_TRACE_UPROBE_MULTI, missing from Debian 12's uapi headers. */
+/* BPF_TRACE_UPROBE_MULTI and _SESSION, missing from Debian 12's uapi headers. */
 #define DWLEAK_ATTACH_UPROBE_MULTI 48
+#define DWLEAK_ATTACH_UPROBE_SESSION 57
 
 struct attach_set {
 	bool multi;		/* use uprobe_multi links (set before load) */
@@ -24,9 +25,20 @@ struct attach_set {
  * tiny program probing this process's own main(). */
 bool attach_multi_supported(void);
 
+/* True when this kernel creates uprobe session links (Linux 6.13+): one
+ * program runs at entry and return, and the entry can cancel the return. */
+bool attach_session_supported(void);
+
 /* Programs that attach through uprobe_multi must be loaded for it: call
  * before the skeleton is loaded, when SET->multi. */
 void attach_prepare(struct attach_set *set, struct bpf_program *prog);
+/* The same for a uprobe session program. */
+void attach_prepare_session(struct bpf_program *prog);
+
+/* Attaches session program PROG to the N file offsets OFFS of PATH, for
+ * process PID only.  Returns 0 or a negative errno. */
+int attach_session(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
+		   const uint64_t *offs, const uint64_t *cookies, size_t n);
 
 /*
  * Attaches PROG (entry, or return when RET) to the N file offsets OFFS of

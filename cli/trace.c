@@ -71,6 +71,7 @@ struct tracer {
 	struct table_cache *cache;
 	struct symbolizer *sym;
 	struct attach_set probes;
+	bool session;	  /* allocator entry and return as one uprobe session program */
 	struct allocator alloc; /* who provides malloc and operator new, and where */
 	char **lookup;	  /* the objects in symbol lookup order (a command's, from ldd) */
 	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
@@ -469,6 +470,12 @@ static int skel_open(struct tracer *tr)
 	if (!s)
 		return -errno;
 	tr->skel = s;
+	/* one of the two ways to probe allocator calls is loaded */
+	bpf_program__set_autoload(s->progs.alloc_session, tr->session);
+	bpf_program__set_autoload(s->progs.alloc_enter_any, !tr->session);
+	bpf_program__set_autoload(s->progs.alloc_exit, !tr->session);
+	if (tr->session)
+		attach_prepare_session(s->progs.alloc_session);
 	attach_prepare(&tr->probes, s->progs.alloc_enter_any);
 	attach_prepare(&tr->probes, s->progs.alloc_exit);
 	attach_prepare(&tr->probes, s->progs.free_enter);
@@ -541,11 +548,15 @@ static int probes_attach_object(struct tracer *tr, const struct alloc_object *o,
 			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size);
 		}
 	}
+	if (returns && tr->session)
+		return n ? attach_session(&tr->probes, tr->skel->progs.alloc_session, o->path, tr->tgt.pid,
+					  offs, cookies, n)
+			 : 0;
 	if (returns)
 		return n ? attach_uprobes(&tr->probes, tr->skel->progs.alloc_exit, o->path, tr->tgt.pid,
 					  offs, cookies, n, true)
 			 : 0;
-	if (n)
+	if (n && !tr->session)
 		err = attach_uprobes(&tr->probes, tr->skel->progs.alloc_enter_any, o->path, tr->tgt.pid,
 				     offs, cookies, n, false);
 	if (!err && nf)
@@ -1149,6 +1160,10 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			us.loaded, us.failed, us.dropped_full, (unsigned long long)us.rows_used,
 			(unsigned long long)us.rows_cap, (unsigned long long)us.rules_used,
 			(unsigned long long)us.rules_cap, (unsigned long long)us.bytes);
+		fprintf(stderr, "dwleak: stats: allocator calls probed by %s\n",
+			tr->session ? "uprobe sessions (a call needing nothing at its return skips the return probe)"
+			: tr->probes.multi ? "uprobe_multi entry and return probes (no uprobe sessions in this kernel)"
+					   : "perf-event entry and return probes (no uprobe_multi in this kernel)");
 		for (i = 0; i < tr->alloc.nobjs; i++) {
 			const struct alloc_object *o = &tr->alloc.objs[i];
 			size_t k;
@@ -1350,6 +1365,10 @@ int trace_run(const struct env *env)
 
 	/* phase: open, configure, load */
 	tr.probes.multi = attach_multi_supported();
+	/* DWLEAK_UPROBE_SESSION=0 forces the entry + uretprobe pair (tests) */
+	tr.session = tr.probes.multi && !(getenv("DWLEAK_UPROBE_SESSION") &&
+					  !strcmp(getenv("DWLEAK_UPROBE_SESSION"), "0")) &&
+		     attach_session_supported();
 	err = skel_open(&tr);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot load the BPF program: %s; the kernel needs BTF, "

@@ -18,7 +18,12 @@
 # As in tests/allocators.sh, the runs with LD_PRELOAD use the plain build
 # ($ROOT/dwleak, or DWLEAK_PLAIN) when $DWLEAK is an ASan build, which
 # cannot run with another allocator preloaded into itself.
-# LT_ONLY=g|t|j selects glibc / tcmalloc / jemalloc when run by hand;
+# The glibc run is made twice: with uprobe sessions (the default where the
+# kernel has them: calls needing nothing at their return skip the return
+# probe) and with DWLEAK_UPROBE_SESSION=0 (entry + uretprobe, the fallback
+# for older kernels); --stats must say which one ran.
+# LT_ONLY=g|t|j|e selects glibc / tcmalloc / jemalloc / glibc without
+# sessions when run by hand;
 # LEDGER_OPS sets the operations per thread (default 2000).
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
@@ -86,19 +91,24 @@ else:
 PY
 }
 
-# run NAME FAMILY PRELOAD DWLEAK_BIN
+# run NAME FAMILY PRELOAD DWLEAK_BIN SESSION(1|0)
 run() {
-	local name=$1 family=$2 preload=$3 bin=$4 rc line
-	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)}"
+	local name=$1 family=$2 preload=$3 bin=$4 session=$5 rc line want
+	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)} (DWLEAK_UPROBE_SESSION=$session)"
 	rm -f "$T/$name.ledger"
 	if [ -n "$preload" ]; then
-		LD_PRELOAD=$preload timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+		DWLEAK_UPROBE_SESSION=$session LD_PRELOAD=$preload timeout -k 5 120 "$bin" --stats --format json \
+			-o "$T/$name.json" -t 0 -- \
 			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
 	else
-		timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+		DWLEAK_UPROBE_SESSION=$session timeout -k 5 120 "$bin" --stats --format json -o "$T/$name.json" -t 0 -- \
 			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
 	fi
 	rc=$?
+	want="uprobe sessions"
+	[ "$session" = 0 ] && want="uprobe_multi entry and return probes"
+	grep -q "^dwleak: stats: allocator calls probed by $want" "$T/$name.err" ||
+		fail "$name: --stats does not say the calls were probed by $want: $(grep -m1 'probed by' "$T/$name.err")"
 	if [ $rc -ne 0 ]; then
 		fail "$name: dwleak exited $rc"
 		sed 's/^/    /' "$T/$name.err" | tail -n 20
@@ -115,8 +125,9 @@ run() {
 	compare "$T/$name.json" "$T/$name.ledger" "$family"
 }
 
-lt_part g && run glibc glibc "" "$DWLEAK"
-lt_part t && run tcmalloc tcmalloc "$LIBDIR/libtcmalloc.so.4" "$DWLEAK_PRELOAD"
-lt_part j && run jemalloc jemalloc "$LIBDIR/libjemalloc.so.2" "$DWLEAK_PRELOAD"
+lt_part g && run glibc glibc "" "$DWLEAK" 1
+lt_part t && run tcmalloc tcmalloc "$LIBDIR/libtcmalloc.so.4" "$DWLEAK_PRELOAD" 1
+lt_part j && run jemalloc jemalloc "$LIBDIR/libjemalloc.so.2" "$DWLEAK_PRELOAD" 1
+lt_part e && run glibc_no_session glibc "" "$DWLEAK" 0
 
 lt_finish

@@ -16,6 +16,9 @@
 /* Allocator calls pending on one thread at once (outer call, a nested
  * allocator call, a signal handler that allocates while one is pending). */
 #define DWLEAK_MAX_PENDING 8
+/* Allocator functions remembered per thread whose calls skipped their
+ * return probe (uprobe sessions), for recognising calls nested in them. */
+#define DWLEAK_SKIPPED_FUNCS 4
 /* Executable segments of one object told to the walker. */
 #define DWLEAK_MAX_SEGMENTS 4
 /* Per-walk cache of the mappings met, so a stack touching the same few
@@ -220,12 +223,28 @@ struct pending_syscall {
 	__u32 pad;
 };
 
+struct func_range {
+	__u64 start;
+	__u64 end;
+};
+
 struct thread_state {
 	__u32 depth;
 	__u32 sample_init;  /* sample_left has been drawn */
 	__s64 sample_left;  /* --sample-bytes: bytes until this thread's next sample point */
 	__u64 stack_lo;	    /* the mapping the thread's stack was last found in: */
 	__u64 stack_hi;	    /* stack reads never cross its end (0: not known) */
+	__u64 read_hi;	    /* a read crossing this failed: pages above may be absent
+			     * (the random gap under the main stack's argv); 0 = none */
+	/* With uprobe sessions, calls that need nothing at their return (not
+	 * sampled, or nested) cancel their return probe and are not pending;
+	 * what is needed to see calls nested in them is kept here instead: */
+	__u64 skip_sp;	    /* the last such call's return slot, */
+	__u64 skip_ra;	    /* return address */
+	__u64 skip_func;    /* and function, for a tail call from it */
+	__u32 skip_next;    /* next slot of skipped[] to replace */
+	__u32 pad;
+	struct func_range skipped[DWLEAK_SKIPPED_FUNCS]; /* their functions */
 	struct pending_syscall sc;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
 };
@@ -310,7 +329,8 @@ _Static_assert(sizeof(struct alloc_event) == 40, "alloc_event layout");
 _Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
-_Static_assert(sizeof(struct thread_state) == 80 + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+_Static_assert(sizeof(struct thread_state) ==
+	       120 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 _Static_assert(sizeof(struct mmap_event) == 64, "mmap_event layout");
 
