@@ -72,7 +72,10 @@ static const char main_usage[] =
 	"      --mmap               also track anonymous mmap/munmap\n"
 	"      --sample-bytes N     sample allocations, one per N bytes on average (0 = all,\n"
 	"                           default); bytes and counts become unbiased estimates whose\n"
-	"                           relative error for a stack of B bytes is about sqrt(N/B)\n"
+	"                           relative error for a stack of B bytes is about sqrt(N/B);\n"
+	"                           the cheap way to watch a busy process: calls not sampled\n"
+	"                           are not walked and, on Linux 6.13+ (uprobe sessions),\n"
+	"                           skip their return probe\n"
 	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
 	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0)\n"
 	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
@@ -87,6 +90,10 @@ static const char main_usage[] =
 	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
 	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
 	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
+	"\n"
+	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
+	"loading fails); DWLEAK_UPROBE_SESSION=0 probes returns with uretprobes even\n"
+	"where the kernel has uprobe sessions.\n"
 	"\n"
 	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error.\n";
 
