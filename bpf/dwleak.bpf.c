@@ -140,6 +140,41 @@ struct {
 	__type(value, struct rule_cache_slot);
 } rule_cache SEC(".maps");
 
+/*
+ * Whole walks, remembered per CPU by where they started.  A walk is a
+ * function of its start (pc, rsp, and rbp when a rule used it before any
+ * was restored from the stack), the rules (rule_gen) and the stack words
+ * it read; a later walk from the same start whose words all still hold
+ * the same values would repeat it exactly, so it is not made again: the
+ * remembered words are compared instead (a loop allocating from one call
+ * site costs a few compares, not a walk).  Walks that ended in an error,
+ * met a uretprobe trampoline or left [rsp, rsp + 4 GiB) are not kept.
+ */
+#define WALK_MEMO_BITS 8
+#define WALK_MEMO_WORDS 32
+
+struct walk_memo {
+	__u64 pc0;	/* 0 = empty (or being filled) */
+	__u64 sp0;
+	__u64 bp0;	/* compared only when use_bp0 */
+	__u64 stack_id;
+	__u32 gen;	/* rule_gen */
+	__u32 nwords;
+	__u32 nframes;
+	__u8 use_bp0;
+	__u8 end;
+	__u16 pad;
+	__u32 off[WALK_MEMO_WORDS]; /* bytes above sp0 */
+	__u64 val[WALK_MEMO_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1 << WALK_MEMO_BITS);
+	__type(key, __u32);
+	__type(value, struct walk_memo);
+} walk_memo SEC(".maps");
+
 /* Stack ids this CPU already stored in the stacks map (never emptied
  * while tracing), so a known stack costs no map update. */
 struct {
@@ -341,7 +376,13 @@ struct walk_ctx {
 	__u32 tgid;
 	__u32 next_slot;
 	__u32 misses;	 /* rule_cache misses */
-	__u32 pad;
+	__u32 memo_idx;	 /* walk_memo slot being filled */
+	__u64 sp0;	 /* rsp at the start */
+	__u32 nrec;	 /* words recorded in the slot */
+	__u8 rec;	 /* still recording (the walk can be remembered) */
+	__u8 bp_reg;	 /* bp is still the start's rbp register */
+	__u8 use_bp0;	 /* a rule used it */
+	__u8 pad;
 	struct snap_ctx snap;
 	struct vma_slot slot[DWLEAK_VMA_CACHE];
 };
@@ -592,10 +633,31 @@ static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
 	return bpf_map_lookup_elem(&rules, &idx);
 }
 
-/* A walk's user-memory read. */
+/* Records in walk_memo slot IDX that word N, OFF bytes above the start's
+ * rsp, held VAL.  Returns -1 when the walk cannot be remembered. */
+__noinline int memo_note(__u32 idx, __u32 n, __u64 off, __u64 val)
+{
+	struct walk_memo *m = bpf_map_lookup_elem(&walk_memo, &idx);
+
+	if (!m || n >= WALK_MEMO_WORDS || off > 0xffffffffull)
+		return -1;
+	/* hide the check from clang, which would drop the mask the verifier needs */
+	asm volatile("" : "+r"(n));
+	n &= WALK_MEMO_WORDS - 1;
+	m->off[n] = (__u32)off;
+	m->val[n] = val;
+	return 0;
+}
+
+/* A walk's user-memory read, recorded for walk_memo. */
 static __always_inline int walk_read(struct walk_ctx *w, __u64 *dst, __u64 addr)
 {
-	return snap_read(&w->snap, dst, addr);
+	if (snap_read(&w->snap, dst, addr))
+		return -1;
+	if (w->rec && (addr < w->sp0 || memo_note(w->memo_idx, w->nrec, addr - w->sp0, *dst)))
+		w->rec = 0;
+	w->nrec++;
+	return 0;
 }
 
 /* The return address stored at ADDR.  While one of our uretprobes is
@@ -612,6 +674,7 @@ static int read_ra(struct walk_ctx *w, __u64 addr, __u64 *ra)
 	}
 	if (!w->tramp || *ra != w->tramp)
 		return 0;
+	w->rec = 0; /* the recovered address comes from thread state, not the stack */
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (ts) {
 		for (i = 0; i < DWLEAK_MAX_PENDING; i++) {
@@ -637,15 +700,20 @@ static int walk_signal(struct walk_ctx *w)
 		return -1;
 	}
 	w->bp_ok = 1;
+	w->bp_reg = 0;
 	w->exact_pc = 1;
 	return 0;
 }
 
-/* Computes the caller's frame from RULE.  Returns 1 to stop the walk. */
-static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
+/* Computes the caller's frame from RULE.  Returns 1 to stop the walk.
+ * Global, verified once: inlined into the walker's loop its branches
+ * multiplied the walker's verification time several times over. */
+__noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 {
 	__u64 cfa, ra, bp;
 
+	if (!w || !rule)
+		return 1;
 	switch (rule->cfa_type) {
 	case UNWIND_CFA_RSP:
 		cfa = w->sp + rule->cfa_off;
@@ -653,6 +721,7 @@ static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_CFA_RBP:
 		if (!w->bp_ok)
 			goto no_rbp;
+		w->use_bp0 |= w->bp_reg;
 		cfa = w->bp + rule->cfa_off;
 		break;
 	case UNWIND_CFA_PLT11:
@@ -664,6 +733,7 @@ static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_CFA_DEREF_RBP:
 		if (!w->bp_ok)
 			goto no_rbp;
+		w->use_bp0 |= w->bp_reg;
 		if (walk_read(w, &cfa, w->bp + rule->cfa_off))
 			goto bad_read;
 		break;
@@ -688,12 +758,16 @@ static int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 		if (walk_read(w, &bp, cfa + rule->rbp_off))
 			goto bad_read;
 		w->bp = bp;
+		w->bp_reg = 0;
 		break;
 	case UNWIND_RBP_AT_RBP:
-		if (!w->bp_ok || walk_read(w, &bp, w->bp + rule->rbp_off))
+		w->use_bp0 |= w->bp_reg;
+		if (!w->bp_ok || walk_read(w, &bp, w->bp + rule->rbp_off)) {
 			w->bp_ok = 0;
-		else
+		} else {
 			w->bp = bp;
+			w->bp_reg = 0;
+		}
 		break;
 	default:
 		w->bp_ok = 0;
@@ -788,7 +862,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	}
 	if (rule.cfa_type == UNWIND_CFA_SIGNAL)
 		st->pcs[n] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
-	return walk_apply(w, &rule);
+	return walk_apply(w, &rule) ? 1 : 0;
 }
 
 /* Direct loads through the task's BTF pointers (the verifier guards them),
@@ -806,20 +880,46 @@ static __always_inline __u64 uretprobe_trampoline(void)
 	return xol ? xol->vaddr : 0;
 }
 
-/* Stores stack ST under ID in the stacks map, unless this CPU already did. */
-static void stack_store(__u64 id, struct stack_trace *st)
+/* Stores stack ST under ID in the stacks map, unless this CPU already did.
+ * Returns 0 when the map holds it. */
+static int stack_store(__u64 id, struct stack_trace *st)
 {
 	__u32 i = (__u32)(id >> (64 - STACK_SEEN_BITS));
 	__u64 *seen = bpf_map_lookup_elem(&stack_seen, &i);
 
 	if (seen && *seen == id)
-		return;
+		return 0;
 	if (bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &id)) {
 		count(CNT_STACKS_FULL);
-		return;
+		return -1;
 	}
 	if (seen)
 		*seen = id;
+	return 0;
+}
+
+static __always_inline __u32 walk_memo_idx(__u64 pc, __u64 sp)
+{
+	return (__u32)(((pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS));
+}
+
+/* True when the walk remembered in slot IDX started at PC, SP, BP under
+ * the rules in force now and every word it read still holds its value. */
+__noinline int memo_match(__u32 idx, __u64 pc, __u64 sp, __u64 bp, struct snap_ctx *sn)
+{
+	struct walk_memo *m = bpf_map_lookup_elem(&walk_memo, &idx);
+	__u64 v;
+	__u32 i;
+
+	if (!m || !sn || m->pc0 != pc || m->sp0 != sp || m->gen != rule_gen || (m->use_bp0 && m->bp0 != bp))
+		return 0;
+	for (i = 0; i < WALK_MEMO_WORDS; i++) {
+		if (i >= m->nwords)
+			return 1;
+		if (snap_read(sn, &v, sp + m->off[i]) || v != m->val[i])
+			return 0;
+	}
+	return 1;
 }
 
 /* Walks the user stack at an allocator's entry and stores it.  Returns the
@@ -827,12 +927,30 @@ static void stack_store(__u64 id, struct stack_trace *st)
 static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn)
 {
 	struct walk_ctx w = {};
+	struct walk_memo *m;
 	struct stack_trace *st;
-	__u32 zero = 0;
+	__u32 zero = 0, gen = rule_gen;
 
 	w.pc = PT_REGS_IP(ctx);
 	w.sp = PT_REGS_SP(ctx);
 	w.bp = ctx->bp;
+	w.memo_idx = walk_memo_idx(w.pc, w.sp);
+	if (memo_match(w.memo_idx, w.pc, w.sp, w.bp, sn)) {
+		m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
+		if (m) {
+			count(CNT_WALKS);
+			count(CNT_WALKS_MEMO);
+			count_n(CNT_FRAMES, m->nframes);
+			count(CNT_WALK_END_BASE + (m->end < WALK_END_COUNT ? m->end : WALK_ERR_READ));
+			return m->stack_id;
+		}
+	}
+	m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
+	if (m)
+		m->pc0 = 0; /* refilled below, if this walk can be remembered */
+	w.sp0 = w.sp;
+	w.rec = 1;
+	w.bp_reg = 1;
 	w.bp_ok = 1;
 	w.exact_pc = 1;
 	w.tgid = tgid;
@@ -855,7 +973,18 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap
 	if (w.misses)
 		count_n(CNT_RULE_CACHE_MISSES, w.misses);
 	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
-	stack_store(w.hash, st);
+	if (!stack_store(w.hash, st) && w.rec && w.nrec <= WALK_MEMO_WORDS && m &&
+	    (w.end == WALK_END_OK || w.end == WALK_END_ZERO_RA || w.end == WALK_END_TRUNCATED)) {
+		m->sp0 = w.sp0;
+		m->bp0 = ctx->bp;
+		m->use_bp0 = w.use_bp0;
+		m->gen = gen;
+		m->nwords = w.nrec;
+		m->nframes = w.n;
+		m->end = w.end;
+		m->stack_id = w.hash;
+		m->pc0 = PT_REGS_IP(ctx);
+	}
 	*sn = w.snap; /* it may have moved up the stack */
 	return w.hash;
 }

@@ -272,6 +272,7 @@ enum dwleak_counter {
 	CNT_FRAMES,		/* frames walked */
 	CNT_RULE_CACHE_MISSES,	/* frames whose rule was searched in the tables */
 	CNT_WALKS,
+	CNT_WALKS_MEMO,		/* walks found remembered (walk_memo), not made again */
 	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
 	CNT_FP_FRAMES,
 	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */

@@ -1,0 +1,53 @@
+#!/bin/bash
+# The walker remembers whole walks per CPU by where they start (pc, rsp)
+# and repeats one only when every stack word it read still holds the same
+# value (bpf/dwleak.bpf.c, walk_memo).  testdata/same_depth reaches malloc
+# from from_left and from_right through leaf() with the same rsp and the
+# same return address into leaf; only the next return address differs.
+# 3000 calls, every third from from_left (24 B), the others from
+# from_right (40 B): the report must hold exactly
+#   malloc <- leaf <- from_left  <- main: 24000 B in 1000 allocations
+#   malloc <- leaf <- from_right <- main: 80000 B in 2000 allocations
+# and --stats must show remembered walks were used (from_right after
+# from_right), so the case is really exercised.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+T=$LT_TMP
+PROG=$TESTDATA/same_depth
+
+if [ ! -x "$PROG" ]; then
+	echo "FAIL: $PROG is missing (make testdata)"
+	exit 1
+fi
+echo "== same_depth --iterations 3000 (-- CMD)"
+timeout -k 5 60 "$DWLEAK" --stats -t 0 --format json -o "$T/memo.json" -- "$PROG" --iterations 3000 \
+	> "$T/memo.out" 2> "$T/memo.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "dwleak exited $rc"; sed 's/^/    /' "$T/memo.err" | tail -n 20; }
+remembered=$(sed -n 's/^dwleak: stats: walks_remembered \([0-9]*\)$/\1/p' "$T/memo.err")
+if [ "${remembered:-0}" -gt 0 ]; then
+	pass "walks_remembered $remembered: remembered walks were used"
+else
+	fail "walks_remembered '${remembered}': the memo was never used, the test proves nothing"
+fi
+lt_check "$T/memo.json" << 'PY'
+want = {"from_left": (24000, 1000), "from_right": (80000, 2000)}
+for fn, (b, a) in want.items():
+    st = [s for s in r["stacks"] if fn in names(s)]
+    if len(st) != 1:
+        fail("%s: %d stacks, want 1:\n%s" % (fn, len(st), "".join(show(s) for s in st)))
+        continue
+    s = st[0]
+    n = names(s)
+    if n[:4] != ["malloc", "leaf", fn, "main"]:
+        fail("%s: frames %s, want malloc, leaf, %s, main, ..." % (fn, n, fn))
+    elif (s["bytes"], s["allocations"]) != (b, a):
+        fail("%s: %d B in %d allocations, want %d B in %d:\n%s" % (fn, s["bytes"], s["allocations"], b, a, show(s)))
+    else:
+        ok("%s: malloc <- leaf <- %s <- main, %d B in %d allocations" % (fn, fn, b, a))
+mixed = [s for s in r["stacks"] if "leaf" in names(s) and not ({"from_left", "from_right"} & set(names(s)))]
+for s in mixed:
+    fail("a leaf stack with neither caller:\n" + show(s))
+PY
+lt_finish
