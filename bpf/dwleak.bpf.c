@@ -230,7 +230,7 @@ struct {
 
 /* The top of the user stack, copied once per walk: one read of a few KiB
  * costs about what two 8-byte reads do, and a walk makes a dozen. */
-#define STACK_SNAP 4096
+#define STACK_SNAP 16384
 
 struct stack_snap {
 	__u8 data[STACK_SNAP];
@@ -277,6 +277,8 @@ struct snap_ctx {
 	__u64 len;   /* bytes copied there; 0 = none */
 	__u64 limit; /* readable up to here (the stack mapping's end); 0 = not known */
 	__u64 failed; /* a read up to limit failed: limit was lowered to its page */
+	__u64 want;   /* bytes the next read takes (the thread's last walk needed
+		       * about that many); 0 = STACK_SNAP */
 };
 
 static __always_inline int read_u64(__u64 *dst, __u64 addr)
@@ -296,7 +298,11 @@ static int snap_take(struct snap_ctx *sn, __u64 addr)
 	snap = bpf_map_lookup_elem(&stack_snap, &zero);
 	if (!snap)
 		return -1;
+	count(CNT_STACK_READS);
 	len = (sn->limit > addr ? sn->limit : (addr | 4095) + 1) - addr;
+	if (sn->want && len > sn->want)
+		len = sn->want;
+	sn->want = 0; /* a walk that goes on past it reads as much as it can */
 	if (len > STACK_SNAP)
 		len = STACK_SNAP;
 	if (len < 8)
@@ -986,6 +992,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap
 		m->pc0 = PT_REGS_IP(ctx);
 	}
 	*sn = w.snap; /* it may have moved up the stack */
+	sn->want = w.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
 	return w.hash;
 }
 
@@ -1267,6 +1274,7 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 	 * holds the return address; with sampling most calls are not walked,
 	 * so just the return address */
 	sn.limit = stack_limit(ts, sp);
+	sn.want = ts->snap_hint;
 	if (sample_bytes ? read_u64(&ra, sp) : snap_take(&sn, sp) || snap_copy(&sn, &ra, sp))
 		ra = 0;
 	pending_prune(ts, sp, ra);
@@ -1307,6 +1315,8 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 		count(CNT_NESTED_CALLS);
 	}
 	stack_learn(ts, &sn);
+	if (c->outer && c->sampled && (unwind_mode & UNWIND_MODE_DWARF))
+		ts->snap_hint = sn.want < STACK_SNAP - 512 ? (sn.want + 512) & ~255ull : STACK_SNAP;
 	/* xallocx reports at its return whether it resized, sampled or not */
 	if (session && (!c->outer || !c->sampled) && kind != ALLOC_XALLOCX) {
 		skip_remember(ts, sp, ra, c->func_start, c->func_end);

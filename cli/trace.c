@@ -907,6 +907,7 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_RULE_CACHE_MISSES] = "rule_cache_misses",
 	[CNT_WALKS] = "walks",
 	[CNT_WALKS_MEMO] = "walks_remembered",
+	[CNT_STACK_READS] = "stack_reads",
 	[CNT_FP_WALKS] = "fp_walks",
 	[CNT_FP_FRAMES] = "fp_frames_walked",
 	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",

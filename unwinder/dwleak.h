@@ -236,6 +236,8 @@ struct thread_state {
 	__u64 stack_hi;	    /* stack reads never cross its end (0: not known) */
 	__u64 read_hi;	    /* a read crossing this failed: pages above may be absent
 			     * (the random gap under the main stack's argv); 0 = none */
+	__u64 snap_hint;    /* bytes of stack the last walk used, plus room: what
+			     * the next walk's first read takes (0 = as much as it can) */
 	/* With uprobe sessions, calls that need nothing at their return (not
 	 * sampled, or nested) cancel their return probe and are not pending;
 	 * what is needed to see calls nested in them is kept here instead: */
@@ -273,6 +275,7 @@ enum dwleak_counter {
 	CNT_RULE_CACHE_MISSES,	/* frames whose rule was searched in the tables */
 	CNT_WALKS,
 	CNT_WALKS_MEMO,		/* walks found remembered (walk_memo), not made again */
+	CNT_STACK_READS,	/* reads of user stack memory into the snapshot */
 	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
 	CNT_FP_FRAMES,
 	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */
@@ -331,7 +334,7 @@ _Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
 _Static_assert(sizeof(struct thread_state) ==
-	       120 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+	       128 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 _Static_assert(sizeof(struct mmap_event) == 64, "mmap_event layout");
 
