@@ -65,7 +65,7 @@ fi
 all=(bare)
 if ensure_tool bpftrace bpftrace; then
 	all+=(floor)
-	if ! mount | grep -q ' type tracefs '; then
+	if ! mount | grep -c ' type tracefs ' > /dev/null; then
 		notes+=("tracefs is not mounted: bpftrace $(bpftrace --version | awk '{print $2}') attaches its uprobes through the perf uprobe PMU anyway; only its detach path (writing /sys/kernel/tracing/uprobe_events) fails and prints 'failed to detach probe', harmlessly (the probes go away with its file descriptors)")
 	fi
 else

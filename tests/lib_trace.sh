@@ -79,7 +79,9 @@ lt_finish() {
 # $ROOT/dwleak) stands in.
 lt_preload_dwleak() {
 	DWLEAK_PRELOAD=$DWLEAK
-	if ldd "$DWLEAK" 2> /dev/null | grep -q libasan; then
+	# ldd's output captured first: with pipefail, grep -q exiting early can
+	# kill ldd with SIGPIPE and turn a match into a failure.
+	if [[ "$(ldd "$DWLEAK" 2> /dev/null)" == *libasan* ]]; then
 		DWLEAK_PRELOAD=${DWLEAK_PLAIN:-$ROOT/dwleak}
 		echo "note: $DWLEAK is an ASan build; runs under LD_PRELOAD use $DWLEAK_PRELOAD"
 		if [ ! -x "$DWLEAK_PRELOAD" ]; then

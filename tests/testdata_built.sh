@@ -42,7 +42,7 @@ for pair in seed_O2_stripped:seed_O2 libdlleak_split.so:libdlleak.so; do
 	[ "$(build_id "$td/$f")" = "$(build_id "$td/$f.debug")" ] || fail "$f: build id differs from $f.debug"
 	[ "$(build_id "$td/$f")" = "$(build_id "$td/$twin")" ] || fail "$f: build id differs from $twin"
 	has_section "$td/$f.debug" .debug_info || fail "$f.debug: no .debug_info"
-	grep ' \.text ' <<< "$(readelf -SW "$td/$f.debug")" | grep -q NOBITS || fail "$f.debug: .text is not NOBITS"
+	grep ' \.text ' <<< "$(readelf -SW "$td/$f.debug")" | grep -c NOBITS > /dev/null || fail "$f.debug: .text is not NOBITS"
 done
 [ "$(build_id "$td/seed_O2_nodebug")" = "$(build_id "$td/seed_O2")" ] ||
 	fail "seed_O2_nodebug: build id differs from seed_O2"

@@ -305,7 +305,7 @@ if part e; then
 		fi
 		# the 10 leaks happened after the tracing line when attach beat --delay-ms
 		if [ "$(elapsed "$t0" "$t_tr" | cut -d. -f1)" -lt 2 ]; then
-			if grep -A6 '^	400 bytes in 10 allocations' "$tmp/e.out" | grep -q 'LeakLib::slowMemoryLeak'; then
+			if grep -A6 '^	400 bytes in 10 allocations' "$tmp/e.out" | grep -c 'LeakLib::slowMemoryLeak' > /dev/null; then
 				pass "target exits: report has the 400 bytes in 10 allocations from slowMemoryLeak"
 			else
 				fail "target exits: report lacks '400 bytes in 10 allocations' from slowMemoryLeak:"
