@@ -29,7 +29,7 @@
 #
 # Environment: DWLEAK (default ROOT/dwleak), MALLOC_BENCH (default
 # BUILD/bench/malloc_bench, compiled if missing), PAIRS (2000000),
-# TRACED_PAIRS (100000), PRELOAD_PAIRS (1000000), REPS (3), THREADS ("1 2"),
+# TRACED_PAIRS (100000), PRELOAD_PAIRS (1000000), REPS (7), THREADS ("1 2"),
 # TOOLS (default: all), OUT (the markdown table is also written there;
 # default BUILD/bench/malloc_bench.md).  Installs heaptrack, valgrind and
 # bpftrace with apt-get when missing (BENCH_NO_INSTALL=1: don't).
@@ -43,7 +43,7 @@ MALLOC_BENCH=${MALLOC_BENCH:-$BUILD/bench/malloc_bench}
 PAIRS=${PAIRS:-2000000}
 TRACED_PAIRS=${TRACED_PAIRS:-100000}
 PRELOAD_PAIRS=${PRELOAD_PAIRS:-1000000}
-REPS=${REPS:-3}
+REPS=${REPS:-7}
 THREADS=${THREADS:-1 2}
 OUT=${OUT:-$BUILD/bench/malloc_bench.md}
 LIBC=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
@@ -143,7 +143,10 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 	fi
 	echo "$v"
 	[ $tool = bpftrace_ustack ] && [ "$th" = 1 ] && ! [ -s "$tmp/ustack.sample" ] &&
-		awk '/^@\[/ { f = 1; s = "" } f { s = s $0 "\n"; if (/^\]/) { last = s; f = 0 } } END { printf "%s", last }' "$out" > "$tmp/ustack.sample"
+		awk '/@\[$/ { f = 1; s = "@[\n"; next }
+		     f && /^\]: / { if ($2 + 0 > best) { best = $2 + 0; top = s $0 "\n" }; f = 0; next }
+		     f { s = s $0 "\n" }
+		     END { printf "%s", top }' "$out" > "$tmp/ustack.sample"
 	return 0
 }
 
