@@ -33,6 +33,7 @@ const volatile __u32 stop_on_dl_state = 0;
 /* Wake the alloc_events reader once this many bytes wait in the ring; below
  * that it drains on its own timer, and records cost no wakeup. */
 const volatile __u64 alloc_ring_wake = 1 << 20;
+const volatile __u32 guard_preempt = PREEMPT_GUARD_OFF; /* enum preempt_guard */
 
 /* Bumped by user space whenever the target's mappings or tables change:
  * rule_cache entries of an older generation are misses. */
@@ -262,6 +263,54 @@ static __always_inline void count_n(__u32 which, __u64 n)
 static __always_inline void count(__u32 which)
 {
 	count_n(which, 1);
+}
+
+/*
+ * The walker's per-CPU buffers (stack_snap, scratch) and caches
+ * (rule_cache, walk_memo, stack_seen) assume one program at a time per
+ * CPU.  Uprobe programs run with migration disabled, not preemption: on a
+ * kernel that preempts kernel code (preempt=full or lazy, PREEMPT_RT), a
+ * thread preempted inside the walker and another thread's probe on the
+ * same CPU would share them, and a stack could come out wrong without a
+ * sign.  There user space sets guard_preempt and the programs count
+ * themselves in and out; one that finds the buffers in use skips its walk
+ * (the allocation is kept, under DWLEAK_STACK_WALKER_BUSY, and counted).
+ * Elsewhere the verifier drops the guard as dead code.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} walker_users SEC(".maps");
+
+/* True when this program may use the walker's buffers; it must then call
+ * walker_leave.  A caller that skips a walk for it counts CNT_WALKER_BUSY. */
+static __always_inline bool walker_enter(void)
+{
+	__u32 zero = 0;
+	__u64 *n;
+
+	if (guard_preempt == PREEMPT_GUARD_OFF)
+		return true;
+	n = bpf_map_lookup_elem(&walker_users, &zero);
+	if (guard_preempt == PREEMPT_GUARD_ON && n && __sync_fetch_and_add(n, 1) == 0)
+		return true;
+	if (guard_preempt == PREEMPT_GUARD_ON && n)
+		__sync_fetch_and_add(n, -1);
+	return false;
+}
+
+static __always_inline void walker_leave(void)
+{
+	__u32 zero = 0;
+	__u64 *n;
+
+	if (guard_preempt != PREEMPT_GUARD_ON)
+		return;
+	n = bpf_map_lookup_elem(&walker_users, &zero);
+	if (n)
+		__sync_fetch_and_add(n, -1);
 }
 
 /* --- Reading the user stack --- */
@@ -1326,6 +1375,7 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 	__u32 tgid = current_tgid(), d;
 	__u64 sp = PT_REGS_SP(ctx), ra = 0;
 	struct snap_ctx sn = {};
+	bool own;
 
 	if (tgid != target_tgid)
 		return 0;
@@ -1338,7 +1388,9 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 	 * so just the return address */
 	sn.limit = stack_limit(ts, sp);
 	sn.want = ts->snap_hint;
-	if (sample_bytes ? read_u64(&ra, sp) : snap_take(&sn, sp) || snap_copy(&sn, &ra, sp))
+	/* unsampled calls are not walked: they need no walker buffers */
+	own = !sample_bytes && walker_enter();
+	if (own ? snap_take(&sn, sp) || snap_copy(&sn, &ra, sp) : read_u64(&ra, sp))
 		ra = 0;
 	pending_prune(ts, sp, ra);
 	d = ts->depth;
@@ -1368,17 +1420,27 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 		count(CNT_UNSAMPLED);
 	} else if (c->outer) {
 		count(CNT_ALLOC_CALLS);
-		if (unwind_mode & UNWIND_MODE_DWARF)
-			c->stack_id = stack_walk(ctx, kind, tgid, &sn);
-		if (unwind_mode & UNWIND_MODE_FP)
-			c->fp_stack_id = fp_walk(ctx, kind, &sn);
-		if (!(unwind_mode & UNWIND_MODE_DWARF))
-			c->stack_id = c->fp_stack_id;
+		if (sample_bytes)
+			own = walker_enter();
+		if (!own) {
+			count(CNT_WALKER_BUSY);
+			c->stack_id = DWLEAK_STACK_WALKER_BUSY;
+			c->fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
+		} else {
+			if (unwind_mode & UNWIND_MODE_DWARF)
+				c->stack_id = stack_walk(ctx, kind, tgid, &sn);
+			if (unwind_mode & UNWIND_MODE_FP)
+				c->fp_stack_id = fp_walk(ctx, kind, &sn);
+			if (!(unwind_mode & UNWIND_MODE_DWARF))
+				c->stack_id = c->fp_stack_id;
+		}
 	} else {
 		count(CNT_NESTED_CALLS);
 	}
+	if (own)
+		walker_leave();
 	stack_learn(ts, &sn);
-	if (c->outer && c->sampled && (unwind_mode & UNWIND_MODE_DWARF))
+	if (own && c->outer && c->sampled && (unwind_mode & UNWIND_MODE_DWARF))
 		ts->snap_hint = sn.want < STACK_SNAP - 512 ? (sn.want + 512) & ~255ull : STACK_SNAP;
 	/* xallocx reports at its return whether it resized, sampled or not */
 	if (session && (!c->outer || !c->sampled) && kind != ALLOC_XALLOCX) {
@@ -1620,13 +1682,18 @@ int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 	ts->sc.new_len = regs->dx;
 	ts->sc.stack_id = 0;
 	ts->sc.fp_stack_id = 0;
-	if (id == NR_MMAP) {
+	if (id == NR_MMAP && !walker_enter()) {
+		count(CNT_WALKER_BUSY);
+		ts->sc.stack_id = DWLEAK_STACK_WALKER_BUSY;
+		ts->sc.fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
+	} else if (id == NR_MMAP) {
 		if (unwind_mode & UNWIND_MODE_DWARF)
 			ts->sc.stack_id = stack_walk(regs, ALLOC_MMAP, tgid, &sn);
 		if (unwind_mode & UNWIND_MODE_FP)
 			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP, &sn);
 		if (!(unwind_mode & UNWIND_MODE_DWARF))
 			ts->sc.stack_id = ts->sc.fp_stack_id;
+		walker_leave();
 		stack_learn(ts, &sn);
 	}
 	ts->sc.nr = (__u32)id;

@@ -93,7 +93,9 @@ static const char main_usage[] =
 	"\n"
 	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
 	"loading fails); DWLEAK_UPROBE_SESSION=0 probes returns with uretprobes even\n"
-	"where the kernel has uprobe sessions.\n"
+	"where the kernel has uprobe sessions; DWLEAK_PREEMPT_GUARD=1 or 0 forces on or\n"
+	"off the guard that keeps probes preempted mid-walk (preempt=full or lazy\n"
+	"kernels) from sharing a CPU's walker buffers; --stats says which was chosen.\n"
 	"\n"
 	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error.\n";
 

@@ -28,6 +28,7 @@
 #include "elf_symbols.h"
 #include "link_map.h"
 #include "mmap_regions.h"
+#include "preempt.h"
 #include "suppress.h"
 #include "compare.h"
 #include "flamegraph.h"
@@ -72,6 +73,9 @@ struct tracer {
 	struct symbolizer *sym;
 	struct attach_set probes;
 	bool session;	  /* allocator entry and return as one uprobe session program */
+	struct preempt_info preempt; /* can the kernel preempt our programs? */
+	enum preempt_guard guard;    /* so the walker's buffers are guarded */
+	bool guard_forced;	     /* by DWLEAK_PREEMPT_GUARD */
 	struct allocator alloc; /* who provides malloc and operator new, and where */
 	char **lookup;	  /* the objects in symbol lookup order (a command's, from ldd) */
 	char *ld_path;	  /* the dynamic linker, for the _dl_debug_state probe */
@@ -484,6 +488,7 @@ static int skel_open(struct tracer *tr)
 	s->rodata->sample_bytes = (uint64_t)tr->env->sample_bytes;
 	s->rodata->track_mmap = tr->env->mmap;
 	s->rodata->alloc_ring_wake = ALLOC_RING_BYTES / 4;
+	s->rodata->guard_preempt = tr->guard;
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, tr->env->mmap);
 	bpf_program__set_autoload(s->progs.mmap_exit, tr->env->mmap);
@@ -908,6 +913,7 @@ static const char *const counter_names[CNT_COUNT] = {
 	[CNT_WALKS] = "walks",
 	[CNT_WALKS_MEMO] = "walks_remembered",
 	[CNT_STACK_READS] = "stack_reads",
+	[CNT_WALKER_BUSY] = "walks_skipped_walker_busy",
 	[CNT_FP_WALKS] = "fp_walks",
 	[CNT_FP_FRAMES] = "fp_frames_walked",
 	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",
@@ -980,13 +986,45 @@ static void built_free(struct built *b)
 
 /* Appends the symbolized frames of stack ID; returns the walk's end (or
  * -1 when the stack was not stored) in *END. */
+/* Whether the programs must guard the walker's per-CPU buffers (see
+ * walker_enter in bpf/dwleak.bpf.c): where the kernel may preempt them.
+ * DWLEAK_PREEMPT_GUARD=0 or 1 overrides; =busy makes every walk find the
+ * buffers busy (tests of what the reports then say). */
+static int guard_choose(struct tracer *tr)
+{
+	const char *env = getenv("DWLEAK_PREEMPT_GUARD");
+
+	preempt_info_read(&tr->preempt);
+	tr->guard = preempt_model_preempts_bpf(tr->preempt.model) ? PREEMPT_GUARD_ON : PREEMPT_GUARD_OFF;
+	if (!env || !*env)
+		return 0;
+	tr->guard_forced = true;
+	if (!strcmp(env, "0")) {
+		tr->guard = PREEMPT_GUARD_OFF;
+	} else if (!strcmp(env, "1")) {
+		tr->guard = PREEMPT_GUARD_ON;
+	} else if (!strcmp(env, "busy")) {
+		tr->guard = PREEMPT_GUARD_BUSY;
+	} else {
+		fprintf(stderr, "dwleak: DWLEAK_PREEMPT_GUARD=%s: want 0, 1 or busy\n", env);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Ends of stacks that have no walk_end: no frames at all. */
+#define END_NOT_STORED (-1)  /* stacks map full */
+#define END_WALKER_BUSY (-2) /* DWLEAK_STACK_WALKER_BUSY */
+
 static int frames_of(struct tracer *tr, struct built *b, size_t nmaps, uint64_t id, int *end)
 {
 	struct stack_trace st;
 	uint32_t i;
 	int err;
 
-	*end = -1;
+	*end = id == DWLEAK_STACK_WALKER_BUSY ? END_WALKER_BUSY : END_NOT_STORED;
+	if (id == DWLEAK_STACK_WALKER_BUSY)
+		return 0;
 	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &id, &st))
 		return 0;
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
@@ -1021,7 +1059,9 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 	     g->kind == ALLOC_POSIX_MEMALIGN))
 		rs->allocator = alloc_kind_name(ALLOC_NEW);
 	rs->truncated = end == WALK_END_TRUNCATED;
-	rs->unwind_error = end < 0 ? "stack not stored (stacks map full)" : walk_end_reason((uint32_t)end);
+	rs->unwind_error = end == END_WALKER_BUSY ? "skipped, a preempted probe held this CPU's walker buffers"
+			   : end < 0			? "stack not stored (stacks map full)"
+							: walk_end_reason((uint32_t)end);
 	/* the dynamic linker runs initializers from _dl_start_user, hand-written
 	 * code without CFI: the root of those stacks, not a lost frame */
 	if (end == WALK_ERR_NO_FDE && b->arena.n > first[0] && b->arena.frames[b->arena.n - 1].function &&
@@ -1166,6 +1206,12 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			tr->session ? "uprobe sessions (a call needing nothing at its return skips the return probe)"
 			: tr->probes.multi ? "uprobe_multi entry and return probes (no uprobe sessions in this kernel)"
 					   : "perf-event entry and return probes (no uprobe_multi in this kernel)");
+		fprintf(stderr, "dwleak: stats: walker buffers %s%s; the kernel's preemption model: %s (from %s)\n",
+			tr->guard == PREEMPT_GUARD_OFF	? "not guarded"
+			: tr->guard == PREEMPT_GUARD_ON ? "guarded against preempted probes"
+							: "always found busy",
+			tr->guard_forced ? ", as DWLEAK_PREEMPT_GUARD says" : "",
+			preempt_model_name(tr->preempt.model), tr->preempt.source);
 		for (i = 0; i < tr->alloc.nobjs; i++) {
 			const struct alloc_object *o = &tr->alloc.objs[i];
 			size_t k;
@@ -1371,6 +1417,9 @@ int trace_run(const struct env *env)
 	tr.session = tr.probes.multi && !(getenv("DWLEAK_UPROBE_SESSION") &&
 					  !strcmp(getenv("DWLEAK_UPROBE_SESSION"), "0")) &&
 		     attach_session_supported();
+	err = guard_choose(&tr);
+	if (err)
+		goto out;
 	err = skel_open(&tr);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot load the BPF program: %s; the kernel needs BTF, "

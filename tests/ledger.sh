@@ -22,8 +22,11 @@
 # kernel has them: calls needing nothing at their return skip the return
 # probe) and with DWLEAK_UPROBE_SESSION=0 (entry + uretprobe, the fallback
 # for older kernels); --stats must say which one ran.
-# LT_ONLY=g|t|j|e selects glibc / tcmalloc / jemalloc / glibc without
-# sessions when run by hand;
+# A fifth glibc run has the walker's guard against preempted probes on
+# (DWLEAK_PREEMPT_GUARD=1, as on a preemptible kernel): the same exact
+# sites, and no walk skipped where the kernel does not preempt.
+# LT_ONLY=g|t|j|e|p selects glibc / tcmalloc / jemalloc / glibc without
+# sessions / glibc with the guard when run by hand;
 # LEDGER_OPS sets the operations per thread (default 2000).
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
@@ -91,20 +94,26 @@ else:
 PY
 }
 
-# run NAME FAMILY PRELOAD DWLEAK_BIN SESSION(1|0)
+# run NAME FAMILY PRELOAD DWLEAK_BIN SESSION(1|0) [PREEMPT_GUARD]
 run() {
-	local name=$1 family=$2 preload=$3 bin=$4 session=$5 rc line want
-	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)} (DWLEAK_UPROBE_SESSION=$session)"
+	local name=$1 family=$2 preload=$3 bin=$4 session=$5 guard=${6:-} rc line want busy
+	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)} (DWLEAK_UPROBE_SESSION=$session${guard:+ DWLEAK_PREEMPT_GUARD=$guard})"
 	rm -f "$T/$name.ledger"
-	if [ -n "$preload" ]; then
-		DWLEAK_UPROBE_SESSION=$session LD_PRELOAD=$preload timeout -k 5 120 "$bin" --stats --format json \
-			-o "$T/$name.json" -t 0 -- \
-			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
-	else
-		DWLEAK_UPROBE_SESSION=$session timeout -k 5 120 "$bin" --stats --format json -o "$T/$name.json" -t 0 -- \
-			"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
-	fi
+	env DWLEAK_UPROBE_SESSION="$session" ${guard:+DWLEAK_PREEMPT_GUARD=$guard} ${preload:+LD_PRELOAD=$preload} \
+		timeout -k 5 120 "$bin" --stats --format json -o "$T/$name.json" -t 0 -- \
+		"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
 	rc=$?
+	if [ -n "$guard" ]; then
+		grep -q '^dwleak: stats: walker buffers guarded against preempted probes' "$T/$name.err" ||
+			fail "$name: --stats does not say the walker buffers are guarded"
+		busy=$(sed -n 's/^dwleak: stats: walks_skipped_walker_busy \([0-9]*\)$/\1/p' "$T/$name.err")
+		if [ "$busy" != 0 ] && grep -q "preemption model: \(none\|voluntary\) " "$T/$name.err"; then
+			fail "$name: $busy walks found the buffers busy on a kernel that does not preempt"
+		elif [ "$busy" != 0 ]; then
+			echo "note: $name: $busy walks skipped by preempted probes (this kernel preempts): sites not compared"
+			return
+		fi
+	fi
 	want="uprobe sessions"
 	[ "$session" = 0 ] && want="uprobe_multi entry and return probes"
 	grep -q "^dwleak: stats: allocator calls probed by $want" "$T/$name.err" ||
@@ -129,5 +138,6 @@ lt_part g && run glibc glibc "" "$DWLEAK" 1
 lt_part t && run tcmalloc tcmalloc "$LIBDIR/libtcmalloc.so.4" "$DWLEAK_PRELOAD" 1
 lt_part j && run jemalloc jemalloc "$LIBDIR/libjemalloc.so.2" "$DWLEAK_PRELOAD" 1
 lt_part e && run glibc_no_session glibc "" "$DWLEAK" 0
+lt_part p && run glibc_guard glibc "" "$DWLEAK" 1 1
 
 lt_finish

@@ -36,6 +36,16 @@
 /* Bit 63 of a recorded pc: the address is not a return address (a signal
  * trampoline, or code a signal interrupted), so symbolize it as is. */
 #define DWLEAK_FRAME_EXACT (1ull << 63)
+/* The stack id of allocations whose walk was skipped because another
+ * program was using its CPU's walker buffers (a preempted probe, see
+ * walker_enter in bpf/dwleak.bpf.c).  Stack ids are hashes of 64 bits. */
+#define DWLEAK_STACK_WALKER_BUSY 1ull
+/* Values of the BPF program's guard_preempt. */
+enum preempt_guard {
+	PREEMPT_GUARD_OFF = 0,	 /* the kernel does not preempt BPF programs */
+	PREEMPT_GUARD_ON = 1,	 /* it may: count the programs in the buffers */
+	PREEMPT_GUARD_BUSY = 2,	 /* tests: every walk finds the buffers busy */
+};
 
 _Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
 	       "binary search must cover a full page of rows");
@@ -276,6 +286,7 @@ enum dwleak_counter {
 	CNT_WALKS,
 	CNT_WALKS_MEMO,		/* walks found remembered (walk_memo), not made again */
 	CNT_STACK_READS,	/* reads of user stack memory into the snapshot */
+	CNT_WALKER_BUSY,	/* walks skipped: the CPU's walker buffers were in use */
 	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
 	CNT_FP_FRAMES,
 	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */
