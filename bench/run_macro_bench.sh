@@ -8,7 +8,8 @@
 #            churn between stretches of computation; ~3 s bare)
 # Tools: bare; the uprobe floor (malloc entry, malloc return, free entry,
 # empty bpftrace programs); the own floor (empty programs at dwleak's own
-# probe sites, bench/uprobe_floor.c); dwleak (-- CMD, DWARF); dwleak --unwind fp; dwleak
+# probe sites, bench/uprobe_floor.c); dwleak (-- CMD, DWARF); dwleak's
+# programs without the walk (DWLEAK_BENCH_NO_WALK=1); dwleak --unwind fp; dwleak
 # --sample-bytes 524288; the bpftrace FP ustack tracer; heaptrack (launch
 # mode); valgrind memcheck --leak-check=full.  Valgrind runs the workloads at
 # reduced sizes (PY_SMALL: a tenth, CXX_SMALL: a thirtieth) next to a bare run at that size,
@@ -63,7 +64,7 @@ if OWN_FLOOR=$(own_floor_cmd 2> "$tmp/own_floor.err"); then
 else
 	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
 fi
-[ -x "$DWLEAK" ] && all+=(dwleak dwleak_fp dwleak_sample) || notes+=("dwleak not measured: $DWLEAK is missing (make)")
+[ -x "$DWLEAK" ] && all+=(dwleak dwleak_nowalk dwleak_fp dwleak_sample) || notes+=("dwleak not measured: $DWLEAK is missing (make)")
 command -v bpftrace > /dev/null && all+=(bpftrace_ustack)
 ensure_tool heaptrack heaptrack && all+=(heaptrack) || notes+=("heaptrack not measured: not installed and apt-get install heaptrack failed")
 ensure_tool valgrind valgrind && all+=(bare_small valgrind) || notes+=("valgrind not measured: not installed and apt-get install valgrind failed")
@@ -105,6 +106,8 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog" > "$out" 2>&1 ;;
 		$W $OWN_FLOOR $prog > "$out" 2>&1 ;;
 	dwleak)
 		$W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+	dwleak_nowalk)
+		DWLEAK_BENCH_NO_WALK=1 $W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_fp)
 		$W "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_sample)
@@ -164,6 +167,7 @@ names = {"bare": "bare", "bare_small": "bare, reduced size (valgrind's baseline)
          "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
          "own_floor": "own floor: dwleak's own probe sites, empty programs (uprobe_floor)",
          "dwleak": "dwleak (`--unwind dwarf`, default)", "dwleak_fp": "dwleak `--unwind fp`",
+         "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`)",
          "dwleak_sample": "dwleak `--sample-bytes 524288`", "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
          "heaptrack": "heaptrack (launch mode)", "valgrind": "valgrind memcheck, reduced size"}
 med = {}

@@ -11,6 +11,9 @@
 #                      it probes it, e.g. past the NULL check), attached by
 #                      our tiny libbpf loader bench/uprobe_floor.c
 #   dwleak             dwleak -- malloc_bench (DWARF walk in BPF, the default)
+#   dwleak, no walk    DWLEAK_BENCH_NO_WALK=1: the same programs, stack read
+#                      and bookkeeping, without the walk: what exact
+#                      accounting costs before any unwinding
 #   dwleak --unwind fp dwleak walking frame pointers instead
 #   dwleak --sample-bytes 524288   sampling, one allocation per 512 KiB
 #   ... DWLEAK_UPROBE_SESSION=0   the same without uprobe sessions: what cancelling
@@ -78,7 +81,7 @@ else
 	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
 fi
 if [ -x "$DWLEAK" ]; then
-	all+=(dwleak dwleak_fp dwleak_sample dwleak_sample_nosession)
+	all+=(dwleak dwleak_nowalk dwleak_fp dwleak_sample dwleak_sample_nosession)
 else
 	notes+=("dwleak not measured: $DWLEAK is missing (make)")
 fi
@@ -116,6 +119,8 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 		timeout -k 5 300 $OWN_FLOOR $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak)
 		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	dwleak_nowalk)
+		DWLEAK_BENCH_NO_WALK=1 timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_fp)
 		timeout -k 5 300 "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_sample)
@@ -183,6 +188,7 @@ names = {"bare": "bare",
          "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
          "own_floor": "own floor: dwleak's own probe sites, empty programs (uprobe_floor)",
          "dwleak": "dwleak (`--unwind dwarf`, default)",
+         "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`: stack read and bookkeeping only)",
          "dwleak_fp": "dwleak `--unwind fp`",
          "dwleak_sample": "dwleak `--sample-bytes 524288`",
          "dwleak_sample_nosession": "dwleak `--sample-bytes 524288`, uprobe sessions off (every call pays its return probe)",
@@ -216,11 +222,15 @@ print()
 for th in sorted({k[0] for k in med}):
     g = lambda t: med.get((th, t))
     d, fp, s, b, e, bare, o = g("dwleak"), g("dwleak_fp"), g("dwleak_sample"), g("bpftrace_ustack"), g("floor"), g("bare"), g("own_floor")
+    nw = g("dwleak_nowalk")
     parts = []
     if d and e:
         parts.append(f"dwleak / floor = {d / e:.2f} (goal <= 0.30: {'met' if d / e <= 0.30 else 'NOT met'})")
     if d and o and bare and o > bare:
         parts.append(f"(dwleak - bare) / (own floor - bare) = {(d - bare) / (o - bare):.2f} (goal <= 1.10: {'met' if (d - bare) / (o - bare) <= 1.10 else 'NOT met'})")
+    if nw and d and o and bare and o > bare:
+        parts.append(f"(dwleak without the walk - bare) / (own floor - bare) = {(nw - bare) / (o - bare):.2f}, "
+                     f"so the walk itself adds {(d - nw) / (o - bare):.2f}")
     if o and e:
         parts.append(f"own floor / floor = {o / e:.2f}")
     if d and b:

@@ -34,6 +34,7 @@ const volatile __u32 stop_on_dl_state = 0;
  * that it drains on its own timer, and records cost no wakeup. */
 const volatile __u64 alloc_ring_wake = 1 << 20;
 const volatile __u32 guard_preempt = PREEMPT_GUARD_OFF; /* enum preempt_guard */
+const volatile __u32 bench_no_walk = 0; /* everything but the walk (bench/) */
 
 /* Bumped by user space whenever the target's mappings or tables change:
  * rule_cache entries of an older generation are misses. */
@@ -1426,6 +1427,8 @@ static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
 			count(CNT_WALKER_BUSY);
 			c->stack_id = DWLEAK_STACK_WALKER_BUSY;
 			c->fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
+		} else if (bench_no_walk) {
+			c->stack_id = DWLEAK_STACK_NOT_WALKED;
 		} else {
 			if (unwind_mode & UNWIND_MODE_DWARF)
 				c->stack_id = stack_walk(ctx, kind, tgid, &sn);

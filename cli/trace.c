@@ -489,6 +489,8 @@ static int skel_open(struct tracer *tr)
 	s->rodata->track_mmap = tr->env->mmap;
 	s->rodata->alloc_ring_wake = ALLOC_RING_BYTES / 4;
 	s->rodata->guard_preempt = tr->guard;
+	/* bench/: the cost of everything but the walk; reports have no stacks */
+	s->rodata->bench_no_walk = getenv("DWLEAK_BENCH_NO_WALK") && !strcmp(getenv("DWLEAK_BENCH_NO_WALK"), "1");
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, tr->env->mmap);
 	bpf_program__set_autoload(s->progs.mmap_exit, tr->env->mmap);
@@ -1015,6 +1017,7 @@ static int guard_choose(struct tracer *tr)
 /* Ends of stacks that have no walk_end: no frames at all. */
 #define END_NOT_STORED (-1)  /* stacks map full */
 #define END_WALKER_BUSY (-2) /* DWLEAK_STACK_WALKER_BUSY */
+#define END_NOT_WALKED (-3)  /* DWLEAK_STACK_NOT_WALKED */
 
 static int frames_of(struct tracer *tr, struct built *b, size_t nmaps, uint64_t id, int *end)
 {
@@ -1022,8 +1025,10 @@ static int frames_of(struct tracer *tr, struct built *b, size_t nmaps, uint64_t 
 	uint32_t i;
 	int err;
 
-	*end = id == DWLEAK_STACK_WALKER_BUSY ? END_WALKER_BUSY : END_NOT_STORED;
-	if (id == DWLEAK_STACK_WALKER_BUSY)
+	*end = id == DWLEAK_STACK_WALKER_BUSY ? END_WALKER_BUSY
+	       : id == DWLEAK_STACK_NOT_WALKED ? END_NOT_WALKED
+					       : END_NOT_STORED;
+	if (*end != END_NOT_STORED)
 		return 0;
 	if (bpf_map_lookup_elem(bpf_map__fd(tr->skel->maps.stacks), &id, &st))
 		return 0;
@@ -1059,9 +1064,10 @@ static int stack_build(struct tracer *tr, struct built *b, size_t nmaps, const s
 	     g->kind == ALLOC_POSIX_MEMALIGN))
 		rs->allocator = alloc_kind_name(ALLOC_NEW);
 	rs->truncated = end == WALK_END_TRUNCATED;
-	rs->unwind_error = end == END_WALKER_BUSY ? "skipped, a preempted probe held this CPU's walker buffers"
-			   : end < 0			? "stack not stored (stacks map full)"
-							: walk_end_reason((uint32_t)end);
+	rs->unwind_error = end == END_WALKER_BUSY  ? "skipped, a preempted probe held this CPU's walker buffers"
+			   : end == END_NOT_WALKED ? "not walked (DWLEAK_BENCH_NO_WALK=1)"
+			   : end < 0		   ? "stack not stored (stacks map full)"
+						   : walk_end_reason((uint32_t)end);
 	/* the dynamic linker runs initializers from _dl_start_user, hand-written
 	 * code without CFI: the root of those stacks, not a lost frame */
 	if (end == WALK_ERR_NO_FDE && b->arena.n > first[0] && b->arena.frames[b->arena.n - 1].function &&
