@@ -112,17 +112,17 @@ enum preempt_model preempt_parse_config_line(const char *line)
 	return PREEMPT_MODEL_UNKNOWN;
 }
 
-static enum preempt_model read_debugfs(void)
+/* The first line of PATH into BUF ("" when it cannot be read). */
+static void read_first_line(const char *path, char *buf, int size)
 {
-	char buf[128] = "";
-	FILE *f = fopen("/sys/kernel/debug/sched/preempt", "r");
+	FILE *f = fopen(path, "r");
 
+	buf[0] = '\0';
 	if (!f)
-		return PREEMPT_MODEL_UNKNOWN;
-	if (!fgets(buf, sizeof(buf), f))
+		return;
+	if (!fgets(buf, size, f))
 		buf[0] = '\0';
 	fclose(f);
-	return preempt_parse_debugfs(buf);
 }
 
 /* The model named by the kernel log's last "Dynamic Preempt:" line. */
@@ -149,19 +149,6 @@ static enum preempt_model read_kmsg(void)
 	}
 	close(fd);
 	return m;
-}
-
-static enum preempt_model read_cmdline(void)
-{
-	char buf[4096] = "";
-	FILE *f = fopen("/proc/cmdline", "r");
-
-	if (!f)
-		return PREEMPT_MODEL_UNKNOWN;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	return preempt_parse_cmdline(buf);
 }
 
 /* The model the kernel config selects (a dynamic kernel's boot default). */
@@ -191,10 +178,12 @@ static enum preempt_model read_config(const char *release)
 
 void preempt_info_read(struct preempt_info *pi)
 {
+	char line[4096];
 	struct utsname u;
 	bool dynamic = false;
 
-	pi->model = read_debugfs();
+	read_first_line("/sys/kernel/debug/sched/preempt", line, sizeof(line));
+	pi->model = preempt_parse_debugfs(line);
 	pi->source = "debugfs sched/preempt";
 	if (pi->model != PREEMPT_MODEL_UNKNOWN)
 		return;
@@ -208,7 +197,8 @@ void preempt_info_read(struct preempt_info *pi)
 	pi->source = "the kernel log's Dynamic Preempt line";
 	if (pi->model != PREEMPT_MODEL_UNKNOWN)
 		return;
-	pi->model = read_cmdline();
+	read_first_line("/proc/cmdline", line, sizeof(line));
+	pi->model = preempt_parse_cmdline(line);
 	pi->source = "the boot command line (preempt=)";
 	if (pi->model != PREEMPT_MODEL_UNKNOWN)
 		return;

@@ -33,13 +33,8 @@
 lt_require_bpf
 T=$LT_TMP
 LIBDIR=/usr/lib/x86_64-linux-gnu
-PROG=$TESTDATA/ledger
+lt_testdata ledger
 OPS=${LEDGER_OPS:-2000}
-
-if [ ! -x "$PROG" ]; then
-	echo "FAIL: $PROG is missing (make testdata)"
-	exit 1
-fi
 lt_preload_dwleak
 
 # compare REPORT LEDGER FAMILY

@@ -10,6 +10,7 @@
 #                            line; its pid into VAR (returns 1 if it never came)
 #   lt_wait PID [SECS]       wait for a background dwleak; its exit status
 #   lt_preload_dwleak        DWLEAK_PRELOAD: a dwleak that runs under LD_PRELOAD
+#   lt_testdata NAME         PROG=build/testdata/NAME, or FAIL when not built
 #   lt_check JSON [ARGS...]  run python (stdin: a snippet) on a JSON report
 #                            with the helpers in LT_PY below; the snippet
 #                            calls fail("...") for each failed check
@@ -88,6 +89,16 @@ lt_preload_dwleak() {
 			echo "FAIL: $DWLEAK_PRELOAD is missing (make all)"
 			exit 1
 		fi
+	fi
+}
+
+# lt_testdata NAME : sets PROG to the test program build/testdata/NAME, or
+# fails the test when it was not built.
+lt_testdata() {
+	PROG=$TESTDATA/$1
+	if [ ! -x "$PROG" ]; then
+		echo "FAIL: $PROG is missing (make testdata)"
+		exit 1
 	fi
 }
 

@@ -17,12 +17,7 @@
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 T=$LT_TMP
-PROG=$TESTDATA/sig_in_malloc
-
-if [ ! -x "$PROG" ]; then
-	echo "FAIL: $PROG is missing (make testdata)"
-	exit 1
-fi
+lt_testdata sig_in_malloc
 
 for session in 1 0; do
 	name=session$session

@@ -14,12 +14,7 @@
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 T=$LT_TMP
-PROG=$TESTDATA/same_depth
-
-if [ ! -x "$PROG" ]; then
-	echo "FAIL: $PROG is missing (make testdata)"
-	exit 1
-fi
+lt_testdata same_depth
 echo "== same_depth --iterations 3000 (-- CMD)"
 timeout -k 5 60 "$DWLEAK" --stats -t 0 --format json -o "$T/memo.json" -- "$PROG" --iterations 3000 \
 	> "$T/memo.out" 2> "$T/memo.err"

@@ -22,12 +22,7 @@
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 T=$LT_TMP
-PROG=$TESTDATA/same_depth
-
-if [ ! -x "$PROG" ]; then
-	echo "FAIL: $PROG is missing (make testdata)"
-	exit 1
-fi
+lt_testdata same_depth
 
 # run NAME GUARD: dwleak --stats --format json on same_depth --iterations 3000
 run() {

@@ -7,66 +7,85 @@
 #include "check.h"
 #include "preempt.h"
 
-static void test_debugfs(void)
+struct text_case {
+	const char *text;
+	enum preempt_model want;
+};
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* PARSE on each case's text gives its model. */
+static void check_cases(const char *what, enum preempt_model (*parse)(const char *), const struct text_case *c,
+			size_t n)
 {
-	CHECK(preempt_parse_debugfs("none voluntary (full) lazy\n") == PREEMPT_MODEL_FULL, "full");
-	CHECK(preempt_parse_debugfs("(none) voluntary full lazy\n") == PREEMPT_MODEL_NONE, "none");
-	CHECK(preempt_parse_debugfs("none (voluntary) full lazy\n") == PREEMPT_MODEL_VOLUNTARY, "voluntary");
-	CHECK(preempt_parse_debugfs("none voluntary full (lazy)\n") == PREEMPT_MODEL_LAZY, "lazy");
-	CHECK(preempt_parse_debugfs("none voluntary full lazy\n") == PREEMPT_MODEL_UNKNOWN, "no mark");
-	CHECK(preempt_parse_debugfs("(fullish)") == PREEMPT_MODEL_UNKNOWN, "not a model name");
-	CHECK(preempt_parse_debugfs("") == PREEMPT_MODEL_UNKNOWN, "empty");
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		CHECK(parse(c[i].text) == c[i].want, "%s '%s': got %s, want %s", what, c[i].text,
+		      preempt_model_name(parse(c[i].text)), preempt_model_name(c[i].want));
 }
+
+static const struct text_case debugfs[] = {
+	{ "none voluntary (full) lazy\n", PREEMPT_MODEL_FULL },
+	{ "(none) voluntary full lazy\n", PREEMPT_MODEL_NONE },
+	{ "none (voluntary) full lazy\n", PREEMPT_MODEL_VOLUNTARY },
+	{ "none voluntary full (lazy)\n", PREEMPT_MODEL_LAZY },
+	{ "none voluntary full lazy\n", PREEMPT_MODEL_UNKNOWN }, /* no mark */
+	{ "(fullish)", PREEMPT_MODEL_UNKNOWN },
+	{ "", PREEMPT_MODEL_UNKNOWN },
+};
+
+static const struct text_case kmsg[] = {
+	{ "6,23,0,-;Dynamic Preempt: voluntary\n", PREEMPT_MODEL_VOLUNTARY },
+	{ "6,9,242019,-;Dynamic Preempt: none\n", PREEMPT_MODEL_NONE },
+	{ "6,1200,99,-;Dynamic Preempt: lazy\n", PREEMPT_MODEL_LAZY },
+	{ "6,10,0,-;rcu: Preemptible hierarchical RCU implementation.\n", PREEMPT_MODEL_UNKNOWN },
+};
+
+static const struct text_case cmdline[] = {
+	{ "root=/dev/sda1 ro preempt=full quiet\n", PREEMPT_MODEL_FULL },
+	{ "preempt=none", PREEMPT_MODEL_NONE },
+	{ "preempt=none quiet preempt=lazy", PREEMPT_MODEL_LAZY }, /* the last wins */
+	{ "xpreempt=full quiet", PREEMPT_MODEL_UNKNOWN },	     /* not a whole word */
+	{ "console=ttyS0 quiet\n", PREEMPT_MODEL_UNKNOWN },
+};
+
+static const struct text_case config[] = {
+	{ "CONFIG_PREEMPT_NONE=y\n", PREEMPT_MODEL_NONE },
+	{ "CONFIG_PREEMPT_VOLUNTARY=y\n", PREEMPT_MODEL_VOLUNTARY },
+	{ "CONFIG_PREEMPT=y\n", PREEMPT_MODEL_FULL },
+	{ "CONFIG_PREEMPT_LAZY=y\n", PREEMPT_MODEL_LAZY },
+	{ "CONFIG_PREEMPT_RT=y\n", PREEMPT_MODEL_RT },
+	{ "CONFIG_PREEMPT_DYNAMIC=y\n", PREEMPT_MODEL_UNKNOWN },
+	{ "CONFIG_PREEMPTION=y\n", PREEMPT_MODEL_UNKNOWN },
+	{ "# CONFIG_PREEMPT is not set\n", PREEMPT_MODEL_UNKNOWN },
+};
+
+static const struct version_case {
+	const char *uts;
+	enum preempt_model want;
+	bool dynamic;
+} versions[] = {
+	{ "#1 SMP PREEMPT_DYNAMIC @0", PREEMPT_MODEL_UNKNOWN, true }, /* chosen at boot */
+	{ "#1 SMP PREEMPT_DYNAMIC Debian 6.12.9-1 (2025-01-11)", PREEMPT_MODEL_UNKNOWN, true },
+	{ "#1 SMP PREEMPT_RT Thu Jan  2 10:00:00 UTC 2025", PREEMPT_MODEL_RT, false },
+	{ "#1 SMP PREEMPT Thu Jan  2 10:00:00 UTC 2025", PREEMPT_MODEL_FULL, false },
+	{ "#1 SMP PREEMPT_LAZY Thu Jan  2 2025", PREEMPT_MODEL_LAZY, false },
+	{ "#1 SMP Debian 6.1.119-1 (2024-11-22)", PREEMPT_MODEL_NONE, false }, /* none or voluntary */
+	{ "#1 SMP PREEMPTIBLE", PREEMPT_MODEL_NONE, false }, /* not the word PREEMPT */
+	{ "", PREEMPT_MODEL_UNKNOWN, false },
+};
 
 static void test_version(void)
 {
-	bool dyn = false;
+	size_t i;
+	bool dyn;
 
-	CHECK(preempt_parse_version("#1 SMP PREEMPT_DYNAMIC @0", &dyn) == PREEMPT_MODEL_UNKNOWN && dyn,
-	      "dynamic: the version string cannot tell");
-	CHECK(preempt_parse_version("#1 SMP PREEMPT_DYNAMIC Debian 6.12.9-1 (2025-01-11)", &dyn) ==
-			      PREEMPT_MODEL_UNKNOWN && dyn,
-	      "debian dynamic");
-	CHECK(preempt_parse_version("#1 SMP PREEMPT_RT Thu Jan  2 10:00:00 UTC 2025", &dyn) == PREEMPT_MODEL_RT && !dyn,
-	      "rt");
-	CHECK(preempt_parse_version("#1 SMP PREEMPT Thu Jan  2 10:00:00 UTC 2025", &dyn) == PREEMPT_MODEL_FULL && !dyn,
-	      "full");
-	CHECK(preempt_parse_version("#1 SMP PREEMPT_LAZY Thu Jan  2 2025", &dyn) == PREEMPT_MODEL_LAZY, "lazy");
-	CHECK(preempt_parse_version("#1 SMP Debian 6.1.119-1 (2024-11-22)", &dyn) == PREEMPT_MODEL_NONE && !dyn,
-	      "no PREEMPT word: none or voluntary");
-	CHECK(preempt_parse_version("#1 SMP PREEMPTIBLE", &dyn) == PREEMPT_MODEL_NONE, "a longer word is not PREEMPT");
-	CHECK(preempt_parse_version("", &dyn) == PREEMPT_MODEL_UNKNOWN, "empty");
-}
-
-static void test_kmsg(void)
-{
-	CHECK(preempt_parse_kmsg("6,23,0,-;Dynamic Preempt: voluntary\n") == PREEMPT_MODEL_VOLUNTARY, "voluntary");
-	CHECK(preempt_parse_kmsg("6,9,242019,-;Dynamic Preempt: none\n") == PREEMPT_MODEL_NONE, "none");
-	CHECK(preempt_parse_kmsg("6,1200,99,-;Dynamic Preempt: lazy\n") == PREEMPT_MODEL_LAZY, "lazy");
-	CHECK(preempt_parse_kmsg("6,10,0,-;rcu: Preemptible hierarchical RCU implementation.\n") ==
-		      PREEMPT_MODEL_UNKNOWN,
-	      "other line");
-}
-
-static void test_cmdline(void)
-{
-	CHECK(preempt_parse_cmdline("root=/dev/sda1 ro preempt=full quiet\n") == PREEMPT_MODEL_FULL, "full");
-	CHECK(preempt_parse_cmdline("preempt=none") == PREEMPT_MODEL_NONE, "first word");
-	CHECK(preempt_parse_cmdline("preempt=none quiet preempt=lazy") == PREEMPT_MODEL_LAZY, "the last wins");
-	CHECK(preempt_parse_cmdline("xpreempt=full quiet") == PREEMPT_MODEL_UNKNOWN, "not a whole word");
-	CHECK(preempt_parse_cmdline("console=ttyS0 quiet\n") == PREEMPT_MODEL_UNKNOWN, "absent");
-}
-
-static void test_config(void)
-{
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT_NONE=y\n") == PREEMPT_MODEL_NONE, "none");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT_VOLUNTARY=y\n") == PREEMPT_MODEL_VOLUNTARY, "voluntary");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT=y\n") == PREEMPT_MODEL_FULL, "full");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT_LAZY=y\n") == PREEMPT_MODEL_LAZY, "lazy");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT_RT=y\n") == PREEMPT_MODEL_RT, "rt");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPT_DYNAMIC=y\n") == PREEMPT_MODEL_UNKNOWN, "dynamic");
-	CHECK(preempt_parse_config_line("CONFIG_PREEMPTION=y\n") == PREEMPT_MODEL_UNKNOWN, "preemption");
-	CHECK(preempt_parse_config_line("# CONFIG_PREEMPT is not set\n") == PREEMPT_MODEL_UNKNOWN, "not set");
+	for (i = 0; i < NCASES(versions); i++) {
+		dyn = !versions[i].dynamic;
+		CHECK(preempt_parse_version(versions[i].uts, &dyn) == versions[i].want && dyn == versions[i].dynamic,
+		      "version '%s'", versions[i].uts);
+	}
 }
 
 static void test_guarded(void)
@@ -84,11 +103,11 @@ int main(void)
 {
 	struct preempt_info pi;
 
-	test_debugfs();
+	check_cases("debugfs", preempt_parse_debugfs, debugfs, NCASES(debugfs));
+	check_cases("kmsg", preempt_parse_kmsg, kmsg, NCASES(kmsg));
+	check_cases("cmdline", preempt_parse_cmdline, cmdline, NCASES(cmdline));
+	check_cases("config", preempt_parse_config_line, config, NCASES(config));
 	test_version();
-	test_kmsg();
-	test_cmdline();
-	test_config();
 	test_guarded();
 	preempt_info_read(&pi);
 	CHECK(pi.source && *pi.source, "a source is always named");
