@@ -21,9 +21,9 @@
 # (CLOCK_MONOTONIC inside it, from its start to its end).
 #
 # Environment: DWLEAK, PYTHON (/usr/bin/python3.11), PY_SCALE (60),
-# PY_SMALL (6), CXX_SCALE (30), CXX_SMALL (1), REPS (3), TOOLS (default
+# PY_SMALL (6), CXX_SCALE (30), CXX_SMALL (1), REPS (5), TOOLS (default
 # all), WORKLOADS ("python c++"), OUT (default BUILD/bench/macro_bench.md).
-# Needs root.  Takes about 5 minutes.
+# Needs root.  Takes about 9 minutes.
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -34,7 +34,7 @@ PY_SCALE=${PY_SCALE:-60}
 PY_SMALL=${PY_SMALL:-6}
 CXX_SCALE=${CXX_SCALE:-30}
 CXX_SMALL=${CXX_SMALL:-1}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 WORKLOADS=${WORKLOADS:-python c++}
 OUT=${OUT:-$BUILD/bench/macro_bench.md}
 LIBC=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
