@@ -1,19 +1,66 @@
-/* The unit tests' assertion: CHECK(cond, fmt, ...) prints where it failed
- * and why, and exits 1.  One header so every test reports the same way. */
+/* The unit tests' assertions, one header so that every test reports a
+ * failure the same way: "FILE:LINE: FAIL: COND: message" on stderr.
+ * CHECK stops the test at its first failure; EXPECT counts the failure and
+ * goes on, for tests that report every broken case in one run, and
+ * check_status() turns that count into main's exit status.  The message is
+ * optional; CHECK(0, ...) and EXPECT(0, ...) fail unconditionally. */
 #ifndef DWLEAK_TEST_CHECK_H
 #define DWLEAK_TEST_CHECK_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                 \
-			fputc('\n', stderr);                                          \
-			exit(1);                                                      \
-		}                                                                     \
+/* How many EXPECTs have failed so far. */
+static int check_failures;
+
+/* A scratch directory the test leaves behind when it fails: failures name it. */
+static const char *check_tmpdir;
+
+/* Says where and why a check failed (stdout first, to keep the log in order). */
+static inline void __attribute__((format(printf, 4, 5)))
+check_report(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: FAIL: %s:", file, line, cond);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (check_tmpdir)
+		fprintf(stderr, " (files kept in %s)", check_tmpdir);
+	fputc('\n', stderr);
+}
+
+/* CHECK(cond[, fmt, ...]): unless COND holds, report it and exit 1. */
+#define CHECK(cond, ...)                                                           \
+	do {                                                                       \
+		if (!(cond)) {                                                     \
+			check_report(__FILE__, __LINE__, #cond, " " __VA_ARGS__);  \
+			exit(1);                                                   \
+		}                                                                  \
 	} while (0)
+
+/* EXPECT(cond[, fmt, ...]): unless COND holds, report it, count it, go on. */
+#define EXPECT(cond, ...)                                                          \
+	do {                                                                       \
+		if (!(cond)) {                                                     \
+			check_report(__FILE__, __LINE__, #cond, " " __VA_ARGS__);  \
+			check_failures++;                                          \
+		}                                                                  \
+	} while (0)
+
+/* main's exit status after EXPECTs: 1, with the count on stderr, if any failed. */
+static inline int check_status(void)
+{
+	if (!check_failures)
+		return 0;
+	fprintf(stderr, "%d check(s) failed", check_failures);
+	if (check_tmpdir)
+		fprintf(stderr, "; files kept in %s", check_tmpdir);
+	fputc('\n', stderr);
+	return 1;
+}
 
 #endif

@@ -6,39 +6,19 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "flamegraph.h"
 #include "report.h"
 
 #define EXIT_SKIP 77
 
 static char tmpdir[] = "/tmp/test_flamegraph.XXXXXX";
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("test_flamegraph: FAIL: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (files kept in %s)\n", tmpdir);
-	exit(1);
-}
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fail(__VA_ARGS__);                                        \
-		}                                                                 \
-	} while (0)
 
 /* ---- The independent checker ---- */
 
@@ -437,6 +417,7 @@ int main(int argc, char **argv)
 		return EXIT_SKIP;
 	}
 	CHECK(mkdtemp(tmpdir), "mkdtemp");
+	check_tmpdir = tmpdir;
 	test_seed();
 	test_many();
 	test_empty();

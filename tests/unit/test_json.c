@@ -3,28 +3,12 @@
  * right line and column. */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "json.h"
-
-static int failures;
-
-static void __attribute__((format(printf, 2, 3))) check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	failures++;
-	fputs("test_json: FAIL: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Parses TEXT (LEN bytes, or strlen when LEN is 0); NULL on error. */
 static struct json_value *parse_ok(const char *text, size_t len)
@@ -33,7 +17,7 @@ static struct json_value *parse_ok(const char *text, size_t len)
 	struct json_error err;
 	int ret = json_parse(text, len ? len : strlen(text), &v, &err);
 
-	check(ret == 0, "%s: rejected at %u:%u: %s", text, err.line, err.column, err.message);
+	EXPECT(ret == 0, "%s: rejected at %u:%u: %s", text, err.line, err.column, err.message);
 	return ret ? NULL : v;
 }
 
@@ -45,14 +29,14 @@ static void parse_bad(const char *text, size_t len, unsigned int line, unsigned 
 	struct json_error err = { 0 };
 	int ret = json_parse(text, len ? len : strlen(text), &v, &err);
 
-	check(ret == -EINVAL, "'%s': accepted (ret %d)", text, ret);
-	check(v == NULL, "'%s': *out not NULL on failure", text);
+	EXPECT(ret == -EINVAL, "'%s': accepted (ret %d)", text, ret);
+	EXPECT(v == NULL, "'%s': *out not NULL on failure", text);
 	if (ret != -EINVAL)
 		return;
-	check(err.line == line && err.column == column, "'%s': error at %u:%u, want %u:%u (%s)",
-	      text, err.line, err.column, line, column, err.message);
-	check(strstr(err.message, word) != NULL, "'%s': message '%s' lacks '%s'", text,
-	      err.message, word);
+	EXPECT(err.line == line && err.column == column, "'%s': error at %u:%u, want %u:%u (%s)",
+	       text, err.line, err.column, line, column, err.message);
+	EXPECT(strstr(err.message, word) != NULL, "'%s': message '%s' lacks '%s'", text,
+	       err.message, word);
 }
 
 static void test_scalars(void)
@@ -63,54 +47,54 @@ static void test_scalars(void)
 	double d;
 
 	v = parse_ok(" null ", 0);
-	check(v && v->type == JSON_NULL, "null");
+	EXPECT(v && v->type == JSON_NULL, "null");
 	json_free(v);
 	v = parse_ok("true", 0);
-	check(v && v->type == JSON_BOOL && v->boolean, "true");
+	EXPECT(v && v->type == JSON_BOOL && v->boolean, "true");
 	json_free(v);
 	v = parse_ok("\tfalse\r\n", 0);
-	check(v && v->type == JSON_BOOL && !v->boolean, "false");
+	EXPECT(v && v->type == JSON_BOOL && !v->boolean, "false");
 	json_free(v);
 
 	/* integers stay exact at both ends of int64 and uint64 */
 	v = parse_ok("18446744073709551615", 0);
-	check(v && v->type == JSON_UINT && v->u == UINT64_MAX, "UINT64_MAX");
-	check(v && json_to_u64(v, &u) == 0 && u == UINT64_MAX, "json_to_u64(UINT64_MAX)");
-	check(v && json_to_i64(v, &i) == -ERANGE, "json_to_i64(UINT64_MAX) out of range");
+	EXPECT(v && v->type == JSON_UINT && v->u == UINT64_MAX, "UINT64_MAX");
+	EXPECT(v && json_to_u64(v, &u) == 0 && u == UINT64_MAX, "json_to_u64(UINT64_MAX)");
+	EXPECT(v && json_to_i64(v, &i) == -ERANGE, "json_to_i64(UINT64_MAX) out of range");
 	json_free(v);
 	v = parse_ok("9223372036854775807", 0);
-	check(v && v->type == JSON_INT && v->i == INT64_MAX, "INT64_MAX");
+	EXPECT(v && v->type == JSON_INT && v->i == INT64_MAX, "INT64_MAX");
 	json_free(v);
 	v = parse_ok("-9223372036854775808", 0);
-	check(v && v->type == JSON_INT && v->i == INT64_MIN, "INT64_MIN");
-	check(v && json_to_u64(v, &u) == -ERANGE, "json_to_u64(negative)");
+	EXPECT(v && v->type == JSON_INT && v->i == INT64_MIN, "INT64_MIN");
+	EXPECT(v && json_to_u64(v, &u) == -ERANGE, "json_to_u64(negative)");
 	json_free(v);
 	v = parse_ok("9007199254740993", 0); /* 2^53 + 1: not a double */
-	check(v && v->type == JSON_INT && v->i == 9007199254740993LL, "2^53+1 exact");
+	EXPECT(v && v->type == JSON_INT && v->i == 9007199254740993LL, "2^53+1 exact");
 	json_free(v);
 	v = parse_ok("-0", 0);
-	check(v && v->type == JSON_INT && v->i == 0, "-0");
+	EXPECT(v && v->type == JSON_INT && v->i == 0, "-0");
 	json_free(v);
 
 	/* integers past uint64, fractions and exponents are doubles */
 	v = parse_ok("18446744073709551616", 0);
-	check(v && v->type == JSON_REAL && v->real == 18446744073709551616.0, "2^64 as double");
+	EXPECT(v && v->type == JSON_REAL && v->real == 18446744073709551616.0, "2^64 as double");
 	json_free(v);
 	v = parse_ok("-9223372036854775809", 0);
-	check(v && v->type == JSON_REAL, "below INT64_MIN as double");
+	EXPECT(v && v->type == JSON_REAL, "below INT64_MIN as double");
 	json_free(v);
 	v = parse_ok("5.02", 0);
-	check(v && v->type == JSON_REAL && v->real == 5.02, "5.02");
-	check(v && json_to_u64(v, &u) == -ERANGE, "json_to_u64(5.02)");
+	EXPECT(v && v->type == JSON_REAL && v->real == 5.02, "5.02");
+	EXPECT(v && json_to_u64(v, &u) == -ERANGE, "json_to_u64(5.02)");
 	json_free(v);
 	v = parse_ok("-1.5E+3", 0);
-	check(v && json_to_double(v, &d) == 0 && d == -1500.0, "-1.5E+3");
+	EXPECT(v && json_to_double(v, &d) == 0 && d == -1500.0, "-1.5E+3");
 	json_free(v);
 	v = parse_ok("1e-400", 0); /* underflows to 0: still a finite number */
-	check(v && v->type == JSON_REAL && v->real == 0.0, "1e-400");
+	EXPECT(v && v->type == JSON_REAL && v->real == 0.0, "1e-400");
 	json_free(v);
 	v = parse_ok("\"x\"", 0);
-	check(v && json_to_double(v, &d) == -EINVAL, "json_to_double(string)");
+	EXPECT(v && json_to_double(v, &d) == -EINVAL, "json_to_double(string)");
 	json_free(v);
 }
 
@@ -119,27 +103,27 @@ static void test_strings(void)
 	struct json_value *v;
 
 	v = parse_ok("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"", 0);
-	check(v && v->type == JSON_STRING && strcmp(v->string.s, "a\"b\\c/d\b\f\n\r\t") == 0,
-	      "simple escapes");
+	EXPECT(v && v->type == JSON_STRING && strcmp(v->string.s, "a\"b\\c/d\b\f\n\r\t") == 0,
+	       "simple escapes");
 	json_free(v);
 
 	/* \u escapes to UTF-8: 1, 2 and 3 bytes, a surrogate pair to 4 */
 	v = parse_ok("\"\\u0041\\u00e9\\u20AC\\ud83d\\ude00\"", 0);
-	check(v && strcmp(v->string.s, "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80") == 0,
-	      "\\u escapes: got '%s'", v ? v->string.s : "");
-	check(v && v->string.len == 10, "\\u escapes length");
+	EXPECT(v && strcmp(v->string.s, "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80") == 0,
+	       "\\u escapes: got '%s'", v ? v->string.s : "");
+	EXPECT(v && v->string.len == 10, "\\u escapes length");
 	json_free(v);
 
 	/* raw UTF-8 passes through; \u0000 is kept, counted in LEN */
 	v = parse_ok("\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", 0);
-	check(v && strcmp(v->string.s, "caf\xc3\xa9 \xf0\x9f\x98\x80") == 0, "raw UTF-8");
+	EXPECT(v && strcmp(v->string.s, "caf\xc3\xa9 \xf0\x9f\x98\x80") == 0, "raw UTF-8");
 	json_free(v);
 	v = parse_ok("\"a\\u0000b\"", 0);
-	check(v && v->string.len == 3 && v->string.s[1] == '\0' && v->string.s[2] == 'b',
-	      "\\u0000 inside a string");
+	EXPECT(v && v->string.len == 3 && v->string.s[1] == '\0' && v->string.s[2] == 'b',
+	       "\\u0000 inside a string");
 	json_free(v);
 	v = parse_ok("\"\"", 0);
-	check(v && v->string.len == 0 && v->string.s && !v->string.s[0], "empty string");
+	EXPECT(v && v->string.len == 0 && v->string.s && !v->string.s[0], "empty string");
 	json_free(v);
 }
 
@@ -158,21 +142,21 @@ static void test_containers(void)
 
 	if (!v)
 		return;
-	check(v->type == JSON_OBJECT && v->object.n == 5, "object of 5 members");
-	check(v->object.n == 5 && strcmp(v->object.members[4].key, "k\xc3\xa9y") == 0,
-	      "escaped key");
+	EXPECT(v->type == JSON_OBJECT && v->object.n == 5, "object of 5 members");
+	EXPECT(v->object.n == 5 && strcmp(v->object.members[4].key, "k\xc3\xa9y") == 0,
+	       "escaped key");
 	s = json_get(v, "stacks");
-	check(s && s->type == JSON_ARRAY && s->array.n == 2, "stacks array");
-	check(s && s->line == 3 && s->column == 13, "stacks at 3:13, got %u:%u",
-	      s ? s->line : 0, s ? s->column : 0);
+	EXPECT(s && s->type == JSON_ARRAY && s->array.n == 2, "stacks array");
+	EXPECT(s && s->line == 3 && s->column == 13, "stacks at 3:13, got %u:%u",
+	       s ? s->line : 0, s ? s->column : 0);
 	n = s && s->array.n ? json_get(s->array.items[0], "bytes") : NULL;
-	check(n && json_to_u64(n, &u) == 0 && u == 480, "stacks[0].bytes");
-	check(json_get(v, "missing") == NULL, "missing key");
-	check(json_get(s, "bytes") == NULL, "json_get on an array");
-	check(json_get(NULL, "x") == NULL, "json_get(NULL)");
+	EXPECT(n && json_to_u64(n, &u) == 0 && u == 480, "stacks[0].bytes");
+	EXPECT(json_get(v, "missing") == NULL, "missing key");
+	EXPECT(json_get(s, "bytes") == NULL, "json_get on an array");
+	EXPECT(json_get(NULL, "x") == NULL, "json_get(NULL)");
 	n = json_get(v, "nested");
-	check(n && n->array.n == 1 && n->array.items[0]->array.items[0]->type == JSON_ARRAY,
-	      "nested arrays");
+	EXPECT(n && n->array.n == 1 && n->array.items[0]->array.items[0]->type == JSON_ARRAY,
+	       "nested arrays");
 	json_free(v);
 	json_free(NULL);
 }
@@ -256,10 +240,8 @@ int main(void)
 	test_containers();
 	test_depth();
 	test_malformed();
-	if (failures) {
-		fprintf(stderr, "test_json: %d check(s) failed\n", failures);
+	if (check_status())
 		return 1;
-	}
 	printf("test_json: all checks passed\n");
 	return 0;
 }

@@ -16,37 +16,17 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "pprof.h"
 #include "report.h"
 
 #define EXIT_SKIP 77
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "test_pprof: FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-			die(__VA_ARGS__);                                             \
-		}                                                                     \
-	} while (0)
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -3,30 +3,14 @@
  * sequences for every form it accepts or refuses. */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "elf_symbols.h"
 #include "probe_site.h"
-
-static int failures;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok)
-		return;
-	failures++;
-	fputs("test_probe_site: FAIL: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* Does objdump put an instruction boundary at VADDR in OBJ? */
 static int objdump_boundary(const char *obj, unsigned long start, unsigned long vaddr)
@@ -58,20 +42,20 @@ static void real_free(const char *obj, long want)
 	int fd = open(obj, O_RDONLY);
 
 	if (fd < 0) {
-		check(0, "cannot open %s", obj);
+		EXPECT(0, "cannot open %s", obj);
 		return;
 	}
 	elf_symbols_find(fd, &w, 1);
-	check(w.found && pread(fd, code, sizeof(code), (off_t)w.file_off) == sizeof(code),
-	      "%s: no free()", obj);
+	EXPECT(w.found && pread(fd, code, sizeof(code), (off_t)w.file_off) == sizeof(code),
+	       "%s: no free()", obj);
 	close(fd);
 	probe_site_pick(code, sizeof(code), &site);
 	if (want >= 0)
-		check((long)site.offset == want, "%s: free site +%lu, want +%ld", obj,
-		      (unsigned long)site.offset, want);
-	check(objdump_boundary(obj, w.vaddr, w.vaddr + site.offset),
-	      "%s: free+%lu is not an instruction boundary for objdump", obj,
-	      (unsigned long)site.offset);
+		EXPECT((long)site.offset == want, "%s: free site +%lu, want +%ld", obj,
+		       (unsigned long)site.offset, want);
+	EXPECT(objdump_boundary(obj, w.vaddr, w.vaddr + site.offset),
+	       "%s: free+%lu is not an instruction boundary for objdump", obj,
+	       (unsigned long)site.offset);
 	printf("%s: free at +%lu (%s)\n", obj, (unsigned long)site.offset, site.why);
 }
 
@@ -80,8 +64,8 @@ static void bytes(const char *what, const uint8_t *code, size_t len, uint64_t wa
 	struct probe_site site;
 
 	probe_site_pick(code, len, &site);
-	check(site.offset == want, "%s: site +%lu, want +%lu", what, (unsigned long)site.offset,
-	      (unsigned long)want);
+	EXPECT(site.offset == want, "%s: site +%lu, want +%lu", what, (unsigned long)site.offset,
+	       (unsigned long)want);
 }
 
 int main(void)
@@ -106,7 +90,7 @@ int main(void)
 	real_free("/lib/x86_64-linux-gnu/libc.so.6", 9);
 	real_free("/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4", -1);
 	real_free("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", -1);
-	if (failures)
+	if (check_status())
 		return 1;
 	puts("test_probe_site: ok");
 	return 0;

@@ -4,53 +4,17 @@
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "compare.h"
 #include "report.h"
 
 #define EXIT_SKIP 77
-
-static void vfail(const char *where, const char *fmt, va_list ap)
-{
-	fprintf(stderr, "test_report: FAIL: %s", where);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfail("", fmt, ap);
-	va_end(ap);
-}
-
-/* Says where CHECK failed, then FMT with its arguments. */
-static void check_failed(const char *file, int line, const char *cond, const char *fmt, ...)
-{
-	char *where;
-	va_list ap;
-
-	if (asprintf(&where, "%s:%d: %s: ", file, line, cond) < 0)
-		where = NULL;
-	va_start(ap, fmt);
-	vfail(where ? where : "", fmt, ap);
-	va_end(ap);
-}
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond))                                                      \
-			check_failed(__FILE__, __LINE__, #cond, __VA_ARGS__);     \
-	} while (0)
 
 /* ---- The report under test ---- */
 
@@ -382,9 +346,8 @@ static void same_lines(const char *what, const char *got, const char *want)
 		g++;
 		w++;
 	}
-	if (*g == *w)
-		return;
-	die("%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got, want);
+	CHECK(*g == *w, "%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got,
+	      want);
 }
 
 static void test_json(const char *mode, unsigned int top)
@@ -432,8 +395,7 @@ static const char *find(const char *hay, const char *needle)
 {
 	const char *p = strstr(hay, needle);
 
-	if (!p)
-		die("text lacks %s\n--- text\n%s", needle, hay);
+	CHECK(p, "text lacks %s\n--- text\n%s", needle, hay);
 	return p;
 }
 

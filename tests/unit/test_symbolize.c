@@ -15,21 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "symbolize.h"
 
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                            \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);        \
-			fprintf(stderr, __VA_ARGS__);                               \
-			fputc('\n', stderr);                                        \
-			failures++;                                                 \
-		}                                                                   \
-	} while (0)
 
 /* The fixture.  inner_step is inlined into outer_step, which is inlined
  * into LeakLib::compute: addresses in compute have chains of three. */
@@ -356,13 +345,13 @@ static int compare_range(struct sym_module *m, const char *label, const char *or
 	if (!addrs || !o || !n) {
 		free(addrs);
 		free(o);
-		CHECK(0, "%s: empty range or no memory for %s", label, sym->name);
+		EXPECT(0, "%s: empty range or no memory for %s", label, sym->name);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
 		addrs[i] = sym->addr + i; /* ret: ADDR - 1 */
 	if (oracle_run(oracle_obj, addrs, n, o) != 0) {
-		CHECK(0, "%s: addr2line failed on %s", label, oracle_obj);
+		EXPECT(0, "%s: addr2line failed on %s", label, oracle_obj);
 		oracle_free(o, n);
 		free(addrs);
 		return -1;
@@ -374,33 +363,33 @@ static int compare_range(struct sym_module *m, const char *label, const char *or
 		int err = sym_module_resolve(m, addr, ret, &f, &nf);
 
 		if (err) {
-			CHECK(0, "%s: resolve 0x%llx: %s", label, (unsigned long long)addr,
-			      strerror(-err));
+			EXPECT(0, "%s: resolve 0x%llx: %s", label, (unsigned long long)addr,
+			       strerror(-err));
 			continue;
 		}
 		if (binutils_quirk(f, nf, &o[i])) {
 			quirks++;
 		} else if (!frames_match_from(f, nf, &o[i], 0)) {
 			if (mismatches++ < 3) {
-				CHECK(0, "%s: frames of 0x%llx%s differ from addr2line", label,
-				      (unsigned long long)addr, ret ? " (return address)" : "");
+				EXPECT(0, "%s: frames of 0x%llx%s differ from addr2line", label,
+				       (unsigned long long)addr, ret ? " (return address)" : "");
 				print_frames("symbolizer", f, nf);
 				print_oracle(&o[i]);
 			} else {
-				failures++;
+				check_failures++;
 			}
 		}
-		CHECK(nf && f[nf - 1].offset == addr - sym->addr,
-		      "%s: offset of 0x%llx is %llu, want %llu", label, (unsigned long long)addr,
-		      nf ? (unsigned long long)f[nf - 1].offset : 0ULL,
-		      (unsigned long long)(addr - sym->addr));
+		EXPECT(nf && f[nf - 1].offset == addr - sym->addr,
+		       "%s: offset of 0x%llx is %llu, want %llu", label, (unsigned long long)addr,
+		       nf ? (unsigned long long)f[nf - 1].offset : 0ULL,
+		       (unsigned long long)(addr - sym->addr));
 		if ((int)nf > longest)
 			longest = (int)nf;
 		sym_frames_free(f, nf);
 	}
 	/* The quirk is rare: a few addresses per inline piece, never most. */
-	CHECK(quirks * 4 < (int)n, "%s: %d of %zu addresses of %s differ in the first name only",
-	      label, quirks, n, sym->name);
+	EXPECT(quirks * 4 < (int)n, "%s: %d of %zu addresses of %s differ in the first name only",
+	       label, quirks, n, sym->name);
 	oracle_free(o, n);
 	free(addrs);
 	return longest;
@@ -415,12 +404,12 @@ static void check_symbol_only(struct sym_module *m, const char *label, uint64_t 
 	size_t n;
 	int err = sym_module_resolve(m, addr, false, &f, &n);
 
-	CHECK(err == 0, "%s: resolve: %s", label, strerror(-err));
+	EXPECT(err == 0, "%s: resolve: %s", label, strerror(-err));
 	if (err)
 		return;
-	CHECK(n == 1 && str_eq(f[0].function, want) && !f[0].file && !f[0].inlined,
-	      "%s: 0x%llx should be just '%s'", label, (unsigned long long)addr,
-	      want ? want : "(null)");
+	EXPECT(n == 1 && str_eq(f[0].function, want) && !f[0].file && !f[0].inlined,
+	       "%s: 0x%llx should be just '%s'", label, (unsigned long long)addr,
+	       want ? want : "(null)");
 	if (n != 1 || !str_eq(f[0].function, want))
 		print_frames("symbolizer", f, n);
 	sym_frames_free(f, n);
@@ -445,7 +434,7 @@ static struct sym_module *must_module(struct symbolizer *s, const char *path, in
 	struct sym_module *m = NULL;
 	int err = symbolizer_module(s, path, fd, &m);
 
-	CHECK(err == 0 && m, "register %s: %s", path, strerror(-err));
+	EXPECT(err == 0 && m, "register %s: %s", path, strerror(-err));
 	return err ? NULL : m;
 }
 
@@ -501,7 +490,7 @@ static void compare_fixture(struct sym_module *m, const char *label, const char 
 		const struct nm_sym *sym = nm_find(syms, funcs[i]);
 		int l;
 
-		CHECK(sym, "%s: no symbol %s in nm output", label, funcs[i]);
+		EXPECT(sym, "%s: no symbol %s in nm output", label, funcs[i]);
 		if (!sym)
 			continue;
 		l = compare_range(m, label, full, sym, false);
@@ -511,8 +500,8 @@ static void compare_fixture(struct sym_module *m, const char *label, const char 
 			compare_range(m, label, full, sym, true);
 	}
 	/* inner_step inlined into outer_step inlined into compute. */
-	CHECK(longest >= 3, "%s: no address with a 3-deep inline chain (longest %d)", label,
-	      longest);
+	EXPECT(longest >= 3, "%s: no address with a 3-deep inline chain (longest %d)", label,
+	       longest);
 }
 
 static void test_fixture(void)
@@ -529,17 +518,17 @@ static void test_fixture(void)
 	int err, fd, fds = count_fds();
 
 	if (nm_read(full, false, &syms) != 0) {
-		CHECK(0, "nm %s failed", full);
+		EXPECT(0, "nm %s failed", full);
 		goto out;
 	}
 	compute = nm_find(&syms, "LeakLib::compute(");
 	lonely = nm_find(&syms, "lonely(");
-	CHECK(compute && lonely, "fixture lacks compute or lonely symbols");
+	EXPECT(compute && lonely, "fixture lacks compute or lonely symbols");
 	if (!compute || !lonely)
 		goto out;
 
 	err = symbolizer_new(NULL, &s);
-	CHECK(err == 0, "symbolizer_new: %s", strerror(-err));
+	EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
 	if (err)
 		goto out;
 
@@ -552,19 +541,19 @@ static void test_fixture(void)
 	compare_fixture(m, "full (cached)", full, &syms, false);
 
 	id = sym_module_build_id(m);
-	CHECK(id && strlen(id) >= 16 && strspn(id, "0123456789abcdef") == strlen(id),
-	      "build id of %s: '%s'", full, id ? id : "(null)");
-	CHECK(str_eq(sym_module_path(m), full), "module path");
-	CHECK(must_module(s, full, -1) == m, "registering %s twice gives two modules", full);
+	EXPECT(id && strlen(id) >= 16 && strspn(id, "0123456789abcdef") == strlen(id),
+	       "build id of %s: '%s'", full, id ? id : "(null)");
+	EXPECT(str_eq(sym_module_path(m), full), "module path");
+	EXPECT(must_module(s, full, -1) == m, "registering %s twice gives two modules", full);
 	fd = open(full, O_RDONLY);
-	CHECK(fd >= 0 && must_module(s, full, fd) == m, "registering by fd gives another module");
+	EXPECT(fd >= 0 && must_module(s, full, fd) == m, "registering by fd gives another module");
 	if (fd >= 0)
 		close(fd); /* still ours: the symbolizer dups it */
 
 	/* A debuglink to a file beside the stripped binary. */
 	m2 = must_module(s, dl, -1);
-	CHECK(m2 && m2 != m, "stripped copy should be its own module");
-	CHECK(m2 && str_eq(sym_module_build_id(m2), id), "stripped copy build id differs");
+	EXPECT(m2 && m2 != m, "stripped copy should be its own module");
+	EXPECT(m2 && str_eq(sym_module_build_id(m2), id), "stripped copy build id differs");
 	if (m2)
 		compare_fixture(m2, "debuglink", full, &syms, false);
 
@@ -579,7 +568,7 @@ static void test_fixture(void)
 		const char *dirs[] = { dbg, NULL };
 
 		err = symbolizer_new(dirs, &sb);
-		CHECK(err == 0, "symbolizer_new(dbg): %s", strerror(-err));
+		EXPECT(err == 0, "symbolizer_new(dbg): %s", strerror(-err));
 		m2 = sb ? must_module(sb, bid, -1) : NULL;
 		if (m2)
 			compare_fixture(m2, "--debug-dir build-id", full, &syms, false);
@@ -590,7 +579,7 @@ static void test_fixture(void)
 		const char *dirs[] = { "dbg2", NULL };
 
 		err = symbolizer_new(dirs, &sn);
-		CHECK(err == 0, "symbolizer_new(dbg2): %s", strerror(-err));
+		EXPECT(err == 0, "symbolizer_new(dbg2): %s", strerror(-err));
 		m2 = sn ? must_module(sn, named, -1) : NULL;
 		if (m2)
 			compare_fixture(m2, "--debug-dir debuglink", full, &syms, false);
@@ -615,7 +604,7 @@ static void test_fixture(void)
 
 	/* The bytes come from the fd even when the path is gone. */
 	fd = open(gone, O_RDONLY);
-	CHECK(fd >= 0 && unlink(gone) == 0, "open+unlink %s", gone);
+	EXPECT(fd >= 0 && unlink(gone) == 0, "open+unlink %s", gone);
 	if (fd >= 0) {
 		m2 = must_module(s, gone, fd);
 		close(fd);
@@ -624,19 +613,20 @@ static void test_fixture(void)
 	}
 
 	/* Errors. */
-	CHECK(symbolizer_module(s, src, -1, &m2) == -ENOEXEC && !m2, "non-ELF should be -ENOEXEC");
-	CHECK(symbolizer_module(s, gone, -1, &m2) == -ENOENT && !m2, "missing should be -ENOENT");
+	EXPECT(symbolizer_module(s, src, -1, &m2) == -ENOEXEC && !m2, "non-ELF should be -ENOEXEC");
+	EXPECT(symbolizer_module(s, gone, -1, &m2) == -ENOENT && !m2, "missing should be -ENOENT");
 	{
 		const char *bad[] = { "/a:b", NULL };
 		struct symbolizer *x = NULL;
 
-		CHECK(symbolizer_new(bad, &x) == -EINVAL && !x, "':' in --debug-dir should be -EINVAL");
+		EXPECT(symbolizer_new(bad, &x) == -EINVAL && !x,
+		       "':' in --debug-dir should be -EINVAL");
 	}
 out:
 	symbolizer_free(s);
 	symbolizer_free(sb);
 	symbolizer_free(sn);
-	CHECK(count_fds() == fds, "fds leaked: %d open before, %d after", fds, count_fds());
+	EXPECT(count_fds() == fds, "fds leaked: %d open before, %d after", fds, count_fds());
 	nm_free(&syms);
 	free(full), free(dl), free(bare), free(bid), free(named), free(mini);
 	free(gone), free(dbg), free(dbg2), free(src);
@@ -663,7 +653,7 @@ static void test_libc(void)
 		for (size_t i = 0; i < syms.n; i++)
 			if (strcmp(syms.v[i].name, "malloc") == 0)
 				malloc_sym = &syms.v[i];
-	CHECK(malloc_sym, "no malloc in nm -D %s", LIBC_PATH);
+	EXPECT(malloc_sym, "no malloc in nm -D %s", LIBC_PATH);
 	if (!malloc_sym)
 		goto out;
 	err = symbolizer_new(NULL, &s);
@@ -671,16 +661,16 @@ static void test_libc(void)
 	if (!m)
 		goto out;
 	err = sym_module_resolve(m, malloc_sym->addr + 4, false, &f, &n);
-	CHECK(err == 0 && n >= 1, "resolve malloc: %s", strerror(-err));
+	EXPECT(err == 0 && n >= 1, "resolve malloc: %s", strerror(-err));
 	if (err || !n)
 		goto out;
 	/* Any dynsym name at malloc's address will do (__libc_malloc...). */
 	for (size_t i = 0; i < syms.n; i++)
 		if (syms.v[i].addr == malloc_sym->addr && str_eq(f[n - 1].function, syms.v[i].name))
 			named = true;
-	CHECK(named && f[n - 1].offset == 4, "libc malloc+4 resolved to %s+%llu",
-	      f[n - 1].function ? f[n - 1].function : "??", (unsigned long long)f[n - 1].offset);
-	CHECK(sym_module_build_id(m), "libc has no build id?");
+	EXPECT(named && f[n - 1].offset == 4, "libc malloc+4 resolved to %s+%llu",
+	       f[n - 1].function ? f[n - 1].function : "??", (unsigned long long)f[n - 1].offset);
+	EXPECT(sym_module_build_id(m), "libc has no build id?");
 out:
 	sym_frames_free(f, n);
 	symbolizer_free(s);
@@ -698,6 +688,7 @@ int main(void)
 		perror("mkdtemp");
 		return 2;
 	}
+	check_tmpdir = tmpdir;
 	if (build_fixtures() != 0) {
 		fprintf(stderr, "FAIL: could not build fixtures in %s (need g++, binutils, xz)\n",
 			tmpdir);
@@ -705,11 +696,8 @@ int main(void)
 	}
 	test_fixture();
 	test_libc();
-	if (failures) {
-		fprintf(stderr, "test_symbolize: %d failure(s); fixtures kept in %s\n", failures,
-			tmpdir);
+	if (check_status())
 		return 1;
-	}
 	run("rm -rf '%s'", tmpdir);
 	printf("test_symbolize: ok\n");
 	return 0;

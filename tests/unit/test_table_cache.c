@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "build_id.h"
+#include "check.h"
 #include "table.h"
 #include "table_cache.h"
 #include "table_serialize.h"
@@ -22,27 +22,6 @@
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
 static char tmpdir[] = "/tmp/dwleak-test-cache-XXXXXX";
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "test_table_cache: FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond))                                                    \
-		{                                                               \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			die("" __VA_ARGS__);                                    \
-		}                                                               \
-	} while (0)
 
 static bool tables_equal(const struct unwind_table *a, const struct unwind_table *b)
 {

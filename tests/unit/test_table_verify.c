@@ -4,13 +4,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "debug_file.h"
 #include "table.h"
 #include "table_verify.h"
@@ -18,27 +18,6 @@
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
 static char tmpdir[] = "/tmp/dwleak-test-verify-XXXXXX";
-
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "test_table_verify: FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
-
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (!(cond))                                                    \
-		{                                                               \
-			fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			die("" __VA_ARGS__);                                    \
-		}                                                               \
-	} while (0)
 
 /* What the mismatch callback saw. */
 struct seen {
@@ -295,18 +274,17 @@ static bool build_split(char *obj, char *dbg, size_t len)
 
 	snprintf(obj, len, "%s/prog", tmpdir);
 	snprintf(dbg, len, "%s/prog.debug", tmpdir);
-	if (asprintf(&src, "%s/p.c", tmpdir) < 0)
-		die("asprintf");
+	CHECK(asprintf(&src, "%s/p.c", tmpdir) >= 0, "asprintf");
 	f = fopen(src, "w");
 	CHECK(f && fputs(split_source, f) >= 0 && fclose(f) == 0, "writing %s", src);
 	free(src);
-	if (asprintf(&cmd,
-		     "cd %s && "
-		     "gcc -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables p.c -o full && "
-		     "objcopy --only-keep-debug full prog.debug && "
-		     "objcopy --strip-debug --add-gnu-debuglink=prog.debug full prog",
-		     tmpdir) < 0)
-		die("asprintf");
+	CHECK(asprintf(&cmd,
+		       "cd %s && "
+		       "gcc -O2 -g -fno-asynchronous-unwind-tables -fno-unwind-tables "
+		       "p.c -o full && "
+		       "objcopy --only-keep-debug full prog.debug && "
+		       "objcopy --strip-debug --add-gnu-debuglink=prog.debug full prog",
+		       tmpdir) >= 0, "asprintf");
 	ok = run(cmd) == 0;
 	free(cmd);
 	return ok;
@@ -342,8 +320,7 @@ static void test_debug_file(void)
 	table_free(t);
 
 	/* A debug file whose CRC no longer matches is not taken. */
-	if (asprintf(&cmd, "echo >> %s", dbg) < 0)
-		die("asprintf");
+	CHECK(asprintf(&cmd, "echo >> %s", dbg) >= 0, "asprintf");
 	CHECK(run(cmd) == 0, "appending to %s", dbg);
 	free(cmd);
 	found = NULL;
