@@ -251,19 +251,35 @@ static void warn_unknown(struct run *run, const struct json_value *obj, const ch
 	}
 }
 
-/* Field KEY of OBJ as a string, or NULL when absent or null. */
-static int get_str(const struct run *run, const struct json_value *obj, const char *key,
-		   const struct where *w, const char **out)
+/*
+ * Field KEY of OBJ at *OUT when it is a TYPE (WANT says what is expected,
+ * for the message); absent - or null, when NULLABLE - gives NULL.  The
+ * getters below that read a JSON type of their own go through here.
+ */
+static int get_typed(const struct run *run, const struct json_value *obj, const char *key,
+		     const struct where *w, enum json_type type, bool nullable, const char *want,
+		     const struct json_value **out)
 {
 	const struct json_value *v = json_get(obj, key);
 
 	*out = NULL;
-	if (!v || v->type == JSON_NULL)
+	if (!v || (nullable && v->type == JSON_NULL))
 		return 0;
-	if (v->type != JSON_STRING)
-		return field_error(run, v, w, key, "a string or null");
-	*out = v->string.s;
+	if (v->type != type)
+		return field_error(run, v, w, key, want);
+	*out = v;
 	return 0;
+}
+
+/* Field KEY of OBJ as a string, or NULL when absent or null. */
+static int get_str(const struct run *run, const struct json_value *obj, const char *key,
+		   const struct where *w, const char **out)
+{
+	const struct json_value *v;
+	int err = get_typed(run, obj, key, w, JSON_STRING, true, "a string or null", &v);
+
+	*out = v ? v->string.s : NULL;
+	return err;
 }
 
 /* Field KEY of OBJ as a non-negative integer; absent leaves *OUT alone. */
@@ -308,34 +324,34 @@ static int get_real(const struct run *run, const struct json_value *obj, const c
 	return 0;
 }
 
+/* Field KEY of OBJ as true or false; absent is false. */
 static int get_bool(const struct run *run, const struct json_value *obj, const char *key,
 		    const struct where *w, bool *out)
 {
-	const struct json_value *v = json_get(obj, key);
+	const struct json_value *v;
+	int err = get_typed(run, obj, key, w, JSON_BOOL, false, "true or false", &v);
 
-	*out = false;
-	if (!v)
-		return 0;
-	if (v->type != JSON_BOOL)
-		return field_error(run, v, w, key, "true or false");
-	*out = v->boolean;
-	return 0;
+	*out = v && v->boolean;
+	return err;
 }
 
-/* Field KEY of OBJ as an address string "0x..." (at most 16 hex digits). */
+/* Field KEY of OBJ as an address string "0x..." (at most 16 hex digits);
+ * absent is 0. */
 static int get_hex(const struct run *run, const struct json_value *obj, const char *key,
 		   const struct where *w, uint64_t *out)
 {
-	const struct json_value *v = json_get(obj, key);
+	static const char want[] = "an address string like \"0x1a2b\"";
+	const struct json_value *v;
 	const char *s;
 	size_t i;
+	int err;
 
 	*out = 0;
-	if (!v)
-		return 0;
-	s = v->type == JSON_STRING ? v->string.s : "";
-	if (v->type != JSON_STRING || strncmp(s, "0x", 2) != 0 || !s[2] ||
-	    strlen(s + 2) > 16 || strlen(s) != v->string.len)
+	err = get_typed(run, obj, key, w, JSON_STRING, false, want, &v);
+	if (err || !v)
+		return err;
+	s = v->string.s;
+	if (strncmp(s, "0x", 2) != 0 || !s[2] || strlen(s + 2) > 16 || strlen(s) != v->string.len)
 		goto bad;
 	for (i = 2; s[i]; i++) {
 		char c = s[i];
@@ -353,36 +369,21 @@ static int get_hex(const struct run *run, const struct json_value *obj, const ch
 	}
 	return 0;
 bad:
-	return field_error(run, v, w, key, "an address string like \"0x1a2b\"");
+	return field_error(run, v, w, key, want);
 }
 
 /* The array at field KEY of OBJ; absent gives NULL. */
 static int get_array(const struct run *run, const struct json_value *obj, const char *key,
 		     const struct where *w, const struct json_value **out)
 {
-	const struct json_value *v = json_get(obj, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (v->type != JSON_ARRAY)
-		return field_error(run, v, w, key, "an array");
-	*out = v;
-	return 0;
+	return get_typed(run, obj, key, w, JSON_ARRAY, false, "an array", out);
 }
 
+/* The object at field KEY of OBJ; absent gives NULL. */
 static int get_object(const struct run *run, const struct json_value *obj, const char *key,
 		      const struct where *w, const struct json_value **out)
 {
-	const struct json_value *v = json_get(obj, key);
-
-	*out = NULL;
-	if (!v)
-		return 0;
-	if (v->type != JSON_OBJECT)
-		return field_error(run, v, w, key, "an object");
-	*out = v;
-	return 0;
+	return get_typed(run, obj, key, w, JSON_OBJECT, false, "an object", out);
 }
 
 static int frame_read(struct run *run, const struct json_value *obj, const struct where *w,
@@ -743,17 +744,21 @@ static struct module_entry *module_entry_get(struct run *run, const char *path,
 /* ---- Resolving ---- */
 
 /* How much a group of frames says: 2 with a source position, 1 with a
- * name only, 0 with neither. */
+ * name only, 0 with neither.  SCORE is the group's so far; this adds one
+ * frame to it, for the resolved frames and the report's alike. */
+static int score_add(int score, const char *function, const char *file, int line)
+{
+	if (file || line > 0)
+		return 2;
+	return function && score < 1 ? 1 : score;
+}
+
 static int sym_score(const struct sym_frame *f, size_t n)
 {
 	int score = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		if (f[i].file || f[i].line > 0)
-			return 2;
-		if (f[i].function)
-			score = 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		score = score_add(score, f[i].function, f[i].file, f[i].line);
 	return score;
 }
 
@@ -761,12 +766,8 @@ static int report_score(const struct report_frame *f, size_t n)
 {
 	int score = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		if (f[i].file || f[i].line > 0)
-			return 2;
-		if (f[i].function)
-			score = 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		score = score_add(score, f[i].function, f[i].file, f[i].line);
 	return score;
 }
 
@@ -1001,18 +1002,6 @@ static int report_output(struct run *run)
 	return err;
 }
 
-static int debug_dir_add(struct symbolize_env *env, const char *dir)
-{
-	const char **g = realloc(env->debug_dirs, (env->ndebug_dirs + 2) * sizeof(*g));
-
-	if (!g)
-		return -ENOMEM;
-	g[env->ndebug_dirs++] = dir;
-	g[env->ndebug_dirs] = NULL;
-	env->debug_dirs = g;
-	return 0;
-}
-
 /* Parses ARGV into ENV; returns -1 to go on, else an exit status. */
 static int options_parse(struct symbolize_env *env, int argc, char **argv)
 {
@@ -1026,7 +1015,7 @@ static int options_parse(struct symbolize_env *env, int argc, char **argv)
 			if (!optarg[0] || strchr(optarg, ':'))
 				return usage_error("--debug-dir '%s': give a directory whose name "
 						   "has no ':'", optarg);
-			if (debug_dir_add(env, optarg))
+			if (debug_dirs_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
 				return usage_error("%s", "out of memory");
 			break;
 		case 'o':

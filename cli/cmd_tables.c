@@ -14,6 +14,7 @@
 
 #include "cmd_tables.h"
 #include "debug_file.h"
+#include "symbolize.h"
 #include "table.h"
 #include "table_cache.h"
 #include "table_verify.h"
@@ -271,18 +272,6 @@ out:
 	return status;
 }
 
-static int debug_dir_add(struct tables_env *env, const char *dir)
-{
-	const char **dirs = realloc(env->debug_dirs, (env->ndebug_dirs + 2) * sizeof(*dirs));
-
-	if (!dirs)
-		return -ENOMEM;
-	dirs[env->ndebug_dirs++] = dir;
-	dirs[env->ndebug_dirs] = NULL;
-	env->debug_dirs = dirs;
-	return 0;
-}
-
 static void usage_error(const char *msg)
 {
 	fprintf(stderr, "dwleak tables: %s\nTry 'dwleak tables --help' for more information.\n", msg);
@@ -304,7 +293,7 @@ static int options_parse(struct tables_env *env, int argc, char **argv)
 			env->debug_file = optarg;
 			break;
 		case OPT_DEBUG_DIR:
-			if (debug_dir_add(env, optarg))
+			if (debug_dirs_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
 				return EXIT_USAGE;
 			break;
 		case OPT_NO_CACHE:

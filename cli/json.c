@@ -508,22 +508,44 @@ static int grow(void **v, size_t n, size_t *cap, size_t size)
 	return 0;
 }
 
+/* Consumes the opening bracket at P and, when the container is empty, its
+ * CLOSE; 1 when it did (no items follow), else 0. */
+static int container_open(struct parser *ps, unsigned char close)
+{
+	advance(ps); /* '[' or '{' */
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		advance(ps);
+		return 1;
+	}
+	return 0;
+}
+
+/* After an item: consumes ',' (0: another item follows) or CLOSE (1: the
+ * container ends); fails naming EXPECTED on anything else. */
+static int container_next(struct parser *ps, unsigned char close, const char *expected)
+{
+	skip_space(ps);
+	if (ps->p < ps->end && *ps->p == ',') {
+		advance(ps);
+		return 0;
+	}
+	if (ps->p < ps->end && *ps->p == close) {
+		advance(ps);
+		return 1;
+	}
+	return fail_unexpected(ps, expected);
+}
+
 static int parse_array(struct parser *ps, unsigned int depth, struct json_value **out)
 {
 	struct json_value *v = value_new(ps, JSON_ARRAY), *item;
 	size_t cap = 0;
-	int err;
+	int err, end;
 
 	if (!v)
 		return -ENOMEM;
-	advance(ps); /* '[' */
-	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == ']') {
-		advance(ps);
-		*out = v;
-		return 0;
-	}
-	for (;;) {
+	for (end = container_open(ps, ']'); !end;) {
 		skip_space(ps);
 		if (ps->p < ps->end && *ps->p == ']') {
 			err = fail(ps, "trailing ',' before ']'");
@@ -536,19 +558,14 @@ static int parse_array(struct parser *ps, unsigned int depth, struct json_value 
 		if (err)
 			goto fail;
 		v->array.items[v->array.n++] = item;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',') {
-			advance(ps);
-			continue;
+		end = container_next(ps, ']', "',' or ']' in an array");
+		if (end < 0) {
+			err = end;
+			goto fail;
 		}
-		if (ps->p < ps->end && *ps->p == ']') {
-			advance(ps);
-			*out = v;
-			return 0;
-		}
-		err = fail_unexpected(ps, "',' or ']' in an array");
-		goto fail;
 	}
+	*out = v;
+	return 0;
 fail:
 	json_free(v);
 	return err;
@@ -603,18 +620,11 @@ static int parse_object(struct parser *ps, unsigned int depth, struct json_value
 	struct json_member *m;
 	struct strbuf key;
 	size_t cap = 0;
-	int err;
+	int err, end;
 
 	if (!v)
 		return -ENOMEM;
-	advance(ps); /* '{' */
-	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == '}') {
-		advance(ps);
-		*out = v;
-		return 0;
-	}
-	for (;;) {
+	for (end = container_open(ps, '}'); !end;) {
 		skip_space(ps);
 		if (ps->p >= ps->end || *ps->p != '"') {
 			err = ps->p < ps->end && *ps->p == '}' ? fail(ps, "trailing ',' before '}'")
@@ -644,22 +654,17 @@ static int parse_object(struct parser *ps, unsigned int depth, struct json_value
 		if (err)
 			goto fail;
 		m->value = item;
-		skip_space(ps);
-		if (ps->p < ps->end && *ps->p == ',') {
-			advance(ps);
-			continue;
+		end = container_next(ps, '}', "',' or '}' in an object");
+		if (end < 0) {
+			err = end;
+			goto fail;
 		}
-		if (ps->p < ps->end && *ps->p == '}') {
-			advance(ps);
-			err = check_duplicates(ps, v);
-			if (err)
-				goto fail;
-			*out = v;
-			return 0;
-		}
-		err = fail_unexpected(ps, "',' or '}' in an object");
-		goto fail;
 	}
+	err = check_duplicates(ps, v);
+	if (err)
+		goto fail;
+	*out = v;
+	return 0;
 fail:
 	json_free(v);
 	return err;
@@ -743,57 +748,46 @@ const char *json_type_name(enum json_type type)
 	return "a value";
 }
 
+/* Whether V is a number: the accessors below fail with -EINVAL on any
+ * other value, before they look at its range. */
+static bool is_number(const struct json_value *v)
+{
+	return v && (v->type == JSON_INT || v->type == JSON_UINT || v->type == JSON_REAL);
+}
+
 int json_to_u64(const struct json_value *v, uint64_t *out)
 {
-	if (!v)
+	if (!is_number(v))
 		return -EINVAL;
-	switch (v->type) {
-	case JSON_INT:
-		if (v->i < 0)
-			return -ERANGE;
-		*out = (uint64_t)v->i;
-		return 0;
-	case JSON_UINT:
+	if (v->type == JSON_UINT) {
 		*out = v->u;
 		return 0;
-	case JSON_REAL:
-		return -ERANGE;
-	default:
-		return -EINVAL;
 	}
+	if (v->type != JSON_INT || v->i < 0)
+		return -ERANGE;
+	*out = (uint64_t)v->i;
+	return 0;
 }
 
 int json_to_i64(const struct json_value *v, int64_t *out)
 {
-	if (!v)
+	if (!is_number(v))
 		return -EINVAL;
-	switch (v->type) {
-	case JSON_INT:
-		*out = v->i;
-		return 0;
-	case JSON_UINT:
-	case JSON_REAL:
+	if (v->type != JSON_INT)
 		return -ERANGE;
-	default:
-		return -EINVAL;
-	}
+	*out = v->i;
+	return 0;
 }
 
 int json_to_double(const struct json_value *v, double *out)
 {
-	if (!v)
+	if (!is_number(v))
 		return -EINVAL;
-	switch (v->type) {
-	case JSON_INT:
+	if (v->type == JSON_INT)
 		*out = (double)v->i;
-		return 0;
-	case JSON_UINT:
+	else if (v->type == JSON_UINT)
 		*out = (double)v->u;
-		return 0;
-	case JSON_REAL:
+	else
 		*out = v->real;
-		return 0;
-	default:
-		return -EINVAL;
-	}
+	return 0;
 }

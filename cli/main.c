@@ -11,6 +11,7 @@
 
 #include "cmd_symbolize.h"
 #include "cmd_tables.h"
+#include "symbolize.h"
 #include "trace.h"
 
 #define DWLEAK_VERSION "0.1.0"
@@ -179,16 +180,10 @@ static int option_apply(struct env *env, int c, const char *arg)
 	case OPT_MMAP:
 		env->mmap = true;
 		return 0;
-	case OPT_DEBUG_DIR: {
-		const char **grown = realloc(env->debug_dirs, (env->ndebug_dirs + 2) * sizeof(*grown));
-
-		if (!grown)
+	case OPT_DEBUG_DIR:
+		if (debug_dirs_add(&env->debug_dirs, &env->ndebug_dirs, arg))
 			return usage_error("%s", "out of memory");
-		grown[env->ndebug_dirs++] = arg;
-		grown[env->ndebug_dirs] = NULL;
-		env->debug_dirs = grown;
 		return 0;
-	}
 	case OPT_STATS:
 		env->stats = true;
 		return 0;

@@ -124,6 +124,18 @@ static uint64_t hash_addr(uint64_t addr, bool return_addr)
 	return h;
 }
 
+int debug_dirs_add(const char ***dirs, size_t *n, const char *dir)
+{
+	const char **g = realloc(*dirs, (*n + 2) * sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g[(*n)++] = dir;
+	g[*n] = NULL;
+	*dirs = g;
+	return 0;
+}
+
 int symbolizer_new(const char *const *debug_dirs, struct symbolizer **out)
 {
 	struct symbolizer *s;

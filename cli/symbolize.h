@@ -47,6 +47,12 @@ struct sym_frame {
  */
 int symbolizer_new(const char *const *debug_dirs, struct symbolizer **out);
 
+/* Appends DIR to the NULL-terminated --debug-dir list *DIRS of *N entries
+ * (the commands' repeatable option, for symbolizer_new() and
+ * debug_file_find()).  The list is realloc'd, DIR is borrowed.  Returns 0
+ * or -ENOMEM, leaving the list as it was. */
+int debug_dirs_add(const char ***dirs, size_t *n, const char *dir);
+
 /* Frees S, every module registered in it and their caches.  NULL is ok. */
 void symbolizer_free(struct symbolizer *s);
 

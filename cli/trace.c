@@ -683,28 +683,42 @@ static struct agg *agg_get(struct agg_table *t, uint64_t id, uint64_t fp_id)
 }
 
 
+/* Counts one outstanding allocation of SIZE bytes of KIND, made at TS, into
+ * the aggregate of its stacks (ID, FP_ID) in T.  W is its weight in the
+ * --sample-bytes estimates.  Returns 0 or -ENOMEM. */
+static int agg_count(struct agg_table *t, uint64_t id, uint64_t fp_id, uint64_t ts,
+		     uint64_t size, uint32_t kind, double w)
+{
+	struct agg *g = agg_get(t, id, fp_id);
+
+	if (!g)
+		return -ENOMEM;
+	if (!g->count || ts < g->oldest_ts)
+		g->oldest_ts = ts;
+	g->bytes += size;
+	g->count++;
+	g->kind = kind;
+	g->est_bytes += (double)size * w;
+	g->est_count += w;
+	return 0;
+}
+
 /* --mmap: the program's own anonymous regions, one "allocation" each. */
 static int regions_aggregate(struct tracer *tr, struct agg_table *t)
 {
 	uint64_t now = ktime_now_ns(), min_age = (uint64_t)(tr->env->min_age_s * 1e9);
 	const struct mmap_region *r;
-	struct agg *g;
 	size_t i;
+	int err;
 
 	for (i = 0; i < tr->regions.n; i++) {
 		r = &tr->regions.r[i];
 		if (now - r->ts < min_age)
 			continue;
-		g = agg_get(t, r->stack_id, r->fp_stack_id);
-		if (!g)
-			return -ENOMEM;
-		if (!g->count || r->ts < g->oldest_ts)
-			g->oldest_ts = r->ts;
-		g->bytes += r->end - r->start;
-		g->count++;
-		g->kind = ALLOC_MMAP;
-		g->est_bytes += (double)(r->end - r->start); /* never sampled */
-		g->est_count += 1;
+		/* never sampled: weight 1 */
+		err = agg_count(t, r->stack_id, r->fp_stack_id, r->ts, r->end - r->start, ALLOC_MMAP, 1.0);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -713,28 +727,22 @@ static int allocs_aggregate(struct tracer *tr, struct agg_table *t)
 {
 	uint64_t now = ktime_now_ns(), min_age = (uint64_t)(tr->env->min_age_s * 1e9);
 	const struct alloc_rec *a;
-	struct agg *g;
 	size_t i;
+	int err;
 
 	for (i = 0; i < tr->allocs.cap; i++) {
+		double w = 1.0;
+
 		a = &tr->allocs.slots[i];
 		if (!a->addr || now - a->ts < min_age)
 			continue;
-		g = agg_get(t, a->stack_id, a->fp_stack_id);
-		if (!g)
-			return -ENOMEM;
-		if (!g->count || a->ts < g->oldest_ts)
-			g->oldest_ts = a->ts;
-		g->bytes += a->size;
-		g->count++;
-		g->kind = a->kind;
-		if (tr->env->sample_bytes) {
-			/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
-			double w = a->size ? 1.0 / -expm1(-(double)a->size / (double)tr->env->sample_bytes) : 1.0;
-
-			g->est_bytes += (double)a->size * w;
-			g->est_count += w;
-		}
+		/* sampled with probability 1 - exp(-size/N): weigh by its inverse
+		 * (the estimates are only read with --sample-bytes) */
+		if (tr->env->sample_bytes && a->size)
+			w = 1.0 / -expm1(-(double)a->size / (double)tr->env->sample_bytes);
+		err = agg_count(t, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
+		if (err)
+			return err;
 	}
 	return 0;
 }
