@@ -150,8 +150,9 @@ lt_trace() {
 		sleep 0.01
 	done
 	grep -q '^dwleak: tracing' "$__err" 2> /dev/null && return 0
-	echo "dwleak never said 'dwleak: tracing'; its stderr:"
-	sed 's/^/    /' "$__err"
+	# on stderr: a caller may send dwleak's stdout (the report) to a file
+	echo "dwleak never said 'dwleak: tracing'; its stderr:" >&2
+	sed 's/^/    /' "$__err" >&2
 	return 1
 }
 
@@ -180,6 +181,8 @@ lt_wait() {
 #   chain_at(stack, want, start=0)  index list of the frames matching the
 #                      names in WANT in order (a subsequence), or None
 #   top_stack_with(fn) the stack with most bytes that has function FN
+#   only_stack_with(fn)  the one stack that has function FN; None, after a
+#                      failed check that shows them (or all), when not one
 #   show(stack)        a printable summary of a stack
 #   site_of(stack)     its innermost site_* frame (the ledger programs), or None
 #   check_sites(ledger, got)  per site {name: (bytes, allocations)}: equal or fail
@@ -225,6 +228,12 @@ def show(s):
         out += "      %-40s %s %s%s\n" % (f["function"], f["module"].split("/")[-1],
             f["elf_address"], " (inlined)" if f.get("inlined") else "")
     return out
+def only_stack_with(fn):
+    st = [s for s in r["stacks"] if fn in names(s)]
+    if len(st) == 1:
+        return st[0]
+    fail("%d stacks through %s, want 1:\n%s" % (len(st), fn, "".join(show(s) for s in st or r["stacks"])))
+    return None
 ROOTS = ("_start", "__libc_start_call_main", "start_thread", "clone3")
 def site_of(s):
     return next((f for f in names(s) if f and f.startswith("site_")), None)
@@ -288,7 +297,15 @@ PY
 		exit 1
 	fi
 	lt_errors=0
+	# A passing snippet; only_stack_with's failures are caught, not counted.
 	lt_check "$LT_TMP/self.json" << 'PY' || fail "lt_check failed a passing snippet"
+caught = []
+fail = caught.append
+assert only_stack_with("inner") is r["stacks"][0] and not caught, caught
+assert only_stack_with("malloc") is r["stacks"][0] and not caught, caught
+assert only_stack_with("nope") is None and caught[-1].startswith("0 stacks through nope"), caught
+r["stacks"].append(r["stacks"][0])
+assert only_stack_with("inner") is None and caught[-1].startswith("2 stacks through inner"), caught
 ok("helpers")
 PY
 	lt_start pid "$LT_TMP/sleep.out" /bin/sleep 30

@@ -18,45 +18,23 @@
 #
 # Run by tests/run.sh (DWLEAK = the ASan build); by hand:
 #   DWLEAK=build/asan/dwleak TESTDATA=build/testdata bash tests/trace_errors.sh
-# ONLY=aef runs some parts; KEEP=1 keeps the logs.
-set -uo pipefail
-
-ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
-BUILD=${BUILD:-$ROOT/build}
-DWLEAK=${DWLEAK:-$BUILD/asan/dwleak}
-TESTDATA=${TESTDATA:-$BUILD/testdata}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+# LT_ONLY=aef runs some parts; LT_KEEP=1 keeps the logs.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
 SEED=$TESTDATA/seed_O2
 LIBC=/lib/x86_64-linux-gnu/libc.so.6
 
-errors=0
-pids=()
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/dwleak-errors.XXXXXX")
-chmod 755 "$tmp"
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2> /dev/null
-	done
-	wait 2> /dev/null
-	if [ -n "${KEEP:-}" ]; then echo "(kept $tmp)"; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+tmp=$LT_TMP
+chmod 755 "$tmp" # the capability-less runs of part b read and run a copy in it
+dp='' # dwleak's pid, set by lt_trace
 
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
-pass() { echo "ok: $*"; }
-part() { [ -z "${ONLY:-}" ] || [[ $ONLY == *"$1"* ]]; }
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 # --- Preconditions: skip only when BPF is really unavailable ---
 
-if [ "$(id -u)" != 0 ]; then
-	echo "skip: needs root for BPF uprobes"
-	exit 77
-fi
-[ -x "$DWLEAK" ] || { echo "FAIL: $DWLEAK is missing (make check)"; exit 1; }
-[ -x "$SEED" ] && [ -x "$TESTDATA/clean" ] || { echo "FAIL: test programs missing in $TESTDATA (make testdata)"; exit 1; }
+lt_require_bpf
+lt_testdata clean # part h's clean program
 timeout 60 "$DWLEAK" -- /bin/true > "$tmp/probe.out" 2> "$tmp/probe.err"
 if grep -q 'cannot load the BPF program\|cannot attach a uprobe' "$tmp/probe.err"; then
 	cat "$tmp/probe.err"
@@ -78,14 +56,23 @@ sane_stderr() {
 	return 0
 }
 
+# run_sane NAME SECS CMD...: CMD under a timeout of SECS, stdout to
+# $tmp/out and stderr to $tmp/err; its exit status in rc (declare it local
+# in the caller).  Fails (a counted check) when its stderr is not sane.
+run_sane() {
+	local name=$1 secs=$2
+	shift 2
+	timeout -k 5 "$secs" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	sane_stderr "$name" "$tmp/err"
+}
+
 # expect_error NAME ERE CMD...: CMD exits 2 and its stderr is exactly one
 # line, matching ERE.
 expect_error() {
 	local name=$1 re=$2 rc n
 	shift 2
-	timeout -k 5 60 "$@" > "$tmp/out" 2> "$tmp/err"
-	rc=$?
-	sane_stderr "$name" "$tmp/err" || return
+	run_sane "$name" 60 "$@" || return
 	n=$(grep -c . "$tmp/err")
 	if [ $rc -ne 2 ]; then
 		fail "$name: exit $rc, want 2 (stderr: $(head -c 300 "$tmp/err"))"
@@ -101,9 +88,7 @@ expect_error() {
 expect_usage() {
 	local name=$1 re=$2 rc
 	shift 2
-	timeout -k 5 30 "$DWLEAK" "$@" > "$tmp/out" 2> "$tmp/err"
-	rc=$?
-	sane_stderr "$name" "$tmp/err" || return
+	run_sane "$name" 30 "$DWLEAK" "$@" || return
 	if [ $rc -ne 2 ]; then
 		fail "$name: exit $rc, want 2"
 	elif [ "$(grep -c . "$tmp/err")" -ne 2 ] ||
@@ -115,34 +100,6 @@ expect_usage() {
 	else
 		pass "$name: $(head -n 1 "$tmp/err")"
 	fi
-}
-
-# wait_tracing PID ERRFILE [SECS]: until ERRFILE has the `dwleak: tracing`
-# line (0), or dwleak PID is gone / SECS pass (1).
-wait_tracing() {
-	local pid=$1 err=$2 i
-	for ((i = 0; i < ${3:-30} * 20; i++)); do
-		grep -q '^dwleak: tracing' "$err" && return 0
-		kill -0 "$pid" 2> /dev/null || { grep -q '^dwleak: tracing' "$err"; return; }
-		sleep 0.05
-	done
-	return 1
-}
-
-# wait_exit PID SECS: waits for a background child up to SECS; its exit
-# status, or 124 (and it is killed) if it did not end in time.
-wait_exit() {
-	local pid=$1 i
-	for ((i = 0; i < $2 * 20; i++)); do
-		kill -0 "$pid" 2> /dev/null || break
-		sleep 0.05
-	done
-	if kill -0 "$pid" 2> /dev/null; then
-		kill -KILL "$pid" 2> /dev/null
-		wait "$pid" 2> /dev/null
-		return 124
-	fi
-	wait "$pid"
 }
 
 # wait_mapped PID: until PID has exec'ed and mapped libc (dwleak -p on a
@@ -167,7 +124,7 @@ free_pid() {
 }
 
 # --- a: pids that cannot be traced ---
-if part a; then
+if lt_part a; then
 	p=$(free_pid)
 	expect_error "-p $p (no such process)" "^dwleak: no process with pid $p\$" "$DWLEAK" -p "$p"
 	if [ "$(cat /proc/2/comm 2> /dev/null)" = kthreadd ]; then
@@ -178,7 +135,7 @@ if part a; then
 fi
 
 # --- b: no capabilities ---
-if part b; then
+if lt_part b; then
 	if ! command -v setpriv > /dev/null; then
 		fail "setpriv (util-linux) is missing: cannot drop capabilities"
 	else
@@ -189,13 +146,13 @@ if part b; then
 		caps_re='^dwleak: needs CAP_BPF and CAP_PERFMON \(run as root\)$'
 		"$SEED" --iterations 300 --interval-ms 20 > /dev/null &
 		tp=$!
-		pids+=($tp)
+		lt_pids+=($tp)
 		wait_mapped $tp
 		expect_error "nobody: -p PID" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $tp
 		expect_error "nobody: -- CMD" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -- /bin/true
 		"${nobody[@]}" "$SEED" --iterations 300 --interval-ms 20 > /dev/null &
 		np=$!
-		pids+=($np)
+		lt_pids+=($np)
 		wait_mapped $np
 		expect_error "nobody: -p PID of its own process" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $np
 		# uid 0 but no capabilities (a container without CAP_BPF, or
@@ -209,7 +166,7 @@ if part b; then
 fi
 
 # --- c: usage errors ---
-if part c; then
+if lt_part c; then
 	expect_usage "no target" 'nothing to trace' 
 	expect_usage "-- with no command" 'nothing to trace|no command|missing' --
 	expect_usage "-p and -- CMD" '.*(either|both|not both)' -p 1 -- /bin/true
@@ -222,7 +179,7 @@ if part c; then
 fi
 
 # --- d: -- CMD that cannot run; CMD's own status ---
-if part d; then
+if lt_part d; then
 	expect_error "-- missing command" '^dwleak: .*(does/not/exist|no such file|not found)' \
 		"$DWLEAK" -- "$tmp/does/not/exist"
 	expect_error "-- command not in PATH" '^dwleak: .*no-such-command-xyz' \
@@ -233,9 +190,7 @@ if part d; then
 		'^dwleak: .*not_exec.*(not executable|[Pp]ermission denied|cannot execute)' \
 		"$DWLEAK" -- "$tmp/not_exec"
 
-	timeout -k 5 60 "$DWLEAK" -- sh -c 'exit 3' > "$tmp/out" 2> "$tmp/err"
-	rc=$?
-	if sane_stderr "-- sh -c 'exit 3'" "$tmp/err"; then
+	if run_sane "-- sh -c 'exit 3'" 60 "$DWLEAK" -- sh -c 'exit 3'; then
 		if [ $rc -ne 0 ]; then
 			fail "-- sh -c 'exit 3': dwleak exit $rc, want 0 (CMD's status is printed, not returned)"
 		elif ! grep -q '^dwleak: .*exited with status 3$' "$tmp/err"; then
@@ -246,9 +201,7 @@ if part d; then
 			pass "-- sh -c 'exit 3': exit 0, $(grep 'exited with' "$tmp/err")"
 		fi
 	fi
-	timeout -k 5 60 "$DWLEAK" -- sh -c 'kill -SEGV $$' > "$tmp/out" 2> "$tmp/err"
-	rc=$?
-	if sane_stderr "-- CMD killed by SIGSEGV" "$tmp/err"; then
+	if run_sane "-- CMD killed by SIGSEGV" 60 "$DWLEAK" -- sh -c 'kill -SEGV $$'; then
 		if [ $rc -ne 0 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/out"; then
 			fail "-- CMD killed by SIGSEGV: exit $rc, stderr: $(cat "$tmp/err")"
 		else
@@ -258,18 +211,15 @@ if part d; then
 fi
 
 # --- e: the target exits while traced ---
-if part e; then
+if lt_part e; then
 	# --delay-ms leaves time to attach (ASan dwleak: up to ~1 s); then 10
 	# allocations of 40 bytes, 100 ms apart
 	"$SEED" --iterations 10 --interval-ms 100 --delay-ms 2500 > "$tmp/target.out" &
 	tp=$!
-	pids+=($tp)
+	lt_pids+=($tp)
 	wait_mapped $tp
 	t0=$(now)
-	"$DWLEAK" -p $tp -d 30 > "$tmp/e.out" 2> "$tmp/e.err" &
-	dp=$!
-	pids+=($dp)
-	if ! wait_tracing $dp "$tmp/e.err"; then
+	if ! lt_trace dp "$tmp/e.err" -p $tp -d 30 > "$tmp/e.out"; then
 		fail "target exits: no tracing line: $(head -c 300 "$tmp/e.err")"
 	else
 		t_tr=$(now)
@@ -284,7 +234,7 @@ if part e; then
 			sleep 0.05
 		done
 		t_report=$(now)
-		wait_exit $dp 20
+		lt_wait $dp 20
 		rc=$?
 		t_done=$(now)
 		rlag=$(elapsed "$t_exit" "$t_report")
@@ -352,16 +302,13 @@ EOF
 }
 
 # --- f: dwleak killed with SIGKILL ---
-if part f; then
+if lt_part f; then
 	# >= 6 s of work at 10 ms (more under the probes); exits 0 on its own
 	"$SEED" --iterations 600 --interval-ms 10 > "$tmp/target.out" &
 	tp=$!
-	pids+=($tp)
+	lt_pids+=($tp)
 	wait_mapped $tp
-	"$DWLEAK" -p $tp > "$tmp/f.out" 2> "$tmp/f.err" &
-	dp=$!
-	pids+=($dp)
-	if ! wait_tracing $dp "$tmp/f.err"; then
+	if ! lt_trace dp "$tmp/f.err" -p $tp > "$tmp/f.out"; then
 		fail "SIGKILL: no tracing line: $(head -c 300 "$tmp/f.err")"
 	else
 		libc_bytes $tp malloc free > "$tmp/bytes.during" 2>&1
@@ -393,7 +340,7 @@ if part f; then
 		R | S) pass "SIGKILL: target still running (State $state)" ;;
 		*) fail "SIGKILL: target state '${state:-gone}' right after dwleak died" ;;
 		esac
-		wait_exit $tp 30
+		lt_wait $tp 30
 		trc=$?
 		t_end=$(now)
 		if [ $trc -eq 0 ]; then
@@ -405,24 +352,21 @@ if part f; then
 fi
 
 # --- g: SIGINT and SIGTERM give the final report ---
-if part g; then
+if lt_part g; then
 	for sig in INT TERM; do
 		if [ $sig = INT ]; then fmt=text; else fmt=json; fi
 		"$SEED" --interval-ms 20 > "$tmp/target.out" &
 		tp=$!
-		pids+=($tp)
+		lt_pids+=($tp)
 		wait_mapped $tp
-		"$DWLEAK" -p $tp --format $fmt > "$tmp/g.out" 2> "$tmp/g.err" &
-		dp=$!
-		pids+=($dp)
-		if ! wait_tracing $dp "$tmp/g.err"; then
+		if ! lt_trace dp "$tmp/g.err" -p $tp --format $fmt > "$tmp/g.out"; then
 			fail "SIG$sig: no tracing line: $(head -c 300 "$tmp/g.err")"
 			kill -KILL $tp $dp 2> /dev/null
 			continue
 		fi
 		sleep 1
 		kill -$sig $dp
-		wait_exit $dp 20
+		lt_wait $dp 20
 		rc=$?
 		sane_stderr "SIG$sig" "$tmp/g.err"
 		if [ $rc -ne 0 ]; then
@@ -462,14 +406,12 @@ EOF
 fi
 
 # --- h: --fail-on-leak ---
-if part h; then
+if lt_part h; then
 	# fail_on_leak NAME WANT ARGS...
 	fail_on_leak() {
 		local name=$1 want=$2 rc
 		shift 2
-		timeout -k 5 60 "$DWLEAK" "$@" > "$tmp/out" 2> "$tmp/err"
-		rc=$?
-		sane_stderr "$name" "$tmp/err" || return
+		run_sane "$name" 60 "$DWLEAK" "$@" || return
 		if [ $rc -ne "$want" ]; then
 			fail "$name: exit $rc, want $want ($(grep -E '^Totals' "$tmp/out"); $(grep -v '^dwleak: tracing' "$tmp/err" | head -c 200))"
 		else
@@ -482,8 +424,4 @@ if part h; then
 		--fail-on-leak=1000000 -- "$SEED" --iterations 5 --interval-ms 10
 fi
 
-if [ $errors -gt 0 ]; then
-	echo "$errors check(s) failed"
-	exit 1
-fi
-echo "all checks passed"
+lt_finish

@@ -44,11 +44,9 @@ if run_cmd threads -- "$TESTDATA/threads" --iterations 10 --interval-ms 10; then
 	lt_check "$T/threads.json" << 'PY'
 sizes = {"leak_alpha": 16, "leak_beta": 32, "leak_gamma": 48, "leak_delta": 64}
 for fn, size in sizes.items():
-    st = [s for s in r["stacks"] if fn in names(s)]
-    if len(st) != 1:
-        fail("%s: %d stacks, want 1:\n%s" % (fn, len(st), "".join(show(s) for s in st)))
+    s = only_stack_with(fn)
+    if s is None:
         continue
-    s = st[0]
     n = names(s)
     if n[:2] != ["malloc", fn] or n[-2:] != ["start_thread", "clone3"]:
         fail("%s: frames %s, want malloc, %s, ..., start_thread, clone3" % (fn, n, fn))
@@ -121,11 +119,9 @@ echo "== c. signal handler (-- CMD, 10 SIGALRM leaks)"
 if run_cmd signal -- "$TESTDATA/signal_leak" --iterations 10 --interval-ms 10; then
 	lt_check "$T/signal.json" << 'PY'
 import subprocess
-st = [s for s in r["stacks"] if "leak_in_sigalrm" in names(s)]
-if len(st) != 1:
-    fail("%d stacks through leak_in_sigalrm, want 1:\n%s" % (len(st), "".join(show(s) for s in r["stacks"])))
+s = only_stack_with("leak_in_sigalrm")
+if s is None:
     sys.exit(1)
-s = st[0]
 print(show(s))
 ph = physical(s)
 pn = [base(f["function"]) for f in ph]
@@ -170,11 +166,9 @@ if lt_part d; then
 echo "== d. recursion 200 deep (-- CMD, 3 allocations)"
 if run_cmd deep -- "$TESTDATA/deep_recursion" --iterations 3 --interval-ms 10 --depth 200; then
 	lt_check "$T/deep.json" << 'PY'
-st = [s for s in r["stacks"] if "leak_at_bottom" in names(s)]
-if len(st) != 1:
-    fail("%d stacks through leak_at_bottom, want 1" % len(st))
+s = only_stack_with("leak_at_bottom")
+if s is None:
     sys.exit(1)
-s = st[0]
 n = names(s)
 if s["truncated"] is not True:
     fail("200-deep stack has truncated=%r, want true" % s["truncated"])

@@ -29,11 +29,9 @@ fi
 lt_check "$T/memo.json" << 'PY'
 want = {"from_left": (24000, 1000), "from_right": (80000, 2000)}
 for fn, (b, a) in want.items():
-    st = [s for s in r["stacks"] if fn in names(s)]
-    if len(st) != 1:
-        fail("%s: %d stacks, want 1:\n%s" % (fn, len(st), "".join(show(s) for s in st)))
+    s = only_stack_with(fn)
+    if s is None:
         continue
-    s = st[0]
     n = names(s)
     if n[:4] != ["malloc", "leaf", fn, "main"]:
         fail("%s: frames %s, want malloc, leaf, %s, main, ..." % (fn, n, fn))

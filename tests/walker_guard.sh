@@ -72,11 +72,9 @@ busy=$(stat_of guard walks_skipped_walker_busy)
 lt_check "$T/guard.json" << 'PY'
 want = {"from_left": (24000, 1000), "from_right": (80000, 2000)}
 for fn, (b, a) in want.items():
-    st = [s for s in r["stacks"] if fn in names(s)]
-    if len(st) != 1:
-        fail("%s: %d stacks, want 1" % (fn, len(st)))
+    s = only_stack_with(fn)
+    if s is None:
         continue
-    s = st[0]
     if names(s)[:4] != ["malloc", "leaf", fn, "main"] or (s["bytes"], s["allocations"]) != (b, a):
         fail("%s: want malloc <- leaf <- %s <- main, %d B in %d allocations:\n%s" % (fn, fn, b, a, show(s)))
     else:

@@ -51,6 +51,26 @@ check_report(const char *file, int line, const char *cond, const char *fmt, ...)
 		}                                                                  \
 	} while (0)
 
+/* The exit status tests/run.sh counts as a skip. */
+#define EXIT_SKIP 77
+
+/* The number of elements of array A. */
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* For the tests whose independent checker is a Python script: skips the
+ * test (exit EXIT_SKIP, saying why) unless shell command PROBE, which asks
+ * for python3 and what the script imports, succeeds. */
+static inline void check_python3(const char *probe)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "%s >/dev/null 2>&1", probe);
+	if (system(cmd) == 0)
+		return;
+	printf("skip: python3 not found\n");
+	exit(EXIT_SKIP);
+}
+
 /* main's exit status after EXPECTs: 1, with the count on stderr, if any failed. */
 static inline int check_status(void)
 {

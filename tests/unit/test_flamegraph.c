@@ -16,8 +16,6 @@
 #include "flamegraph.h"
 #include "report.h"
 
-#define EXIT_SKIP 77
-
 static char tmpdir[] = "/tmp/test_flamegraph.XXXXXX";
 
 /* ---- The independent checker ---- */
@@ -172,8 +170,6 @@ static void check_minidom(const char *svg)
 	CHECK(system(cmd) == 0, "%s is not well-formed XML", svg);
 	free(cmd);
 }
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- The seed chain and a stack with names that need escaping ---- */
 
@@ -412,10 +408,7 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--write-seed") == 0)
 		return write_seed(argv[2]);
-	if (system("python3 -c 'import xml.dom.minidom' >/dev/null 2>&1") != 0) {
-		printf("skip: python3 not found\n");
-		return EXIT_SKIP;
-	}
+	check_python3("python3 -c 'import xml.dom.minidom'");
 	CHECK(mkdtemp(tmpdir), "mkdtemp");
 	check_tmpdir = tmpdir;
 	test_seed();

@@ -26,10 +26,6 @@
 #include "pprof.h"
 #include "report.h"
 
-#define EXIT_SKIP 77
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
 /* ---- The report under test ---- */
 
 #define MAIN "/path/seed"
@@ -424,10 +420,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_pprof [--write FILE [MODULE ELF_ADDR...]]\n");
 		return 2;
 	}
-	if (system("command -v python3 >/dev/null 2>&1") != 0) {
-		printf("skip: python3 not found\n");
-		return EXIT_SKIP;
-	}
+	check_python3("command -v python3");
 	CHECK(mkdtemp(tmpdir), "mkdtemp");
 	exe_init();
 

@@ -12,8 +12,6 @@ struct text_case {
 	enum preempt_model want;
 };
 
-#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
-
 /* PARSE on each case's text gives its model. */
 static void check_cases(const char *what, enum preempt_model (*parse)(const char *), const struct text_case *c,
 			size_t n)
@@ -81,7 +79,7 @@ static void test_version(void)
 	size_t i;
 	bool dyn;
 
-	for (i = 0; i < NCASES(versions); i++) {
+	for (i = 0; i < N(versions); i++) {
 		dyn = !versions[i].dynamic;
 		CHECK(preempt_parse_version(versions[i].uts, &dyn) == versions[i].want && dyn == versions[i].dynamic,
 		      "version '%s'", versions[i].uts);
@@ -103,10 +101,10 @@ int main(void)
 {
 	struct preempt_info pi;
 
-	check_cases("debugfs", preempt_parse_debugfs, debugfs, NCASES(debugfs));
-	check_cases("kmsg", preempt_parse_kmsg, kmsg, NCASES(kmsg));
-	check_cases("cmdline", preempt_parse_cmdline, cmdline, NCASES(cmdline));
-	check_cases("config", preempt_parse_config_line, config, NCASES(config));
+	check_cases("debugfs", preempt_parse_debugfs, debugfs, N(debugfs));
+	check_cases("kmsg", preempt_parse_kmsg, kmsg, N(kmsg));
+	check_cases("cmdline", preempt_parse_cmdline, cmdline, N(cmdline));
+	check_cases("config", preempt_parse_config_line, config, N(config));
 	test_version();
 	test_guarded();
 	preempt_info_read(&pi);

@@ -14,8 +14,6 @@
 #include "compare.h"
 #include "report.h"
 
-#define EXIT_SKIP 77
-
 /* ---- The report under test ---- */
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -66,8 +64,6 @@ static const struct report_frame frames_e[] = {
 	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false },
 	{ 0x401800, 0x1800, MAIN, NULL, "e_site", 0x8, NULL, 0, false },
 };
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const counter_names[] = { "no_table", "weird\"counter" };
 static const uint64_t counter_values[] = { 3, 0 };
@@ -544,10 +540,7 @@ static void test_human(void)
 
 int main(void)
 {
-	if (system("command -v python3 >/dev/null 2>&1") != 0) {
-		printf("skip: python3 not found\n");
-		return EXIT_SKIP;
-	}
+	check_python3("command -v python3");
 	CHECK(mkdtemp(tmpdir), "mkdtemp");
 
 	test_human();
