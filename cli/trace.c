@@ -294,6 +294,39 @@ static int file_key_of(const char *path, struct file_key *key)
 /* For a command not started yet: the tables of everything ldd says it
  * will map, keyed by file, so they are in place before its first
  * instruction. */
+/*
+ * dwleak -- CMD loads the tables of what ldd says CMD maps before CMD's
+ * first instruction and probes the allocator found there, so CMD must be
+ * the ELF program itself: a script (a pyenv or virtualenv shim, say) would
+ * only exec its interpreter later.  Says so, with what to do instead.
+ */
+static int command_check_elf(const char *cmd, const char *prog)
+{
+	char head[256] = "";
+	ssize_t n = -1;
+	int fd = open(prog, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, head, sizeof(head) - 1);
+		close(fd);
+	}
+	if (n >= 4 && !memcmp(head, "\177ELF", 4))
+		return 0;
+	if (n >= 2 && head[0] == '#' && head[1] == '!') {
+		head[n] = 0;
+		head[strcspn(head, "\n")] = 0;
+		fprintf(stderr, "dwleak: %s (%s) is a script (%s), not a program: dwleak -- CMD needs the "
+				"ELF program itself, to probe its allocator from its first instruction; run the "
+				"program directly (e.g. 'dwleak -- /usr/bin/python3 ...'), or start the script "
+				"and attach with 'dwleak -p PID'\n", cmd, prog, head);
+	} else {
+		fprintf(stderr, "dwleak: %s (%s) is not an ELF program%s; dwleak -- CMD traces a program "
+				"(or attach to a running one with 'dwleak -p PID')\n", cmd, prog,
+			n < 0 ? " (cannot read it)" : "");
+	}
+	return -ENOEXEC;
+}
+
 static int tables_for_command(struct tracer *tr)
 {
 	struct file_key key;
@@ -311,6 +344,11 @@ static int tables_for_command(struct tracer *tr)
 		fprintf(stderr, "dwleak: cannot run %s: %s\n", prog, strerror(errno));
 		free(prog);
 		return -EACCES;
+	}
+	err = command_check_elf(tr->env->cmd[0], prog);
+	if (err) {
+		free(prog);
+		return err;
 	}
 	err = target_libs(prog, &libs);
 	for (i = 0; !err && libs[i]; i++) {

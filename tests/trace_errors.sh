@@ -7,7 +7,8 @@
 #   b  no capabilities: as nobody (setpriv, all capabilities dropped), and as
 #      uid 0 with an empty capability bounding set
 #   c  usage errors: no target, -p and -- CMD, bad --top/--unwind/-p, unknown option
-#   d  -- CMD that does not exist / is not executable; CMD's own exit status
+#   d  -- CMD that does not exist / is not executable / is a script or not
+#      ELF; CMD's own exit status
 #      and death by signal are printed
 #   e  the target exits while dwleak traces it (-p): final report, exit 0, soon
 #   f  dwleak killed with SIGKILL: the target keeps running and exits 0, and
@@ -189,6 +190,14 @@ if lt_part d; then
 	expect_error "-- file without execute permission" \
 		'^dwleak: .*not_exec.*(not executable|[Pp]ermission denied|cannot execute)' \
 		"$DWLEAK" -- "$tmp/not_exec"
+	# a script (a pyenv shim, say): its interpreter is only exec'd later
+	printf '#!/bin/sh\nexec /bin/true\n' > "$tmp/shim"
+	chmod 755 "$tmp/shim"
+	expect_error "-- a script" "^dwleak: .*shim.* is a script \\(#!/bin/sh\\), not a program: .*-p PID" \
+		"$DWLEAK" -- "$tmp/shim"
+	printf 'no interpreter line\n' > "$tmp/not_elf"
+	chmod 755 "$tmp/not_elf"
+	expect_error "-- not an ELF program" "^dwleak: .*not_elf.* is not an ELF program" "$DWLEAK" -- "$tmp/not_elf"
 
 	if run_sane "-- sh -c 'exit 3'" 60 "$DWLEAK" -- sh -c 'exit 3'; then
 		if [ $rc -ne 0 ]; then
