@@ -30,9 +30,16 @@ const volatile __u32 track_mmap = 0;   /* --mmap */
 const volatile __u64 dl_state_vaddr = 0;
 const volatile __u64 r_debug_vaddr = 0;
 const volatile __u32 stop_on_dl_state = 0;
-/* Wake the alloc_events reader once this many bytes wait in the ring; below
- * that it drains on its own timer, and records cost no wakeup. */
-const volatile __u64 alloc_ring_wake = 1 << 20;
+/* Wake the alloc_events reader after every this many records a CPU wrote
+ * (a power of two; user space sizes it to a quarter of the ring over all
+ * CPUs); between wakeups it drains on its own timer, and records cost no
+ * wakeup.  A per-CPU count, not bpf_ringbuf_query: a helper call costs
+ * ~15-20 ns here, and there is one per record. */
+const volatile __u64 alloc_ring_wake = 1 << 14;
+/* The allocator probes are uprobe_multi links created with the target's
+ * pid, which run programs only for its threads (same_thread_group, Linux
+ * 6.12+): they need no tgid check of their own, a helper call per probe. */
+const volatile __u32 tgid_by_link = 0;
 const volatile __u32 guard_preempt = PREEMPT_GUARD_OFF; /* enum preempt_guard */
 const volatile __u32 bench_no_walk = 0; /* everything but the walk (bench/) */
 
@@ -106,6 +113,14 @@ struct {
 
 /* --- Bookkeeping --- */
 
+/* Records this CPU wrote to alloc_events (see alloc_ring_wake). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} ring_records SEC(".maps");
+
 /* struct alloc_event / free_event records, in the order they happened. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -166,6 +181,8 @@ struct walk_memo {
 	__u8 use_bp0;
 	__u8 end;
 	__u16 pad;
+	__u32 span;	/* bytes above sp0 the walk used (its last CFA) */
+	__u32 pad2;
 	__u32 off[WALK_MEMO_WORDS]; /* bytes above sp0 */
 	__u64 val[WALK_MEMO_WORDS];
 };
@@ -338,7 +355,7 @@ static __always_inline int read_u64(__u64 *dst, __u64 addr)
 
 /* Copies user memory from ADDR up into the snapshot: up to STACK_SNAP
  * bytes, not past what is known to be mapped. */
-static int snap_take(struct snap_ctx *sn, __u64 addr)
+static __always_inline int snap_take(struct snap_ctx *sn, __u64 addr)
 {
 	struct stack_snap *snap;
 	__u32 zero = 0;
@@ -438,7 +455,9 @@ struct walk_ctx {
 	__u8 rec;	 /* still recording (the walk can be remembered) */
 	__u8 bp_reg;	 /* bp is still the start's rbp register */
 	__u8 use_bp0;	 /* a rule used it */
-	__u8 pad;
+	__u8 bp_unrec;	 /* bp was restored from the stack word at bp_addr, and
+			  * no rule has used it yet: not recorded (see bp_use) */
+	__u64 bp_addr;
 	struct snap_ctx snap;
 	struct vma_slot slot[DWLEAK_VMA_CACHE];
 };
@@ -716,6 +735,35 @@ static __always_inline int walk_read(struct walk_ctx *w, __u64 *dst, __u64 addr)
 	return 0;
 }
 
+/*
+ * The frame's rbp is about to be used by a rule: the stack word it was
+ * restored from becomes one of the walk's inputs, so it is recorded for
+ * walk_memo now.  Restored values no rule uses (rbp is a general register
+ * in code built without frame pointers: python's interpreter saves a
+ * different object pointer there at every call) are never recorded, so
+ * they do not keep an identical walk from being remembered.
+ */
+static __always_inline void bp_use(struct walk_ctx *w)
+{
+	struct walk_memo *m;
+	__u32 k = w->nrec;
+
+	w->use_bp0 |= w->bp_reg;
+	if (!w->bp_unrec)
+		return;
+	w->bp_unrec = 0;
+	w->nrec = k + 1;
+	if (!w->rec)
+		return;
+	m = bpf_map_lookup_elem(&walk_memo, &w->memo_idx);
+	if (!m || k >= WALK_MEMO_WORDS || w->bp_addr < w->sp0 || w->bp_addr - w->sp0 > 0xffffffffull) {
+		w->rec = 0;
+		return;
+	}
+	m->off[k & (WALK_MEMO_WORDS - 1)] = (__u32)(w->bp_addr - w->sp0);
+	m->val[k & (WALK_MEMO_WORDS - 1)] = w->bp;
+}
+
 /* The return address stored at ADDR.  While one of our uretprobes is
  * pending the stack holds the kernel's trampoline there instead; the real
  * address was saved at the probed call's entry. */
@@ -757,6 +805,7 @@ static int walk_signal(struct walk_ctx *w)
 	}
 	w->bp_ok = 1;
 	w->bp_reg = 0;
+	w->bp_unrec = 0; /* read through walk_read: recorded */
 	w->exact_pc = 1;
 	return 0;
 }
@@ -777,7 +826,7 @@ __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_CFA_RBP:
 		if (!w->bp_ok)
 			goto no_rbp;
-		w->use_bp0 |= w->bp_reg;
+		bp_use(w);
 		cfa = w->bp + rule->cfa_off;
 		break;
 	case UNWIND_CFA_PLT11:
@@ -789,7 +838,7 @@ __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_CFA_DEREF_RBP:
 		if (!w->bp_ok)
 			goto no_rbp;
-		w->use_bp0 |= w->bp_reg;
+		bp_use(w);
 		if (walk_read(w, &cfa, w->bp + rule->cfa_off))
 			goto bad_read;
 		break;
@@ -811,13 +860,16 @@ __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 	case UNWIND_RBP_SAME:
 		break;
 	case UNWIND_RBP_CFA:
-		if (walk_read(w, &bp, cfa + rule->rbp_off))
+		/* recorded only if a rule uses it (bp_use) */
+		if (snap_read(&w->snap, &bp, cfa + rule->rbp_off))
 			goto bad_read;
 		w->bp = bp;
 		w->bp_reg = 0;
+		w->bp_addr = cfa + rule->rbp_off;
+		w->bp_unrec = 1;
 		break;
 	case UNWIND_RBP_AT_RBP:
-		w->use_bp0 |= w->bp_reg;
+		bp_use(w);
 		if (!w->bp_ok || walk_read(w, &bp, w->bp + rule->rbp_off)) {
 			w->bp_ok = 0;
 		} else {
@@ -903,7 +955,7 @@ static __always_inline int walk_fast(struct walk_ctx *w, struct unwind_rule *rul
 	if (rule->cfa_type == UNWIND_CFA_RSP) {
 		cfa = w->sp + rule->cfa_off;
 	} else if (rule->cfa_type == UNWIND_CFA_RBP && w->bp_ok) {
-		w->use_bp0 |= w->bp_reg;
+		bp_use(w);
 		cfa = w->bp + rule->cfa_off;
 	} else {
 		return -1;
@@ -915,24 +967,20 @@ static __always_inline int walk_fast(struct walk_ctx *w, struct unwind_rule *rul
 	if (w->rec) {
 		k = w->nrec;
 		m = bpf_map_lookup_elem(&walk_memo, &w->memo_idx);
-		if (!m || k + 2 > WALK_MEMO_WORDS || cfa - 8 < w->sp0 || cfa + rule->rbp_off < w->sp0 ||
-		    cfa - w->sp0 > 0xffff0000ull) {
+		if (!m || k >= WALK_MEMO_WORDS || cfa - 8 < w->sp0 || cfa - w->sp0 > 0xffff0000ull) {
 			w->rec = 0;
 		} else {
 			m->off[k & (WALK_MEMO_WORDS - 1)] = (__u32)(cfa - 8 - w->sp0);
 			m->val[k & (WALK_MEMO_WORDS - 1)] = ra;
-			k++;
-			if (rule->rbp_type == UNWIND_RBP_CFA) {
-				m->off[k & (WALK_MEMO_WORDS - 1)] = (__u32)(cfa + rule->rbp_off - w->sp0);
-				m->val[k & (WALK_MEMO_WORDS - 1)] = bp;
-				k++;
-			}
-			w->nrec = k;
+			w->nrec = k + 1;
 		}
 	}
 	if (rule->rbp_type == UNWIND_RBP_CFA) {
+		/* recorded only if a rule uses it (bp_use) */
 		w->bp = bp;
 		w->bp_reg = 0;
+		w->bp_addr = cfa + rule->rbp_off;
+		w->bp_unrec = 1;
 	}
 	w->sp = cfa;
 	w->pc = ra;
@@ -1041,9 +1089,10 @@ __noinline int memo_match(__u32 idx, __u64 pc, __u64 sp, __u64 bp, struct snap_c
 	return 1;
 }
 
-/* Walks the user stack at an allocator's entry and stores it.  Returns the
- * stack id (a hash of its frames, kind and end). */
-static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn)
+/* Walks the user stack from CTX (a walk_memo miss, slot MEMO_IDX), stores
+ * it and remembers it in that slot when it can.  Returns the stack id. */
+static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn,
+					__u32 memo_idx)
 {
 	struct walk_ctx w = {};
 	struct walk_memo *m;
@@ -1053,17 +1102,7 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap
 	w.pc = PT_REGS_IP(ctx);
 	w.sp = PT_REGS_SP(ctx);
 	w.bp = ctx->bp;
-	w.memo_idx = walk_memo_idx(w.pc, w.sp);
-	if (memo_match(w.memo_idx, w.pc, w.sp, w.bp, sn)) {
-		m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
-		if (m) {
-			count(CNT_WALKS);
-			count(CNT_WALKS_MEMO);
-			count_n(CNT_FRAMES, m->nframes);
-			count(CNT_WALK_END_BASE + (m->end < WALK_END_COUNT ? m->end : WALK_ERR_READ));
-			return m->stack_id;
-		}
-	}
+	w.memo_idx = memo_idx;
 	m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
 	if (m)
 		m->pc0 = 0; /* refilled below, if this walk can be remembered */
@@ -1102,11 +1141,36 @@ static __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap
 		m->nframes = w.n;
 		m->end = w.end;
 		m->stack_id = w.hash;
+		m->span = (__u32)(w.sp - w.sp0);
 		m->pc0 = PT_REGS_IP(ctx);
 	}
 	*sn = w.snap; /* it may have moved up the stack */
 	sn->want = w.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
 	return w.hash;
+}
+
+/* Walks the user stack at an allocator's entry and stores it.  Returns the
+ * stack id (a hash of its frames, kind and end).  The remembered walk's
+ * check is inline: it is the common case, and a call costs a return
+ * thunk here. */
+static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn)
+{
+	__u64 pc = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx);
+	__u32 idx = walk_memo_idx(pc, sp);
+	struct walk_memo *m;
+
+	if (memo_match(idx, pc, sp, ctx->bp, sn)) {
+		m = bpf_map_lookup_elem(&walk_memo, &idx);
+		if (m) {
+			count(CNT_WALKS);
+			count(CNT_WALKS_MEMO);
+			count_n(CNT_FRAMES, m->nframes);
+			count(CNT_WALK_END_BASE + (m->end < WALK_END_COUNT ? m->end : WALK_ERR_READ));
+			sn->want = m->span; /* the next read's size, as after the walk */
+			return m->stack_id;
+		}
+	}
+	return stack_walk_full(ctx, kind, tgid, sn, idx);
 }
 
 /* --- The frame-pointer walk (--unwind fp/both), for comparison --- */
@@ -1202,8 +1266,12 @@ static __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
  * is woken only when the ring fills past alloc_ring_wake. */
 static __always_inline __u64 ring_flags(void)
 {
-	return bpf_ringbuf_query(&alloc_events, BPF_RB_AVAIL_DATA) > alloc_ring_wake ? BPF_RB_FORCE_WAKEUP
-										  : BPF_RB_NO_WAKEUP;
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&ring_records, &zero);
+
+	if (n && !(++*n & (alloc_ring_wake - 1)))
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
 }
 
 static void emit_alloc(__u32 type, __u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id, __u32 kind)
@@ -1242,6 +1310,12 @@ static void emit_free(__u64 addr)
 static __always_inline __u32 current_tgid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* Whether an allocator probe fired in the target (see tgid_by_link). */
+static __always_inline bool probe_in_target(void)
+{
+	return tgid_by_link || current_tgid() == target_tgid;
 }
 
 /* Drops pending calls that cannot be live any more: the stack grows down,
@@ -1368,17 +1442,18 @@ static __always_inline void stack_learn(struct thread_state *ts, struct snap_ctx
 
 /* An allocator call's entry.  Returns 1 when nothing is left to do at its
  * return (SESSION: the return probe can be cancelled), else 0. */
-static int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg, bool session)
+static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
+				       bool session)
 {
 	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
 	struct thread_state *ts;
 	struct pending_call *c;
-	__u32 tgid = current_tgid(), d;
+	__u32 tgid = target_tgid, d;
 	__u64 sp = PT_REGS_SP(ctx), ra = 0;
 	struct snap_ctx sn = {};
 	bool own;
 
-	if (tgid != target_tgid)
+	if (!probe_in_target())
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -1487,14 +1562,14 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		emit_alloc(AEV_ALLOC, addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
-static int alloc_return(struct pt_regs *ctx, __u64 ret)
+static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ret)
 {
 	struct pending_call c;
 	struct thread_state *ts;
 	__u64 sp = PT_REGS_SP(ctx);
 	__u32 i, d;
 
-	if (current_tgid() != target_tgid)
+	if (!probe_in_target())
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (!ts)
@@ -1540,36 +1615,48 @@ static __always_inline __u64 mul_sat(__u64 n, __u64 size)
 }
 
 /* One entry program serves every allocator function (one verification at
- * load); the attach cookie says which function fired and its size. */
+ * load); the attach cookie says which function fired and its size.  One
+ * call site of alloc_enter, inlined: a BPF-to-BPF call costs a return
+ * thunk (~10-20 ns) on these CPUs. */
 static __always_inline int alloc_entry(struct pt_regs *ctx, bool session)
 {
 	__u64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
-	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u64 cookie = bpf_get_attach_cookie(ctx), size, arg = 0;
 
 	switch (DWLEAK_COOKIE_KIND(cookie)) {
 	case ALLOC_CALLOC:
-		return alloc_enter(ctx, cookie, mul_sat(a1, a2), 0, session);
+		size = mul_sat(a1, a2);
+		break;
 	case ALLOC_REALLOC:
 	case ALLOC_RALLOCX:
 	case ALLOC_XALLOCX:
-		return alloc_enter(ctx, cookie, a2, a1, session);
+		size = a2;
+		arg = a1;
+		break;
 	case ALLOC_REALLOCARRAY:
-		return alloc_enter(ctx, cookie, mul_sat(a2, a3), a1, session);
+		size = mul_sat(a2, a3);
+		arg = a1;
+		break;
 	case ALLOC_POSIX_MEMALIGN:
-		return alloc_enter(ctx, cookie, a3, a1, session);
+		size = a3;
+		arg = a1;
+		break;
 	case ALLOC_ALIGNED_ALLOC:
 	case ALLOC_MEMALIGN:
-		return alloc_enter(ctx, cookie, a2, 0, session);
+		size = a2;
+		break;
 	case ALLOC_MALLOC:
 	case ALLOC_VALLOC:
 	case ALLOC_PVALLOC:
 	case ALLOC_NEW:
 	case ALLOC_NEW_ARRAY:
 	case ALLOC_MALLOCX:
-		return alloc_enter(ctx, cookie, a1, 0, session);
+		size = a1;
+		break;
 	default:
 		return 0;
 	}
+	return alloc_enter(ctx, cookie, size, arg, session);
 }
 
 SEC("uprobe")
@@ -1603,7 +1690,7 @@ int BPF_KPROBE(alloc_session)
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
-	if (current_tgid() != target_tgid || !ptr)
+	if (!ptr || !probe_in_target())
 		return 0;
 	count(CNT_FREE_CALLS);
 	emit_free(ptr);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +74,8 @@ struct tracer {
 	struct symbolizer *sym;
 	struct attach_set probes;
 	bool session;	  /* allocator entry and return as one uprobe session program */
+	const char *probe_why;	     /* why this way of probing (--stats) */
+	bool tgid_by_link;	     /* the links filter by process (see dwleak.bpf.c) */
 	struct preempt_info preempt; /* can the kernel preempt our programs? */
 	enum preempt_guard guard;    /* so the walker's buffers are guarded */
 	bool guard_forced;	     /* by DWLEAK_PREEMPT_GUARD */
@@ -502,6 +505,54 @@ static int sample_gaps_fill(int fd, double n)
 	return 0;
 }
 
+/*
+ * How allocator calls are probed.  A uprobe session (Linux 6.13+) lets a
+ * call that needs nothing at its return (not sampled, or nested) cancel
+ * its return probe, but costs every probe a kfunc call to tell entry from
+ * return; without --sample-bytes nearly every call needs its return, so
+ * separate entry and return programs are cheaper.  DWLEAK_UPROBE_SESSION=0
+ * or 1 forces the choice (tests, bench/).  uprobe_multi links made with a
+ * pid run programs only in that process since Linux 6.12 (earlier, in
+ * any process sharing its mm), so from there the programs skip the check.
+ */
+static void probe_choose(struct tracer *tr)
+{
+	const char *force = getenv("DWLEAK_UPROBE_SESSION");
+	bool have = tr->probes.multi && attach_session_supported();
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (!tr->probes.multi)
+		tr->probe_why = "no uprobe_multi in this kernel";
+	else if (!have)
+		tr->probe_why = "no uprobe sessions in this kernel";
+	else if (force && !strcmp(force, "0"))
+		tr->probe_why = "DWLEAK_UPROBE_SESSION=0";
+	else if (force && !strcmp(force, "1"))
+		tr->probe_why = "DWLEAK_UPROBE_SESSION=1: a call needing nothing at its return skips the return probe";
+	else if (tr->env->sample_bytes)
+		tr->probe_why = "--sample-bytes: an unsampled call skips the return probe";
+	else
+		tr->probe_why = "every call needs its return without --sample-bytes, and sessions cost each probe a kfunc call";
+	tr->session = have && (force ? !strcmp(force, "1") : tr->env->sample_bytes > 0);
+	if (tr->probes.multi && !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2)
+		tr->tgid_by_link = major > 6 || (major == 6 && minor >= 12);
+}
+
+/* Records per CPU between wakeups of the alloc_events reader: a power of
+ * two, so that all CPUs together fill at most a quarter of the ring with
+ * the largest records before the reader is woken. */
+static uint64_t ring_wake_records(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t n = ALLOC_RING_BYTES / 4 / (sizeof(struct alloc_event) + 8) / (uint64_t)(ncpu > 0 ? ncpu : 1);
+	uint64_t p = 1;
+
+	while (p * 2 <= n)
+		p *= 2;
+	return p;
+}
+
 static int skel_open(struct tracer *tr)
 {
 	uint64_t rows, rules;
@@ -525,7 +576,8 @@ static int skel_open(struct tracer *tr)
 	s->rodata->target_tgid = (uint32_t)tr->tgt.pid;
 	s->rodata->sample_bytes = (uint64_t)tr->env->sample_bytes;
 	s->rodata->track_mmap = tr->env->mmap;
-	s->rodata->alloc_ring_wake = ALLOC_RING_BYTES / 4;
+	s->rodata->alloc_ring_wake = ring_wake_records();
+	s->rodata->tgid_by_link = tr->tgid_by_link;
 	s->rodata->guard_preempt = tr->guard;
 	/* bench/: the cost of everything but the walk; reports have no stacks */
 	s->rodata->bench_no_walk = getenv("DWLEAK_BENCH_NO_WALK") && !strcmp(getenv("DWLEAK_BENCH_NO_WALK"), "1");
@@ -1254,10 +1306,13 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			us.loaded, us.failed, us.dropped_full, (unsigned long long)us.rows_used,
 			(unsigned long long)us.rows_cap, (unsigned long long)us.rules_used,
 			(unsigned long long)us.rules_cap, (unsigned long long)us.bytes);
-		fprintf(stderr, "dwleak: stats: allocator calls probed by %s\n",
-			tr->session ? "uprobe sessions (a call needing nothing at its return skips the return probe)"
-			: tr->probes.multi ? "uprobe_multi entry and return probes (no uprobe sessions in this kernel)"
-					   : "perf-event entry and return probes (no uprobe_multi in this kernel)");
+		fprintf(stderr, "dwleak: stats: allocator calls probed by %s (%s); %s\n",
+			tr->session ? "uprobe sessions"
+			: tr->probes.multi ? "uprobe_multi entry and return probes"
+					   : "perf-event entry and return probes",
+			tr->probe_why,
+			tr->tgid_by_link ? "the links filter by process"
+					 : "the programs filter by process");
 		fprintf(stderr, "dwleak: stats: walker buffers %s%s; the kernel's preemption model: %s (from %s)\n",
 			tr->guard == PREEMPT_GUARD_OFF	? "not guarded"
 			: tr->guard == PREEMPT_GUARD_ON ? "guarded against preempted probes"
@@ -1269,8 +1324,9 @@ static int report_write(struct tracer *tr, FILE *f, bool final)
 			size_t k;
 
 			for (k = 0; k < o->nfuncs; k++)
-				fprintf(stderr, "dwleak: stats: probe %s in %s at +%llu: %s\n",
+				fprintf(stderr, "dwleak: stats: probe %s in %s at +%llu (%s): %s\n",
 					o->funcs[k].name, o->name, (unsigned long long)o->funcs[k].site_off,
+					alloc_kind_frees(o->funcs[k].kind) ? "entry only" : "entry and return",
 					o->funcs[k].site_why ? o->funcs[k].site_why : "entry");
 		}
 		for (i = 0; i < CNT_COUNT; i++)
@@ -1465,10 +1521,7 @@ int trace_run(const struct env *env)
 
 	/* phase: open, configure, load */
 	tr.probes.multi = attach_multi_supported();
-	/* DWLEAK_UPROBE_SESSION=0 forces the entry + uretprobe pair (tests) */
-	tr.session = tr.probes.multi && !(getenv("DWLEAK_UPROBE_SESSION") &&
-					  !strcmp(getenv("DWLEAK_UPROBE_SESSION"), "0")) &&
-		     attach_session_supported();
+	probe_choose(&tr);
 	err = guard_choose(&tr);
 	if (err)
 		goto out;
