@@ -174,12 +174,13 @@ $(BUILD)/bench/walltime: bench/walltime.c
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
 
 # The own-floor loader: empty BPF programs at dwleak's own probe sites.
-$(BUILD)/bench/uprobe_floor.bpf.o: bench/uprobe_floor.bpf.c
+$(BUILD)/bench/uprobe_floor.bpf.o: bench/uprobe_floor.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) -O2 -g -Wall -Werror -target bpf -I /usr/include/$(shell $(CC) -dumpmachine) -c -o $@ $<
+	$(CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -c -o $@ $<
 
-$(BUILD)/bench/uprobe_floor: bench/uprobe_floor.c $(BUILD)/bench/uprobe_floor.bpf.o
-	$(CC) -O2 -Wall -Wextra -Werror $(shell pkg-config --cflags libbpf) -o $@ $< $(shell pkg-config --libs libbpf)
+$(BUILD)/bench/uprobe_floor: bench/uprobe_floor.c unwinder/elf_symbols.c $(BUILD)/bench/uprobe_floor.bpf.o
+	$(CC) -O2 -Wall -Wextra -Werror -I unwinder $(shell pkg-config --cflags libbpf libelf) -o $@ \
+		bench/uprobe_floor.c unwinder/elf_symbols.c $(shell pkg-config --libs libbpf libelf)
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
 	$(BUILD)/bench/uprobe_floor

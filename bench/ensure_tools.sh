@@ -29,10 +29,11 @@ ensure_bench_programs() {
 	if [ ! -x "$BUILD/bench/uprobe_floor" ] || [ "$ROOT/bench/uprobe_floor.c" -nt "$BUILD/bench/uprobe_floor" ] ||
 		[ "$ROOT/bench/uprobe_floor.bpf.c" -nt "$BUILD/bench/uprobe_floor.bpf.o" ]; then
 		# optional: the own-floor rows are skipped with a note without it
-		clang -O2 -g -target bpf -I/usr/include/$(gcc -dumpmachine) -c "$ROOT/bench/uprobe_floor.bpf.c" \
+		[ -f "$BUILD/vmlinux.h" ] || bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$BUILD/vmlinux.h"
+		clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I "$BUILD" -c "$ROOT/bench/uprobe_floor.bpf.c" \
 			-o "$BUILD/bench/uprobe_floor.bpf.o" &&
-			gcc -O2 -o "$BUILD/bench/uprobe_floor" "$ROOT/bench/uprobe_floor.c" \
-				$(pkg-config --cflags --libs libbpf) ||
+			gcc -O2 -I "$ROOT/unwinder" -o "$BUILD/bench/uprobe_floor" "$ROOT/bench/uprobe_floor.c" \
+				"$ROOT/unwinder/elf_symbols.c" $(pkg-config --cflags --libs libbpf libelf) ||
 			rm -f "$BUILD/bench/uprobe_floor"
 	fi
 	if [ ! -x "$BUILD/bench/walltime" ] || [ "$ROOT/bench/walltime.c" -nt "$BUILD/bench/walltime" ]; then
@@ -40,17 +41,36 @@ ensure_bench_programs() {
 	fi
 }
 
-# own_floor_cmd: the command prefix that runs a program under empty BPF
-# programs at dwleak's own probe sites (malloc entry, malloc return, free at
-# the offset dwleak --stats reports), or nothing (reason on stderr).
+# own_floor_cmd [min [CMD...]]: the command prefix that runs a program
+# under BPF programs at every probe site dwleak --stats lists for CMD
+# (default /bin/true: libc's allocation functions at their entry and return,
+# free where dwleak probes it), attached the way dwleak --stats says it
+# attaches its own (uprobe_multi links, sessions or perf events): empty
+# programs, or with "min" the exact-accounting minimum of
+# bench/uprobe_floor.bpf.c.  Prints nothing (reason on stderr) when it can't.
 own_floor_cmd() {
-	local libc off
-	[ -x "$BUILD/bench/uprobe_floor" ] || { echo "build/bench/uprobe_floor could not be built (clang, libbpf-dev)" >&2; return 1; }
+	local want=${1:-} stats how mode probes
+	shift || true
+	[ $# -gt 0 ] || set -- /bin/true
+	[ -x "$BUILD/bench/uprobe_floor" ] || { echo "build/bench/uprobe_floor could not be built (clang, libbpf-dev, libelf-dev)" >&2; return 1; }
 	[ -x "$DWLEAK" ] || { echo "no dwleak to ask for its probe sites" >&2; return 1; }
-	read -r libc off < <("$DWLEAK" --stats -o /dev/null -- /bin/true 2>&1 |
-		sed -n 's/^dwleak: stats: probe free in \(.*\) at +\([0-9]*\):.*/\1 \2/p' | head -n 1)
-	[ -n "$off" ] || { echo "dwleak --stats did not say where it probes free" >&2; return 1; }
-	echo "$BUILD/bench/uprobe_floor $BUILD/bench/uprobe_floor.bpf.o $libc $off --"
+	stats=$("$DWLEAK" --stats -o /dev/null -- "$@" 2>&1 > /dev/null)
+	# "probe NAME in LIB at +OFF (entry and return|entry only): why"
+	probes=$(sed -n 's/^dwleak: stats: probe \([^ ]*\) in \(.*\) at +\([0-9]*\) (\(entry and return\|entry only\)):.*/\2:\1:\3:\4/p' <<< "$stats" |
+		sed 's/:entry and return$/:call/; s/:entry only$/:entry/' | tr '\n' ' ')
+	[ -n "$probes" ] || { echo "dwleak --stats did not list its probe sites" >&2; return 1; }
+	how=$(sed -n 's/^dwleak: stats: allocator calls probed by \([a-z_-]*\).*/\1/p' <<< "$stats")
+	case $how in
+	uprobe) mode=session ;;
+	uprobe_multi) mode=multi ;;
+	perf-event) mode=perf ;;
+	*) echo "dwleak --stats did not say how it probes allocator calls" >&2; return 1 ;;
+	esac
+	if [ "$want" = min ]; then
+		[ "$mode" = perf ] && { echo "the exact-accounting minimum needs uprobe_multi links" >&2; return 1; }
+		mode=min
+	fi
+	echo "$BUILD/bench/uprobe_floor $BUILD/bench/uprobe_floor.bpf.o $mode $probes--"
 }
 
 # One-line description of the machine.

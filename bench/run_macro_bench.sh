@@ -59,11 +59,20 @@ fi
 all=(bare)
 command -v bpftrace > /dev/null || ensure_tool bpftrace bpftrace
 command -v bpftrace > /dev/null && all+=(floor) || notes+=("bpftrace not measured: not installed and apt-get install bpftrace failed")
-if OWN_FLOOR=$(own_floor_cmd 2> "$tmp/own_floor.err"); then
-	all+=(own_floor)
-else
-	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
-fi
+# The own floor and the exact minimum probe what dwleak probes in each
+# workload (libstdc++'s aligned operator new too, for the C++ one).
+declare -A OWN_FLOOR EXACT_MIN
+for wl in $WORKLOADS; do
+	case $wl in
+	python) probe_cmd=("$PYTHON" -c pass) ;;
+	c++) probe_cmd=("$CXX" 1) ;;
+	esac
+	OWN_FLOOR[$wl]=$(own_floor_cmd "" "${probe_cmd[@]}" 2> "$tmp/own_floor.err") ||
+		notes+=("own floor not measured for $wl: $(cat "$tmp/own_floor.err")")
+	EXACT_MIN[$wl]=$(own_floor_cmd min "${probe_cmd[@]}" 2> "$tmp/exact_min.err") ||
+		notes+=("exact-accounting minimum not measured for $wl: $(cat "$tmp/exact_min.err")")
+done
+all+=(own_floor exact_min)
 [ -x "$DWLEAK" ] && all+=(dwleak dwleak_nowalk dwleak_fp dwleak_sample) || notes+=("dwleak not measured: $DWLEAK is missing (make)")
 command -v bpftrace > /dev/null && all+=(bpftrace_ustack)
 ensure_tool heaptrack heaptrack && all+=(heaptrack) || notes+=("heaptrack not measured: not installed and apt-get install heaptrack failed")
@@ -102,8 +111,11 @@ run_one() {
 uprobe:$LIBC:malloc /pid == cpid/ { }
 uretprobe:$LIBC:malloc /pid == cpid/ { }
 uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog" > "$out" 2>&1 ;;
-	own_floor)
-		$W $OWN_FLOOR $prog > "$out" 2>&1 ;;
+	own_floor | exact_min)
+		local pre
+		[ $tool = own_floor ] && pre=${OWN_FLOOR[$wl]} || pre=${EXACT_MIN[$wl]}
+		[ -n "$pre" ] || { echo "fail fail"; return; }
+		$W $pre $prog > "$out" 2>&1 ;;
 	dwleak)
 		$W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_nowalk)
@@ -153,7 +165,7 @@ done
 	echo
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(machine_line); $REPS runs each, tools alternating; python: \`$PYTHON bench/py_workload.py $PY_SCALE\`; c++: \`cxx_workload $CXX_SCALE\` (g++ -O2 -g); valgrind and its \"bare, reduced\" baseline at sizes $PY_SMALL and $CXX_SMALL; $((SECONDS - start)) s in all."
 	echo
-	echo "wall = the whole command, tool start-up, attach and report included; program = the time the workload measures itself (CLOCK_MONOTONIC from its start to its end). Ratios are of medians, to bare at the same size. The two floor rows probe only malloc and free; dwleak also probes calloc, realloc and the other allocation functions the workloads call, so the floors are lower bounds here."
+	echo "wall = the whole command, tool start-up, attach and report included; program = the time the workload measures itself (CLOCK_MONOTONIC from its start to its end). Ratios are of medians, to bare at the same size. The bpftrace floor probes only malloc and free; the own floor and the exact-accounting minimum probe every function dwleak probes in that workload (calloc, realloc and the rest of the family), attached the way dwleak attaches them."
 	echo
 	python3 - "$tmp/results" << 'EOF'
 import statistics, sys
@@ -165,7 +177,8 @@ for line in open(sys.argv[1]):
     rows.setdefault((wl, tool), []).append(None if w == "fail" else (float(w), float(p)))
 names = {"bare": "bare", "bare_small": "bare, reduced size (valgrind's baseline)",
          "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
-         "own_floor": "own floor: dwleak's own probe sites, empty programs (uprobe_floor)",
+         "own_floor": "own floor: every probe dwleak places, attached as dwleak does, empty programs (uprobe_floor)",
+         "exact_min": "exact-accounting minimum at the same probes: thread state, one 8-byte stack read, two records (uprobe_floor min)",
          "dwleak": "dwleak (`--unwind dwarf`, default)", "dwleak_fp": "dwleak `--unwind fp`",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`)",
          "dwleak_sample": "dwleak `--sample-bytes 524288`", "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
@@ -192,13 +205,20 @@ for (wl, tool) in order:
 print()
 for wl in dict.fromkeys(k[0] for k in order):
     g = lambda t: med.get((wl, t))
-    d, h, v, b, bs = g("dwleak"), g("heaptrack"), g("valgrind"), g("bare"), g("bare_small")
+    d, h, v, b, bs, o, mn = (g("dwleak"), g("heaptrack"), g("valgrind"), g("bare"), g("bare_small"),
+                             g("own_floor"), g("exact_min"))
     if d and h and b:
         xd, xh = d[0] / b[0], h[0] / b[0]
         line = f"- {wl}: dwleak x{xd:.2f} vs heaptrack x{xh:.2f} (wall; goal: dwleak <= heaptrack: {'met' if xd <= xh else 'NOT met'})"
         if v and bs:
             xv = v[0] / bs[0]
             line += f"; valgrind x{xv:.2f} at the reduced size, {xv / xd:.1f} times dwleak's slowdown"
+        if o:
+            xo = o[0] / b[0]
+            line += (f"; dwleak's traps alone (own floor, empty programs) x{xo:.2f}"
+                     f"{', already more than heaptrack in all' if xo > xh else ''}")
+        if mn:
+            line += f"; the exact-accounting minimum x{mn[0] / b[0]:.2f}"
         print(line)
 EOF
 	for n in "${notes[@]}"; do

@@ -8,9 +8,17 @@
 #                      bpftrace: what the traps alone cost
 #   own floor          empty programs at dwleak's OWN probe sites (malloc
 #                      entry, malloc return, free where dwleak --stats says
-#                      it probes it, e.g. past the NULL check), attached by
+#                      it probes it, e.g. past the NULL check), attached the
+#                      way dwleak attaches its own (uprobe_multi links) by
 #                      our tiny libbpf loader bench/uprobe_floor.c
+#   exact minimum      the same probes with the least an exact tracer with
+#                      stacks must do (bench/uprobe_floor.bpf.c: thread state
+#                      at entry and return, one 8-byte stack read, a record
+#                      per allocation and per free): a lower bound for
+#                      dwleak's programs
 #   dwleak             dwleak -- malloc_bench (DWARF walk in BPF, the default)
+#   dwleak, sessions   DWLEAK_UPROBE_SESSION=1: one session program for
+#                      entry and return, as dwleak does with --sample-bytes
 #   dwleak, no walk    DWLEAK_BENCH_NO_WALK=1: the same programs, stack read
 #                      and bookkeeping, without the walk: what exact
 #                      accounting costs before any unwinding
@@ -80,8 +88,13 @@ if OWN_FLOOR=$(own_floor_cmd 2> "$tmp/own_floor.err"); then
 else
 	notes+=("own floor not measured: $(cat "$tmp/own_floor.err")")
 fi
+if EXACT_MIN=$(own_floor_cmd min 2> "$tmp/exact_min.err"); then
+	all+=(exact_min)
+else
+	notes+=("exact-accounting minimum not measured: $(cat "$tmp/exact_min.err")")
+fi
 if [ -x "$DWLEAK" ]; then
-	all+=(dwleak dwleak_nowalk dwleak_fp dwleak_sample dwleak_sample_nosession)
+	all+=(dwleak dwleak_session dwleak_nowalk dwleak_fp dwleak_sample dwleak_sample_nosession)
 else
 	notes+=("dwleak not measured: $DWLEAK is missing (make)")
 fi
@@ -117,8 +130,12 @@ uretprobe:$LIBC:malloc /pid == cpid/ { }
 uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2>&1 ;;
 	own_floor)
 		timeout -k 5 300 $OWN_FLOOR $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	exact_min)
+		timeout -k 5 300 $EXACT_MIN $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak)
 		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	dwleak_session)
+		DWLEAK_UPROBE_SESSION=1 timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_nowalk)
 		DWLEAK_BENCH_NO_WALK=1 timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_fp)
@@ -186,8 +203,10 @@ for line in open(sys.argv[1]):
     rows.setdefault((th, tool), []).append(None if v == "fail" else float(v))
 names = {"bare": "bare",
          "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
-         "own_floor": "own floor: dwleak's own probe sites, empty programs (uprobe_floor)",
+         "own_floor": "own floor: dwleak's own probe sites and links, empty programs (uprobe_floor)",
+         "exact_min": "exact-accounting minimum at the same probes: thread state, one 8-byte stack read, two records (uprobe_floor min)",
          "dwleak": "dwleak (`--unwind dwarf`, default)",
+         "dwleak_session": "dwleak with uprobe sessions (`DWLEAK_UPROBE_SESSION=1`; the default only with `--sample-bytes`)",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`: stack read and bookkeeping only)",
          "dwleak_fp": "dwleak `--unwind fp`",
          "dwleak_sample": "dwleak `--sample-bytes 524288`",
@@ -222,7 +241,7 @@ print()
 for th in sorted({k[0] for k in med}):
     g = lambda t: med.get((th, t))
     d, fp, s, b, e, bare, o = g("dwleak"), g("dwleak_fp"), g("dwleak_sample"), g("bpftrace_ustack"), g("floor"), g("bare"), g("own_floor")
-    nw = g("dwleak_nowalk")
+    nw, mn = g("dwleak_nowalk"), g("exact_min")
     parts = []
     if d and e:
         parts.append(f"dwleak / floor = {d / e:.2f} (goal <= 0.30: {'met' if d / e <= 0.30 else 'NOT met'})")
@@ -231,6 +250,12 @@ for th in sorted({k[0] for k in med}):
     if nw and d and o and bare and o > bare:
         parts.append(f"(dwleak without the walk - bare) / (own floor - bare) = {(nw - bare) / (o - bare):.2f}, "
                      f"so the walk itself adds {(d - nw) / (o - bare):.2f}")
+    if mn and o and bare and o > bare:
+        parts.append(f"(exact minimum - bare) / (own floor - bare) = {(mn - bare) / (o - bare):.2f} "
+                     f"(the least any exact tracer that reads the stack adds at these probes"
+                     f"{': the 1.10 goal is below it' if (mn - bare) / (o - bare) > 1.10 else ''})")
+    if mn and d and o and bare and o > bare:
+        parts.append(f"dwleak above that minimum: {(d - mn) / (o - bare):.2f}")
     if o and e:
         parts.append(f"own floor / floor = {o / e:.2f}")
     if d and b:

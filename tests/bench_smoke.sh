@@ -2,7 +2,8 @@
 # A few seconds of `make bench`'s micro benchmark (bench/run_malloc_bench.sh),
 # so the scripts cannot rot between benchmark runs: one repetition, one
 # thread, few pairs, the tools that need nothing installed (bare, the own
-# floor, dwleak with and without the walk, sampled).  Checks that every
+# floor, the exact-accounting minimum, dwleak with and without the walk,
+# with sessions, sampled).  Checks that every
 # row has a number and that the goals line computes its ratios; it checks
 # no timing (timings belong to `make bench`, in ratios of one batch).
 # shellcheck source=tests/lib_trace.sh
@@ -12,7 +13,7 @@ T=$LT_TMP
 PLAIN=${DWLEAK_PLAIN:-$ROOT/dwleak}
 [ -x "$PLAIN" ] || { echo "FAIL: $PLAIN is missing (make)"; exit 1; }
 
-TOOLS="bare own_floor dwleak dwleak_nowalk dwleak_sample"
+TOOLS="bare own_floor exact_min dwleak dwleak_session dwleak_nowalk dwleak_sample"
 BENCH_NO_INSTALL=1 TOOLS=$TOOLS REPS=1 THREADS=1 TRACED_PAIRS=5000 PAIRS=200000 PRELOAD_PAIRS=5000 \
 	ROOT=$ROOT BUILD=$BUILD DWLEAK=$PLAIN MALLOC_BENCH=$BUILD/bench/malloc_bench OUT=$T/micro.md \
 	timeout -k 5 120 bash "$ROOT/bench/run_malloc_bench.sh" > "$T/out" 2> "$T/err"
@@ -22,7 +23,8 @@ rc=$?
 import re, sys
 md = open(sys.argv[1]).read()
 tools = sys.argv[2].split()
-labels = {"bare": "bare", "own_floor": "own floor", "dwleak": "dwleak (`--unwind dwarf`",
+labels = {"bare": "bare", "own_floor": "own floor", "exact_min": "exact-accounting minimum",
+          "dwleak": "dwleak (`--unwind dwarf`", "dwleak_session": "dwleak with uprobe sessions",
           "dwleak_nowalk": "dwleak's programs without the walk", "dwleak_sample": "dwleak `--sample-bytes"}
 rows = [l for l in md.splitlines() if l.startswith("| 1 | ")]
 bad = 0
@@ -34,7 +36,9 @@ for t in tools:
     else:
         print("ok: %s: %s ns/pair" % (t, r[0].split("|")[3].strip()))
 goals = [l for l in md.splitlines() if l.startswith("- 1 thread(s): ")]
-for want in (r"\(dwleak - bare\) / \(own floor - bare\) = [0-9.]+", r"\(dwleak without the walk - bare\) / \(own floor - bare\) = [0-9.]+"):
+for want in (r"\(dwleak - bare\) / \(own floor - bare\) = [0-9.]+",
+             r"\(dwleak without the walk - bare\) / \(own floor - bare\) = [0-9.]+",
+             r"\(exact minimum - bare\) / \(own floor - bare\) = [0-9.]+"):
     if not goals or not re.search(want, goals[0]):
         print("FAIL: the goals line lacks %s: %r" % (want, goals))
         bad += 1
