@@ -41,13 +41,13 @@ ensure_bench_programs() {
 	fi
 }
 
-# own_floor_cmd [min [CMD...]]: the command prefix that runs a program
+# own_floor_cmd [min|min-session [CMD...]]: the command prefix that runs a program
 # under BPF programs at every probe site dwleak --stats lists for CMD
 # (default /bin/true: libc's allocation functions at their entry and return,
 # free where dwleak probes it), attached the way dwleak --stats says it
 # attaches its own (uprobe_multi links, sessions or perf events): empty
 # programs, or with "min" the exact-accounting minimum of
-# bench/uprobe_floor.bpf.c.  Prints nothing (reason on stderr) when it can't.
+# bench/uprobe_floor.bpf.c (min-session: the same as one uprobe session).  Prints nothing (reason on stderr) when it can't.
 own_floor_cmd() {
 	local want=${1:-} stats how mode probes
 	shift || true
@@ -66,9 +66,11 @@ own_floor_cmd() {
 	perf-event) mode=perf ;;
 	*) echo "dwleak --stats did not say how it probes allocator calls" >&2; return 1 ;;
 	esac
-	if [ "$want" = min ]; then
+	if [ "$want" = min ] || [ "$want" = min-session ]; then
 		[ "$mode" = perf ] && { echo "the exact-accounting minimum needs uprobe_multi links" >&2; return 1; }
-		mode=min
+		[ "$want" = min-session ] && grep -q "no uprobe sessions in this kernel" <<< "$stats" &&
+			{ echo "this kernel has no uprobe sessions" >&2; return 1; }
+		mode=$want
 	fi
 	echo "$BUILD/bench/uprobe_floor $BUILD/bench/uprobe_floor.bpf.o $mode $probes--"
 }

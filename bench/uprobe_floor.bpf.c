@@ -102,3 +102,26 @@ int BPF_KPROBE(min_free, __u64 ptr)
 		min_emit(ptr, 0, 0);
 	return 0;
 }
+
+/* The same minimum as one uprobe session program: the size waits in the
+ * session's cookie instead of thread state, the stack is read at the
+ * return (the caller's frames are intact there). */
+extern bool bpf_session_is_return(void) __ksym __weak;
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+
+SEC("uprobe")
+int BPF_KPROBE(min_session, __u64 size)
+{
+	__u64 *cookie = bpf_session_cookie(), word = 0;
+
+	if (!cookie)
+		return 1;
+	if (!bpf_session_is_return()) {
+		*cookie = size;
+		return 0;
+	}
+	bpf_probe_read_user(&word, sizeof(word), (void *)PT_REGS_SP(ctx));
+	if (PT_REGS_RC(ctx))
+		min_emit(PT_REGS_RC(ctx), *cookie, word);
+	return 0;
+}

@@ -126,7 +126,7 @@ static int ignore_record(void *ctx, void *data, size_t size)
  */
 static bool attach_lib(struct bpf_object *obj, const char *mode, const struct probe *p, size_t n, pid_t pid)
 {
-	bool min = !strcmp(mode, "min"), perf = !strcmp(mode, "perf");
+	bool min = !strncmp(mode, "min", 3), perf = !strcmp(mode, "perf");
 	struct bpf_program *entry = bpf_object__find_program_by_name(obj, min ? "min_entry" : "floor_entry");
 	struct bpf_program *ret = bpf_object__find_program_by_name(obj, min ? "min_return" : "floor_return");
 	struct bpf_program *fr = min ? bpf_object__find_program_by_name(obj, "min_free") : entry;
@@ -149,7 +149,10 @@ static bool attach_lib(struct bpf_object *obj, const char *mode, const struct pr
 			ok = link_perf(fr, p->lib, frees[i], false, pid);
 		return ok;
 	}
-	if (nc && !strcmp(mode, "session"))
+	if (nc && !strcmp(mode, "min-session"))
+		ok = link_multi(bpf_object__find_program_by_name(obj, "min_session"), ATTACH_UPROBE_SESSION, p->lib,
+				calls, nc, false, pid) >= 0;
+	else if (nc && !strcmp(mode, "session"))
 		ok = link_multi(sess, ATTACH_UPROBE_SESSION, p->lib, calls, nc, false, pid) >= 0;
 	else if (nc)
 		ok = link_multi(ret, ATTACH_UPROBE_MULTI, p->lib, calls, nc, true, pid) >= 0 &&
@@ -163,21 +166,24 @@ static bool attach_lib(struct bpf_object *obj, const char *mode, const struct pr
 static struct bpf_object *load(const char *path, const char *mode)
 {
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
-	bool min = !strcmp(mode, "min"), perf = !strcmp(mode, "perf"), sess = !strcmp(mode, "session");
+	bool min = !strcmp(mode, "min"), min_sess = !strcmp(mode, "min-session");
+	bool perf = !strcmp(mode, "perf"), sess = !strcmp(mode, "session");
 	struct bpf_program *p;
 
 	if (!obj)
 		return NULL;
 	bpf_object__for_each_program(p, obj) {
 		const char *name = bpf_program__name(p);
-		bool wanted = min ? !strncmp(name, "min_", 4)
+		bool wanted = min ? !strcmp(name, "min_entry") || !strcmp(name, "min_return") || !strcmp(name, "min_free")
+			    : min_sess ? !strcmp(name, "min_session") || !strcmp(name, "min_free")
 			    : sess ? !strcmp(name, "floor_session") || !strcmp(name, "floor_entry")
 				   : !strcmp(name, "floor_entry") || !strcmp(name, "floor_return");
+		bool session = !strcmp(name, "floor_session") || !strcmp(name, "min_session");
 
 		bpf_program__set_autoload(p, wanted);
 		if (!perf)
 			bpf_program__set_expected_attach_type(p, (enum bpf_attach_type)(
-				!strcmp(name, "floor_session") ? ATTACH_UPROBE_SESSION : ATTACH_UPROBE_MULTI));
+				session ? ATTACH_UPROBE_SESSION : ATTACH_UPROBE_MULTI));
 	}
 	if (bpf_object__load(obj)) {
 		bpf_object__close(obj);
@@ -205,7 +211,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[2];
-	min = !strcmp(mode, "min");
+	min = !strncmp(mode, "min", 3);
 	n = dash - 3;
 	probes = calloc((size_t)n, sizeof(*probes));
 	if (!probes)
