@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +88,92 @@ static bool attach_type_works(uint32_t attach_type)
 	return true;
 }
 
+/* Called from a second thread by attach_multi_per_process(): a uprobe on
+ * it must fire there.  Not static, so its symbol is in .symtab. */
+__attribute__((noinline)) void attach_probe_target(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *probe_thread(void *arg)
+{
+	(void)arg;
+	attach_probe_target();
+	return NULL;
+}
+
+/* A program that adds 1 to COUNTER_FD's value 0 each time it runs. */
+static int counting_prog_load(int counter_fd)
+{
+	const struct bpf_insn insns[] = {
+		/* *(u32 *)(fp - 4) = 0: the key */
+		{ .code = BPF_ST | BPF_MEM | BPF_W, .dst_reg = BPF_REG_10, .off = -4, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_2, .imm = -4 },
+		/* r1 = the map (a two-instruction load) */
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD,
+		  .imm = counter_fd },
+		{ 0 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_map_lookup_elem },
+		{ .code = BPF_JMP | BPF_JEQ | BPF_K, .dst_reg = BPF_REG_0, .off = 2, .imm = 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_1, .imm = 1 },
+		{ .code = BPF_STX | BPF_ATOMIC | BPF_DW, .dst_reg = BPF_REG_0, .src_reg = BPF_REG_1, .imm = BPF_ADD },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts,
+		    .expected_attach_type = (enum bpf_attach_type)DWLEAK_ATTACH_UPROBE_MULTI);
+
+	return bpf_prog_load(BPF_PROG_TYPE_KPROBE, "dwleak_probe", "GPL", insns,
+			     sizeof(insns) / sizeof(insns[0]), &opts);
+}
+
 bool attach_multi_supported(void)
 {
-	return attach_type_works(DWLEAK_ATTACH_UPROBE_MULTI);
+	return attach_type_works(DWLEAK_ATTACH_UPROBE_MULTI) && attach_multi_per_process();
+}
+
+/*
+ * True when a uprobe_multi link made for a pid runs its program in every
+ * thread of that process.  Before Linux 6.10 (and its stable backports of
+ * "bpf: fix multi-uprobe PID filtering logic") it ran only in the one
+ * thread whose id was given: dwleak would miss every other thread's
+ * allocations.  Tried for real: a link on this process's
+ * attach_probe_target(), called from a second thread.
+ */
+bool attach_multi_per_process(void)
+{
+	struct elf_sym_want sym = { .name = "attach_probe_target" };
+	int fd, map = -1, prog = -1, link = -1;
+	uint32_t key = 0;
+	uint64_t runs = 0, off;
+	pthread_t t;
+
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	elf_symbols_find(fd, &sym, 1);
+	close(fd);
+	if (!sym.found || !sym.file_off)
+		return false;
+	map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dwleak_probe", sizeof(key), sizeof(runs), 1, NULL);
+	if (map < 0)
+		return false;
+	prog = counting_prog_load(map);
+	off = sym.file_off;
+	if (prog >= 0)
+		link = link_uprobe_multi(prog, DWLEAK_ATTACH_UPROBE_MULTI, "/proc/self/exe", &off, NULL, 1,
+					 false, getpid());
+	if (link >= 0 && !pthread_create(&t, NULL, probe_thread, NULL))
+		pthread_join(t, NULL);
+	if (link >= 0)
+		bpf_map_lookup_elem(map, &key, &runs);
+	if (link >= 0)
+		close(link);
+	if (prog >= 0)
+		close(prog);
+	close(map);
+	return runs == 1;
 }
 
 bool attach_session_supported(void)

@@ -21,9 +21,17 @@ struct attach_set {
 	size_t nlinks;
 };
 
-/* True when this kernel creates uprobe_multi links: tried for real on a
- * tiny program probing this process's own main(). */
+/* True when this kernel creates uprobe_multi links and they run their
+ * program in every thread of the process they were made for (see
+ * attach_multi_per_process): tried for real on this process. */
 bool attach_multi_supported(void);
+
+/* True when a uprobe_multi link made for a pid runs in every thread of
+ * that process (Linux 6.10+, or a kernel with the fix backported). */
+bool attach_multi_per_process(void);
+
+/* The function attach_multi_per_process() probes. */
+void attach_probe_target(void);
 
 /* True when this kernel creates uprobe session links (Linux 6.13+): one
  * program runs at entry and return, and the entry can cancel the return. */
