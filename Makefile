@@ -173,24 +173,28 @@ $(BUILD)/bench/walltime: bench/walltime.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
 
-# The own-floor loader: empty BPF programs at dwleak's own probe sites.
-$(BUILD)/bench/uprobe_floor.bpf.o: bench/uprobe_floor.bpf.c $(BUILD)/vmlinux.h
+# The own-floor loader (empty programs, and the exact-accounting minimum,
+# at dwleak's own probe sites) and the per-operation cost loader.
+$(BUILD)/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
-	$(CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -c -o $@ $<
+	$(CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bench -c -o $@ $<
 
-$(BUILD)/bench/uprobe_floor: bench/uprobe_floor.c unwinder/elf_symbols.c $(BUILD)/bench/uprobe_floor.bpf.o
-	$(CC) -O2 -Wall -Wextra -Werror -I unwinder $(shell pkg-config --cflags libbpf libelf) -o $@ \
-		bench/uprobe_floor.c unwinder/elf_symbols.c $(shell pkg-config --libs libbpf libelf)
+BENCH_LOADER_SRCS := bench/multi_link.c unwinder/elf_symbols.c
+$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost: $(BUILD)/bench/%: bench/%.c $(BENCH_LOADER_SRCS) \
+		bench/multi_link.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
+	$(CC) -O2 -Wall -Wextra -Werror -I unwinder -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
+		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf)
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
-	$(BUILD)/bench/uprobe_floor
+	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
 bench-malloc: $(BUILD)/bench/malloc_bench $(DWLEAK)
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
-# memory, stack quality; writes bench/results.md (needs root; ~8 minutes).
+# memory, stack quality, the cost of each BPF operation; writes
+# bench/results.md (needs root; ~13 minutes).
 bench-all: $(BENCH_PROGS) $(DWLEAK) testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 

@@ -26,16 +26,20 @@ ensure_bench_programs() {
 	if [ ! -x "$BUILD/bench/cxx_workload" ] || [ "$ROOT/bench/cxx_workload.cpp" -nt "$BUILD/bench/cxx_workload" ]; then
 		g++ -O2 -g -o "$BUILD/bench/cxx_workload" "$ROOT/bench/cxx_workload.cpp" || return 1
 	fi
-	if [ ! -x "$BUILD/bench/uprobe_floor" ] || [ "$ROOT/bench/uprobe_floor.c" -nt "$BUILD/bench/uprobe_floor" ] ||
-		[ "$ROOT/bench/uprobe_floor.bpf.c" -nt "$BUILD/bench/uprobe_floor.bpf.o" ]; then
-		# optional: the own-floor rows are skipped with a note without it
-		[ -f "$BUILD/vmlinux.h" ] || bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$BUILD/vmlinux.h"
-		clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I "$BUILD" -c "$ROOT/bench/uprobe_floor.bpf.c" \
-			-o "$BUILD/bench/uprobe_floor.bpf.o" &&
-			gcc -O2 -I "$ROOT/unwinder" -o "$BUILD/bench/uprobe_floor" "$ROOT/bench/uprobe_floor.c" \
-				"$ROOT/unwinder/elf_symbols.c" $(pkg-config --cflags --libs libbpf libelf) ||
-			rm -f "$BUILD/bench/uprobe_floor"
-	fi
+	# optional: the own-floor, exact-minimum and op-cost rows are skipped
+	# with a note without them
+	[ -f "$BUILD/vmlinux.h" ] || bpftool btf dump file /sys/kernel/btf/vmlinux format c > "$BUILD/vmlinux.h"
+	for p in uprobe_floor op_cost; do
+		if [ ! -x "$BUILD/bench/$p" ] || [ "$ROOT/bench/$p.c" -nt "$BUILD/bench/$p" ] ||
+			[ "$ROOT/bench/$p.bpf.c" -nt "$BUILD/bench/$p.bpf.o" ]; then
+			clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I "$BUILD" -I "$ROOT/bench" \
+				-c "$ROOT/bench/$p.bpf.c" -o "$BUILD/bench/$p.bpf.o" &&
+				gcc -O2 -I "$ROOT/unwinder" -I "$ROOT/bench" -o "$BUILD/bench/$p" "$ROOT/bench/$p.c" \
+					"$ROOT/bench/multi_link.c" "$ROOT/unwinder/elf_symbols.c" \
+					$(pkg-config --cflags --libs libbpf libelf) ||
+				rm -f "$BUILD/bench/$p"
+		fi
+	done
 	if [ ! -x "$BUILD/bench/walltime" ] || [ "$ROOT/bench/walltime.c" -nt "$BUILD/bench/walltime" ]; then
 		gcc -O2 -o "$BUILD/bench/walltime" "$ROOT/bench/walltime.c" || return 1
 	fi

@@ -30,37 +30,7 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
-
-#define ATTACH_UPROBE_MULTI 48	 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6) */
-#define ATTACH_UPROBE_SESSION 57 /* BPF_TRACE_UPROBE_SESSION (Linux 6.13) */
-
-/* bpf_attr.link_create for uprobe_multi (cli/attach.c has the same; this
- * loader stands alone so the floor does not depend on dwleak's code). */
-struct link_create_uprobe_multi {
-	uint32_t prog_fd, target_fd, attach_type, flags;
-	uint64_t path, offsets, ref_ctr_offsets, cookies;
-	uint32_t cnt, multi_flags, pid, pad;
-};
-
-static int link_multi(struct bpf_program *prog, uint32_t type, const char *path, const uint64_t *offs,
-		      size_t n, bool ret, pid_t pid)
-{
-	struct link_create_uprobe_multi a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.prog_fd = (uint32_t)bpf_program__fd(prog);
-	a.attach_type = type;
-	a.path = (uint64_t)(uintptr_t)path;
-	a.offsets = (uint64_t)(uintptr_t)offs;
-	a.cnt = (uint32_t)n;
-	a.multi_flags = ret ? 1 : 0; /* BPF_F_UPROBE_MULTI_RETURN */
-	a.pid = (uint32_t)pid;
-	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-	if (fd < 0)
-		fprintf(stderr, "uprobe_floor: cannot attach %zu probes in %s: %s\n", n, path, strerror(errno));
-	return fd;
-}
+#include "multi_link.h"
 
 static bool link_perf(struct bpf_program *prog, const char *path, uint64_t off, bool ret, pid_t pid)
 {
@@ -150,15 +120,15 @@ static bool attach_lib(struct bpf_object *obj, const char *mode, const struct pr
 		return ok;
 	}
 	if (nc && !strcmp(mode, "min-session"))
-		ok = link_multi(bpf_object__find_program_by_name(obj, "min_session"), ATTACH_UPROBE_SESSION, p->lib,
+		ok = multi_link(bpf_program__fd(bpf_object__find_program_by_name(obj, "min_session")), ATTACH_UPROBE_SESSION, p->lib,
 				calls, nc, false, pid) >= 0;
 	else if (nc && !strcmp(mode, "session"))
-		ok = link_multi(sess, ATTACH_UPROBE_SESSION, p->lib, calls, nc, false, pid) >= 0;
+		ok = multi_link(bpf_program__fd(sess), ATTACH_UPROBE_SESSION, p->lib, calls, nc, false, pid) >= 0;
 	else if (nc)
-		ok = link_multi(ret, ATTACH_UPROBE_MULTI, p->lib, calls, nc, true, pid) >= 0 &&
-		     link_multi(entry, ATTACH_UPROBE_MULTI, p->lib, calls, nc, false, pid) >= 0;
+		ok = multi_link(bpf_program__fd(ret), ATTACH_UPROBE_MULTI, p->lib, calls, nc, true, pid) >= 0 &&
+		     multi_link(bpf_program__fd(entry), ATTACH_UPROBE_MULTI, p->lib, calls, nc, false, pid) >= 0;
 	if (ok && nf)
-		ok = link_multi(fr, ATTACH_UPROBE_MULTI, p->lib, frees, nf, false, pid) >= 0;
+		ok = multi_link(bpf_program__fd(fr), ATTACH_UPROBE_MULTI, p->lib, frees, nf, false, pid) >= 0;
 	return ok;
 }
 
