@@ -259,6 +259,13 @@ out:
 	return err;
 }
 
+/* Whether M was made from the file ST describes, unchanged since. */
+static bool module_same_file(const struct sym_module *m, const struct stat *st)
+{
+	return m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
+	       m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
 static bool module_matches(const struct sym_module *m, const char *path, const char *build_id,
 			   const struct stat *st)
 {
@@ -266,8 +273,7 @@ static bool module_matches(const struct sym_module *m, const char *path, const c
 		return false;
 	if (m->build_id || build_id)
 		return m->build_id && build_id && strcmp(m->build_id, build_id) == 0;
-	return m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
-	       m->mtime.tv_sec == st->st_mtim.tv_sec && m->mtime.tv_nsec == st->st_mtim.tv_nsec;
+	return module_same_file(m, st);
 }
 
 /* Doubles the module table when it gets as many modules as buckets. */
@@ -328,6 +334,19 @@ int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym
 	int own_fd, err;
 
 	*out = NULL;
+	/* the same file as a module already made (path, device, inode, size
+	 * and mtime) has its build id: found without reading the ELF again,
+	 * which a report does for every frame */
+	if (fd >= 0 ? fstat(fd, &st) : stat(path, &st))
+		return -errno;
+	bucket = hash_path(path) & (s->n_buckets - 1);
+	for (m = s->modules[bucket]; m; m = m->next) {
+		if (!strcmp(m->path, path) && module_same_file(m, &st)) {
+			*out = m;
+			return 0;
+		}
+	}
+	m = NULL;
 	if (fd >= 0)
 		own_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	else
@@ -342,7 +361,6 @@ int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym
 	if (err)
 		goto fail;
 
-	bucket = hash_path(path) & (s->n_buckets - 1);
 	for (m = s->modules[bucket]; m; m = m->next) {
 		if (module_matches(m, path, build_id, &st)) {
 			close(own_fd);
