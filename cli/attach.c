@@ -248,12 +248,42 @@ fail:
 	return err;
 }
 
+static void *close_fd(void *arg)
+{
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+/*
+ * Closes the uprobe_multi link fds at once, one thread each: closing one
+ * waits for the kernel's RCU grace periods (uprobe_unregister_sync, 30-70
+ * ms here), so one after the other they added ~0.2 s to every exit and
+ * detach.  A thread that cannot be made closes its fd in line.
+ */
+static void fds_close(int *fds, size_t n)
+{
+	pthread_t *t = calloc(n ? n : 1, sizeof(*t));
+	bool *started = calloc(n ? n : 1, sizeof(*started));
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (t && started && !pthread_create(&t[i], NULL, close_fd, (void *)(intptr_t)fds[i]))
+			started[i] = true;
+		else
+			close(fds[i]);
+	}
+	for (i = 0; i < n; i++)
+		if (started && started[i])
+			pthread_join(t[i], NULL);
+	free(t);
+	free(started);
+}
+
 void attach_close(struct attach_set *set)
 {
 	size_t i;
 
-	for (i = 0; i < set->nfds; i++)
-		close(set->fds[i]);
+	fds_close(set->fds, set->nfds);
 	for (i = 0; i < set->nlinks; i++)
 		bpf_link__destroy(set->links[i]);
 	free(set->fds);
