@@ -179,11 +179,11 @@ $(BUILD)/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bench -c -o $@ $<
 
-BENCH_LOADER_SRCS := bench/multi_link.c unwinder/elf_symbols.c
+BENCH_LOADER_SRCS := cli/attach.c unwinder/elf_symbols.c
 $(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost: $(BUILD)/bench/%: bench/%.c $(BENCH_LOADER_SRCS) \
-		bench/multi_link.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
-	$(CC) -O2 -Wall -Wextra -Werror -I unwinder -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
-		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf)
+		cli/attach.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
+	$(CC) -O2 -Wall -Wextra -Werror -I cli -I unwinder -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
+		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf) -lpthread
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
 	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost

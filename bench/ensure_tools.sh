@@ -34,9 +34,9 @@ ensure_bench_programs() {
 			[ "$ROOT/bench/$p.bpf.c" -nt "$BUILD/bench/$p.bpf.o" ]; then
 			clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I "$BUILD" -I "$ROOT/bench" \
 				-c "$ROOT/bench/$p.bpf.c" -o "$BUILD/bench/$p.bpf.o" &&
-				gcc -O2 -I "$ROOT/unwinder" -I "$ROOT/bench" -o "$BUILD/bench/$p" "$ROOT/bench/$p.c" \
-					"$ROOT/bench/multi_link.c" "$ROOT/unwinder/elf_symbols.c" \
-					$(pkg-config --cflags --libs libbpf libelf) ||
+				gcc -O2 -I "$ROOT/cli" -I "$ROOT/unwinder" -I "$ROOT/bench" -o "$BUILD/bench/$p" \
+					"$ROOT/bench/$p.c" "$ROOT/cli/attach.c" "$ROOT/unwinder/elf_symbols.c" \
+					$(pkg-config --cflags --libs libbpf libelf) -lpthread ||
 				rm -f "$BUILD/bench/$p"
 		fi
 	done

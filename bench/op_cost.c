@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
-#include "multi_link.h"
+#include "attach.h"
 #include "op_cost.h"
 
 #define MAX_REPS 15
@@ -71,7 +71,7 @@ static int run_op(const char *obj_path, enum op_kind op, const char *lib, uint64
 	if (!prog || !opv || sz < sizeof(*opv))
 		goto out;
 	*opv = op;
-	bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(prog, (enum bpf_attach_type)DWLEAK_ATTACH_UPROBE_MULTI);
 	if (bpf_object__load(obj) || pipe(pfd))
 		goto out;
 	pid = fork();
@@ -87,8 +87,10 @@ static int run_op(const char *obj_path, enum op_kind op, const char *lib, uint64
 		_exit(127);
 	}
 	close(pfd[0]);
-	link = multi_link(bpf_program__fd(prog), ATTACH_UPROBE_MULTI, lib, &off, 1, false, pid);
+	link = attach_link_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, lib, &off, NULL, 1, false, pid);
 	c = link >= 0 ? 'g' : 0;
+	if (link < 0)
+		fprintf(stderr, "op_cost: cannot attach to malloc in %s: %s\n", lib, strerror(-link));
 	if (write(pfd[1], &c, 1) != 1)
 		perror("op_cost: write");
 	close(pfd[1]);

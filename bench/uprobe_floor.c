@@ -30,7 +30,18 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
-#include "multi_link.h"
+#include "attach.h"
+
+/* attach_link_multi (cli/attach.c), saying what failed. */
+static int link_multi(struct bpf_program *prog, uint32_t type, const char *path, const uint64_t *offs, size_t n,
+		      bool ret, pid_t pid)
+{
+	int fd = attach_link_multi(bpf_program__fd(prog), type, path, offs, NULL, n, ret, pid);
+
+	if (fd < 0)
+		fprintf(stderr, "uprobe_floor: cannot attach %zu uprobe(s) in %s: %s\n", n, path, strerror(-fd));
+	return fd;
+}
 
 static bool link_perf(struct bpf_program *prog, const char *path, uint64_t off, bool ret, pid_t pid)
 {
@@ -120,15 +131,15 @@ static bool attach_lib(struct bpf_object *obj, const char *mode, const struct pr
 		return ok;
 	}
 	if (nc && !strcmp(mode, "min-session"))
-		ok = multi_link(bpf_program__fd(bpf_object__find_program_by_name(obj, "min_session")), ATTACH_UPROBE_SESSION, p->lib,
+		ok = link_multi(bpf_object__find_program_by_name(obj, "min_session"), DWLEAK_ATTACH_UPROBE_SESSION, p->lib,
 				calls, nc, false, pid) >= 0;
 	else if (nc && !strcmp(mode, "session"))
-		ok = multi_link(bpf_program__fd(sess), ATTACH_UPROBE_SESSION, p->lib, calls, nc, false, pid) >= 0;
+		ok = link_multi(sess, DWLEAK_ATTACH_UPROBE_SESSION, p->lib, calls, nc, false, pid) >= 0;
 	else if (nc)
-		ok = multi_link(bpf_program__fd(ret), ATTACH_UPROBE_MULTI, p->lib, calls, nc, true, pid) >= 0 &&
-		     multi_link(bpf_program__fd(entry), ATTACH_UPROBE_MULTI, p->lib, calls, nc, false, pid) >= 0;
+		ok = link_multi(ret, DWLEAK_ATTACH_UPROBE_MULTI, p->lib, calls, nc, true, pid) >= 0 &&
+		     link_multi(entry, DWLEAK_ATTACH_UPROBE_MULTI, p->lib, calls, nc, false, pid) >= 0;
 	if (ok && nf)
-		ok = multi_link(bpf_program__fd(fr), ATTACH_UPROBE_MULTI, p->lib, frees, nf, false, pid) >= 0;
+		ok = link_multi(fr, DWLEAK_ATTACH_UPROBE_MULTI, p->lib, frees, nf, false, pid) >= 0;
 	return ok;
 }
 
@@ -153,7 +164,7 @@ static struct bpf_object *load(const char *path, const char *mode)
 		bpf_program__set_autoload(p, wanted);
 		if (!perf)
 			bpf_program__set_expected_attach_type(p, (enum bpf_attach_type)(
-				session ? ATTACH_UPROBE_SESSION : ATTACH_UPROBE_MULTI));
+				session ? DWLEAK_ATTACH_UPROBE_SESSION : DWLEAK_ATTACH_UPROBE_MULTI));
 	}
 	if (bpf_object__load(obj)) {
 		bpf_object__close(obj);

@@ -37,8 +37,8 @@ struct link_create_uprobe_multi {
 
 _Static_assert(sizeof(struct link_create_uprobe_multi) == 64, "link_create layout");
 
-static int link_uprobe_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
-			     const uint64_t *cookies, size_t n, bool ret, pid_t pid)
+int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+		      const uint64_t *cookies, size_t n, bool ret, pid_t pid)
 {
 	struct link_create_uprobe_multi attr;
 	int fd;
@@ -56,6 +56,20 @@ static int link_uprobe_multi(int prog_fd, uint32_t attach_type, const char *path
 	return fd < 0 ? -errno : fd;
 }
 
+/* The file offset of this program's own function NAME, for probes on
+ * ourselves; 0 when it cannot be found. */
+static uint64_t self_symbol_off(const char *name)
+{
+	struct elf_sym_want sym = { .name = name };
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	elf_symbols_find(fd, &sym, 1);
+	close(fd);
+	return sym.found ? sym.file_off : 0;
+}
+
 /* Loads a program that returns 0 for ATTACH_TYPE and links it to this
  * process's own main(): true when the kernel takes both. */
 static bool attach_type_works(uint32_t attach_type)
@@ -65,22 +79,15 @@ static bool attach_type_works(uint32_t attach_type)
 		{ .code = BPF_JMP | BPF_EXIT },
 	};
 	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)attach_type);
-	struct elf_sym_want main_sym = { .name = "main" };
-	int prog, link, fd;
-	uint64_t off;
+	uint64_t off = self_symbol_off("main");
+	int prog, link;
 
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	elf_symbols_find(fd, &main_sym, 1);
-	close(fd);
-	if (!main_sym.found || !main_sym.file_off)
+	if (!off)
 		return false;
 	prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "dwleak_probe", "GPL", ret0, 2, &opts);
 	if (prog < 0)
 		return false;
-	off = main_sym.file_off;
-	link = link_uprobe_multi(prog, attach_type, "/proc/self/exe", &off, NULL, 1, false, getpid());
+	link = attach_link_multi(prog, attach_type, "/proc/self/exe", &off, NULL, 1, false, getpid());
 	close(prog);
 	if (link < 0)
 		return false;
@@ -143,26 +150,19 @@ bool attach_multi_supported(void)
  */
 bool attach_multi_per_process(void)
 {
-	struct elf_sym_want sym = { .name = "attach_probe_target" };
-	int fd, map = -1, prog = -1, link = -1;
+	uint64_t runs = 0, off = self_symbol_off("attach_probe_target");
+	int map = -1, prog = -1, link = -1;
 	uint32_t key = 0;
-	uint64_t runs = 0, off;
 	pthread_t t;
 
-	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	elf_symbols_find(fd, &sym, 1);
-	close(fd);
-	if (!sym.found || !sym.file_off)
+	if (!off)
 		return false;
 	map = bpf_map_create(BPF_MAP_TYPE_ARRAY, "dwleak_probe", sizeof(key), sizeof(runs), 1, NULL);
 	if (map < 0)
 		return false;
 	prog = counting_prog_load(map);
-	off = sym.file_off;
 	if (prog >= 0)
-		link = link_uprobe_multi(prog, DWLEAK_ATTACH_UPROBE_MULTI, "/proc/self/exe", &off, NULL, 1,
+		link = attach_link_multi(prog, DWLEAK_ATTACH_UPROBE_MULTI, "/proc/self/exe", &off, NULL, 1,
 					 false, getpid());
 	if (link >= 0 && !pthread_create(&t, NULL, probe_thread, NULL))
 		pthread_join(t, NULL);
@@ -228,7 +228,7 @@ int attach_uprobes(struct attach_set *set, struct bpf_program *prog, const char 
 	int fd, err;
 
 	if (set->multi) {
-		fd = link_uprobe_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, path, offs, cookies, n,
+		fd = attach_link_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, path, offs, cookies, n,
 				       ret, pid);
 		return fd < 0 ? fd : keep_fd(set, fd);
 	}
@@ -296,7 +296,7 @@ void attach_close(struct attach_set *set)
 int attach_session(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
 		   const uint64_t *offs, const uint64_t *cookies, size_t n)
 {
-	int fd = link_uprobe_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_SESSION, path, offs, cookies,
+	int fd = attach_link_multi(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_SESSION, path, offs, cookies,
 				   n, false, pid);
 
 	return fd < 0 ? fd : keep_fd(set, fd);

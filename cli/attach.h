@@ -57,6 +57,17 @@ int attach_session(struct attach_set *set, struct bpf_program *prog, const char 
 int attach_uprobes(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
 		   const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret);
 
+/*
+ * Creates one uprobe_multi link (ATTACH_TYPE: DWLEAK_ATTACH_UPROBE_MULTI, or
+ * _SESSION) of program PROG_FD on the N file offsets OFFS of PATH, with the
+ * matching COOKIES (may be NULL), as return probes when RET, running only
+ * in process PID.  Through the bpf() syscall: Debian 12's libbpf 1.1 has
+ * no uprobe_multi.  Returns the link's fd or a negative errno.  bench/'s
+ * loaders use it too.
+ */
+int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+		      const uint64_t *cookies, size_t n, bool ret, pid_t pid);
+
 /* Detaches everything; SET can be reused. */
 void attach_close(struct attach_set *set);
 
