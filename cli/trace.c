@@ -191,16 +191,49 @@ static size_t preload_count(const char *v)
 	return n;
 }
 
+/*
+ * Where to open, and attach uprobes to, the file process PID maps as NAME:
+ * its mapping in /proc/PID/map_files, which leads to the very file the
+ * process maps even when NAME has been replaced on disk since (a library
+ * upgraded under a running service: the maps line says "(deleted)"), where
+ * the path would lead to the new file, whose breakpoints the process never
+ * meets.  Else NAME through /proc/PID/root.  Returns a malloc'd string.
+ */
+static char *mapped_file_path(pid_t pid, const struct proc_map *maps, size_t nmaps, const char *name,
+			      bool *replaced)
+{
+	static const char deleted[] = " (deleted)";
+	size_t len = strlen(name), i;
+	char *out = NULL;
+
+	for (i = 0; i < nmaps; i++) {
+		const char *p = maps[i].path;
+
+		if (strncmp(p, name, len) || (p[len] && strcmp(p + len, deleted)))
+			continue;
+		if (replaced)
+			*replaced = p[len] != 0;
+		if (asprintf(&out, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)maps[i].start,
+			     (unsigned long long)maps[i].end) < 0)
+			out = NULL;
+		return out;
+	}
+	if (asprintf(&out, "/proc/%d/root%s", pid, name) < 0)
+		out = NULL;
+	return out;
+}
+
 /* The objects of process PID in lookup order: its link map when the
  * dynamic linker's _r_debug is readable, else the executable and the
- * mapped files in address order.  PATHS are reachable from here (through
- * /proc/PID/root), NAMES as the process sees them. */
+ * mapped files in address order.  PATHS are reachable from here (see
+ * mapped_file_path), NAMES as the process sees them. */
 static int lookup_order_of_pid(struct tracer *tr, pid_t pid, char ***paths, char ***names,
 			       size_t *n)
 {
+	const char *first_replaced = NULL;
+	size_t nmaps, i, k = 0, nreplaced = 0;
 	struct proc_map *maps;
 	uint64_t ld_bias = 0;
-	size_t nmaps, i, k = 0;
 	int err;
 
 	err = proc_maps_read(pid, false, &maps, &nmaps);
@@ -209,8 +242,8 @@ static int lookup_order_of_pid(struct tracer *tr, pid_t pid, char ***paths, char
 	for (i = 0; i < nmaps; i++) {
 		if (maps[i].path[0] != '/' || !is_ld_so(maps[i].path))
 			continue;
-		if (!tr->ld_path && asprintf(&tr->ld_path, "/proc/%d/root%s", pid, maps[i].path) < 0)
-			tr->ld_path = NULL;
+		if (!tr->ld_path)
+			tr->ld_path = mapped_file_path(pid, maps, nmaps, maps[i].path, NULL);
 		if (maps[i].offset == 0 && !ld_bias)
 			ld_bias = maps[i].start;
 	}
@@ -236,14 +269,22 @@ static int lookup_order_of_pid(struct tracer *tr, pid_t pid, char ***paths, char
 		}
 		*n = k;
 	}
-	proc_maps_free(maps, nmaps);
 	*paths = calloc(*n + 1, sizeof(**paths));
-	if (!*paths)
-		return -ENOMEM;
-	for (i = 0; i < *n; i++)
-		if (asprintf(&(*paths)[i], "/proc/%d/root%s", pid, (*names)[i]) < 0)
-			return -ENOMEM;
-	return 0;
+	for (i = 0; *paths && i < *n; i++) {
+		bool replaced = false;
+
+		(*paths)[i] = mapped_file_path(pid, maps, nmaps, (*names)[i], &replaced);
+		if (!(*paths)[i])
+			break;
+		if (replaced && !nreplaced++)
+			first_replaced = (*names)[i];
+	}
+	if (nreplaced)
+		fprintf(stderr, "dwleak: note: %zu file(s) pid %d maps were replaced on disk since it mapped "
+				"them (%s%s): dwleak reads and probes the copies the process maps\n",
+			nreplaced, pid, first_replaced, nreplaced > 1 ? ", ..." : "");
+	proc_maps_free(maps, nmaps);
+	return *paths && i == *n ? 0 : -ENOMEM;
 }
 
 /* Finds the allocator the target uses, following symbol interposition. */

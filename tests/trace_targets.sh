@@ -12,6 +12,10 @@
 #     >= 1, exit 0; 100 levels are not truncated.
 #  e. Debian's python3.11 running an allocation loop (-p -d 3 -t 0): at least
 #     99% of the stacks end at a root frame; prints the share.
+#  f. a library replaced on disk under a running process (an upgrade): the
+#     target runs a copy of libjemalloc (LD_PRELOAD) that is then replaced
+#     by another file; -p says so and probes the copy the process maps:
+#     its leak is counted with its stack (before, nothing was).
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
@@ -237,6 +241,45 @@ else:
 PY
 	else
 		fail "python: dwleak -p did not start tracing"
+	fi
+fi
+fi
+
+# --- f. the allocator replaced on disk after the target mapped it ---
+if lt_part f; then
+echo "== f. -p on a process whose libjemalloc.so.2 was replaced on disk"
+JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+if [ ! -r "$JEMALLOC" ]; then
+	fail "replaced: $JEMALLOC is missing (.ci/deps.sh installs libjemalloc2)"
+else
+	mkdir -p "$T/upgrade"
+	cp "$JEMALLOC" "$T/upgrade/libjemalloc.so.2"
+	LD_PRELOAD=$T/upgrade/libjemalloc.so.2 lt_start uppid "$T/upgrade.out" "$TESTDATA/seed_O2" \
+		--iterations 60 --interval-ms 50
+	# a new file under the old name, as a package upgrade leaves it
+	cp "$JEMALLOC" "$T/upgrade/new.so" && mv "$T/upgrade/new.so" "$T/upgrade/libjemalloc.so.2"
+	grep -q 'libjemalloc.so.2 (deleted)' "/proc/$uppid/maps" ||
+		fail "replaced: the target's maps do not show the old copy as deleted"
+	if lt_trace dw "$T/upgrade.err" -p "$uppid" -t 0 --format json -o "$T/upgrade.json"; then
+		lt_wait "$dw" 60 || fail "replaced: dwleak -p exited non-zero after the target exited"
+		grep -q "^dwleak: note: 1 file(s) pid $uppid maps were replaced on disk .*libjemalloc.so.2" \
+			"$T/upgrade.err" || fail "replaced: no note about the replaced file: $(grep -m1 note "$T/upgrade.err")"
+		grep -q "jemalloc in $T/upgrade/libjemalloc.so.2 (LD_PRELOAD)" "$T/upgrade.err" ||
+			fail "replaced: the tracing line does not name the preloaded jemalloc: $(grep -m1 tracing "$T/upgrade.err")"
+		[ -s "$T/upgrade.json" ] && lt_check "$T/upgrade.json" << 'PY'
+s = only_stack_with("LeakLib::slowMemoryLeak()")
+if s:
+    want = ["LeakLib::slowMemoryLeak()", "caller()", "main"]
+    if chain_at(s, want) is None:
+        fail("the leak's stack lacks %s:\n%s" % (" <- ".join(want), show(s)))
+    elif s["allocations"] < 20 or s["bytes"] != 40 * s["allocations"]:
+        fail("%d allocations / %d B from the leak, want at least 20 of 40 B" % (s["allocations"], s["bytes"]))
+    else:
+        ok("the leak counted through the replaced library: %d allocations, %d B, %s"
+           % (s["allocations"], s["bytes"], " <- ".join(names(s))))
+PY
+	else
+		fail "replaced: dwleak -p did not start tracing"
 	fi
 fi
 fi
