@@ -9,6 +9,7 @@
  *            (dwleak with --sample-bytes), uprobe_multi on the free ones
  *   perf     empty programs, perf-event uprobes (kernels without uprobe_multi)
  *   min      the exact-accounting minimum (uprobe_floor.bpf.c), multi links
+ *   min-session  the same minimum as one uprobe session program
  * so the traps are the same as dwleak's and only the programs differ.
  * bench/ensure_tools.sh builds the PROBE list from dwleak --stats.
  *
@@ -187,7 +188,7 @@ int main(int argc, char **argv)
 	for (dash = 3; dash < argc && strcmp(argv[dash], "--"); dash++)
 		;
 	if (argc < 4 || dash + 1 >= argc) {
-		fprintf(stderr, "usage: uprobe_floor BPF_OBJ multi|session|perf|min LIB:SYMBOL:OFFSET:call|entry... "
+		fprintf(stderr, "usage: uprobe_floor BPF_OBJ multi|session|perf|min|min-session LIB:SYMBOL:OFFSET:call|entry... "
 				"-- CMD [ARG...]\n");
 		return 2;
 	}
