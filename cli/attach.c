@@ -7,11 +7,13 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <linux/bpf.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "attach.h"
@@ -137,7 +139,9 @@ static int counting_prog_load(int counter_fd)
 
 bool attach_multi_supported(void)
 {
-	return attach_type_works(DWLEAK_ATTACH_UPROBE_MULTI) && attach_multi_per_process();
+	/* attach_multi_per_process() makes a uprobe_multi link itself: no
+	 * second probe (each link's detach waits for RCU grace periods) */
+	return attach_multi_per_process();
 }
 
 /*
@@ -164,16 +168,26 @@ bool attach_multi_per_process(void)
 	if (prog >= 0)
 		link = attach_link_multi(prog, DWLEAK_ATTACH_UPROBE_MULTI, "/proc/self/exe", &off, NULL, 1,
 					 false, getpid());
-	if (link >= 0 && !pthread_create(&t, NULL, probe_thread, NULL))
-		pthread_join(t, NULL);
-	if (link >= 0)
+	if (link >= 0) {
+		if (!pthread_create(&t, NULL, probe_thread, NULL))
+			pthread_join(t, NULL);
 		bpf_map_lookup_elem(map, &key, &runs);
-	if (link >= 0)
 		close(link);
+	}
 	if (prog >= 0)
 		close(prog);
 	close(map);
 	return runs == 1;
+}
+
+bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int a = 0, b = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
+		return false;
+	return a > major || (a == major && b >= minor);
 }
 
 bool attach_session_supported(void)

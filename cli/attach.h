@@ -21,8 +21,8 @@ struct attach_set {
 	size_t nlinks;
 };
 
-/* True when this kernel creates uprobe_multi links and they run their
- * program in every thread of the process they were made for (see
+/* True when this kernel creates uprobe_multi links that run their program
+ * in every thread of the process they were made for (see
  * attach_multi_per_process): tried for real on this process. */
 bool attach_multi_supported(void);
 
@@ -32,6 +32,11 @@ bool attach_multi_per_process(void);
 
 /* The function attach_multi_per_process() probes. */
 void attach_probe_target(void);
+
+/* True when the running kernel's version is at least MAJOR.MINOR (from
+ * uname; false when it cannot be read).  For behaviour no probe can
+ * observe cheaply; prefer trying a feature for real. */
+bool kernel_at_least(int major, int minor);
 
 /* True when this kernel creates uprobe session links (Linux 6.13+): one
  * program runs at entry and return, and the entry can cancel the return. */

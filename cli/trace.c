@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,8 +50,9 @@
 #define RULES_MIN (1u << 16)
 #define STACKS_MAX (1u << 14)
 /* The alloc_events ring: 32 MiB holds ~800,000 records, a few tenths of a
- * second of the fastest allocation loop; the reader is woken when a
- * quarter of it waits, and drains it every POLL_MS anyway. */
+ * second of the fastest allocation loop; the reader is woken after the
+ * CPUs together wrote at most a quarter of it (ring_wake_records), and
+ * drains it every POLL_MS anyway. */
 #define ALLOC_RING_BYTES (32u << 20)
 #define RESCAN_INTERVAL_S 1.0
 #define POLL_MS 100
@@ -335,9 +335,6 @@ static int file_key_of(const char *path, struct file_key *key)
 	return 0;
 }
 
-/* For a command not started yet: the tables of everything ldd says it
- * will map, keyed by file, so they are in place before its first
- * instruction. */
 /*
  * dwleak -- CMD loads the tables of what ldd says CMD maps before CMD's
  * first instruction and probes the allocator found there, so CMD must be
@@ -371,6 +368,9 @@ static int command_check_elf(const char *cmd, const char *prog)
 	return -ENOEXEC;
 }
 
+/* For a command not started yet: the tables of everything ldd says it
+ * will map, keyed by file, so they are in place before its first
+ * instruction. */
 static int tables_for_command(struct tracer *tr)
 {
 	struct file_key key;
@@ -559,25 +559,24 @@ static int sample_gaps_fill(int fd, double n)
 static void probe_choose(struct tracer *tr)
 {
 	const char *force = getenv("DWLEAK_UPROBE_SESSION");
-	bool have = tr->probes.multi && attach_session_supported();
-	struct utsname u;
-	int major = 0, minor = 0;
+	bool want = force ? !strcmp(force, "1") : tr->env->sample_bytes > 0;
 
+	/* the session probe attaches and detaches a link (tens of ms): only
+	 * when sessions would be used */
+	tr->session = tr->probes.multi && want && attach_session_supported();
 	if (!tr->probes.multi)
 		tr->probe_why = "no uprobe_multi in this kernel";
-	else if (!have)
+	else if (want && !tr->session)
 		tr->probe_why = "no uprobe sessions in this kernel";
-	else if (force && !strcmp(force, "0"))
-		tr->probe_why = "DWLEAK_UPROBE_SESSION=0";
-	else if (force && !strcmp(force, "1"))
+	else if (force && !want)
+		tr->probe_why = "DWLEAK_UPROBE_SESSION=0 (any value but 1)";
+	else if (force)
 		tr->probe_why = "DWLEAK_UPROBE_SESSION=1: a call needing nothing at its return skips the return probe";
-	else if (tr->env->sample_bytes)
+	else if (want)
 		tr->probe_why = "--sample-bytes: an unsampled call skips the return probe";
 	else
 		tr->probe_why = "every call needs its return without --sample-bytes, and sessions cost each probe a kfunc call";
-	tr->session = have && (force ? !strcmp(force, "1") : tr->env->sample_bytes > 0);
-	if (tr->probes.multi && !uname(&u) && sscanf(u.release, "%d.%d", &major, &minor) == 2)
-		tr->tgid_by_link = major > 6 || (major == 6 && minor >= 12);
+	tr->tgid_by_link = tr->probes.multi && kernel_at_least(6, 12);
 }
 
 /* Records per CPU between wakeups of the alloc_events reader: a power of
@@ -585,7 +584,7 @@ static void probe_choose(struct tracer *tr)
  * the largest records before the reader is woken. */
 static uint64_t ring_wake_records(void)
 {
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int ncpu = libbpf_num_possible_cpus(); /* each counts its own records */
 	uint64_t n = ALLOC_RING_BYTES / 4 / (sizeof(struct alloc_event) + 8) / (uint64_t)(ncpu > 0 ? ncpu : 1);
 	uint64_t p = 1;
 

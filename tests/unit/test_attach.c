@@ -10,22 +10,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "attach.h"
 #include "check.h"
-
-/* Whether the running kernel is at least MAJOR.MINOR. */
-static bool kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int a = 0, b = 0;
-
-	if (uname(&u) || sscanf(u.release, "%d.%d", &a, &b) != 2)
-		return false;
-	return a > major || (a == major && b >= minor);
-}
 
 int main(void)
 {
