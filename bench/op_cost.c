@@ -19,12 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
 #include "attach.h"
+#include "elf_symbols.h"
 #include "op_cost.h"
 
 #define MAX_REPS 15

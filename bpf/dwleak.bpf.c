@@ -1276,7 +1276,7 @@ static __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
 /* --- Bookkeeping --- */
 
 /* Records go without a wakeup: user space drains the ring on a timer, and
- * is woken only when the ring fills past alloc_ring_wake. */
+ * is woken only after every alloc_ring_wake records this CPU wrote. */
 static __always_inline __u64 ring_flags(void)
 {
 	__u32 zero = 0;

@@ -353,10 +353,6 @@ int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym
 		own_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (own_fd < 0)
 		return -errno;
-	if (fstat(own_fd, &st) != 0) {
-		err = -errno;
-		goto fail;
-	}
 	err = read_build_id(own_fd, &build_id);
 	if (err)
 		goto fail;
