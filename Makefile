@@ -1,7 +1,8 @@
-# dwleak's build.  Every source list is a wildcard, so a new file in tables/,
-# unwinder/, cli/, bpf/ or tests/unit/ is built without editing this file.
+# dwleak's build.  Every source list is a wildcard, so a new file in a layer
+# (tables/, target/, unwinder/, bpf/, report/, cli/) or tests/unit/ is built
+# without editing this file.
 #
-#   make               ./dwleak (+ build/libtables.a, build/libunwinder.a, BPF skeletons)
+#   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
@@ -27,57 +28,65 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 LDLIBS := $(shell pkg-config --libs $(PKGS)) -lpthread -lstdc++ -lm
 
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11
-INCLUDES := -I tables -I unwinder -I bpf -I $(BUILD)
-CPPFLAGS := $(INCLUDES) $(PKG_CFLAGS)
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I tables -I unwinder
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 20
 
-TABLES_SRCS := $(wildcard tables/*.c)
-UNWINDER_SRCS := $(wildcard unwinder/*.c)
-# The user side of a BPF concern may sit next to it as bpf/x.c.
-CLI_SRCS := $(strip $(wildcard cli/*.c) $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
+# --- Layers (ARCHITECTURE.md): one folder, one static library, and the
+# include list of the layers it may use, so that an include against the
+# arrows does not compile.  bpf/abi/ is the header-only contract between
+# the kernel program and user space.
+LAYERS := tables target unwinder bpf report cli
+INC_tables := -I tables
+INC_target := -I target -I bpf/abi
+INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
+INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
+INC_report := -I report
+INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I $(BUILD)
+# The include list of source file $(1): its folder's.
+layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
+# Link order: each library before the ones it uses.
+LINK_LAYERS := cli bpf unwinder report target tables
+
+SRCS_tables := $(wildcard tables/*.c)
+SRCS_target := $(wildcard target/*.c)
+SRCS_unwinder := $(wildcard unwinder/*.c)
+SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
+SRCS_report := $(wildcard report/*.c)
+SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
+TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
 objs = $(patsubst %.c,$(1)/%.o,$(2))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
-LIBS := $(BUILD)/libunwinder.a $(BUILD)/libtables.a
-ASAN_LIBS := $(ASAN)/libunwinder.a $(ASAN)/libtables.a
-# Unit tests link the cli modules too (everything but main).
-ASAN_CLI_LIB := $(ASAN)/libcli.a
+LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
+ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
+FUZZER := $(BUILD)/fuzz/fuzz_tables
 
-# Until cli/ has sources there is no dwleak to link; everything else builds.
-DWLEAK := $(if $(CLI_SRCS),dwleak)
-ASAN_DWLEAK := $(if $(CLI_SRCS),$(ASAN)/dwleak)
-# Until tables/ has sources the fuzzer has nothing to call; its test skips.
-FUZZER := $(if $(TABLES_SRCS),$(BUILD)/fuzz/fuzz_tables)
-
-all: $(LIBS) $(SKELS) $(DWLEAK)
-ifeq ($(CLI_SRCS),)
-	@echo "note: no cli/*.c yet, ./dwleak not built"
-endif
+all: $(LIBS) $(SKELS) dwleak
 
 # --- Release build ---
 
 $(BUILD)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# An archive with no members is valid; the rm keeps deleted sources out.
-$(BUILD)/libtables.a: $(call objs,$(BUILD),$(TABLES_SRCS))
-	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
-$(BUILD)/libunwinder.a: $(call objs,$(BUILD),$(UNWINDER_SRCS))
-	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+# One archive per layer, release and ASan/UBSan.  An archive with no
+# members is valid; the rm keeps deleted sources out.
+define layer_lib
+$(1)/libdwleak_$(2).a: $$(call objs,$(1),$$(SRCS_$(2)))
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer_lib,$(ASAN),$(l))))
 
-dwleak: $(call objs,$(BUILD),$(CLI_SRCS)) $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $(call objs,$(BUILD),$(CLI_SRCS)) $(LIBS) $(LDLIBS)
+dwleak: $(BUILD)/cli/main.o $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
@@ -94,30 +103,29 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp
 	mv $@.tmp $@
 
+# Instructions per BPF program and global function (symbol size / 8): a
+# change to the kernel side that only moves code keeps every count.
+bpf-insns: $(BPF_OBJS)
+	@for o in $^; do \
+		echo "$$o:"; \
+		llvm-objdump -t $$o | while read -r _ _ type sec size name; do \
+			[ "$$type" = F ] && printf '  %-20s %-18s %6d\n' "$$name" "$$sec" $$((0x$$size / 8)); \
+		done; \
+	done; true
+
 # --- ASan/UBSan build for the tests ---
 
 $(ASAN)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(ASAN)/libtables.a: $(call objs,$(ASAN),$(TABLES_SRCS))
-	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
-$(ASAN)/libunwinder.a: $(call objs,$(ASAN),$(UNWINDER_SRCS))
-	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+$(ASAN)/dwleak: $(ASAN)/cli/main.o $(ASAN_LIBS)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIBS) $(LDLIBS)
 
-$(ASAN)/dwleak: $(call objs,$(ASAN),$(CLI_SRCS)) $(ASAN_LIBS)
-	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $(call objs,$(ASAN),$(CLI_SRCS)) $(ASAN_LIBS) $(LDLIBS)
-
-# Each tests/unit/test_NAME.c is one test program.
-$(ASAN_CLI_LIB): $(call objs,$(ASAN),$(filter-out cli/main.c,$(CLI_SRCS)))
+# Each tests/unit/test_NAME.c is one test program; it may use every layer.
+$(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
-
-$(ASAN)/tests/%: tests/unit/%.c $(ASAN_CLI_LIB) $(ASAN_LIBS) | $(SKELS)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -I cli -MMD -MP -MF $@.d -o $@ $< $(ASAN_CLI_LIB) $(ASAN_LIBS) $(LDLIBS)
+	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
 
 # --- Test programs ---
 
@@ -128,7 +136,7 @@ testdata:
 
 $(BUILD)/fuzz/fuzz_tables: tests/fuzz/fuzz_tables.c $(TABLES_SRCS) $(wildcard tables/*.h)
 	@mkdir -p $(@D)
-	$(CLANG) $(CPPFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
+	$(CLANG) $(INC_tables) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
 		tests/fuzz/fuzz_tables.c $(TABLES_SRCS) $(LDLIBS)
 
 # Seed corpus: small real ELF files and damaged copies of them.
@@ -143,16 +151,16 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN_DWLEAK) $(UNIT_BINS) testdata fuzz-build
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build
 
 check: check-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/run.sh
 
 # --- Benchmarks ---
 
-$(BUILD)/bench/bench_tables: bench/bench_tables.c $(BUILD)/libtables.a
+$(BUILD)/bench/bench_tables: bench/bench_tables.c $(BUILD)/libdwleak_tables.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/libtables.a $(LDLIBS)
+	$(CC) $(INC_tables) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(BUILD)/libdwleak_tables.a $(LDLIBS)
 
 bench-tables: $(BUILD)/bench/bench_tables testdata
 	$(BUILD)/bench/bench_tables $(BENCH_ARGS)
@@ -179,23 +187,23 @@ $(BUILD)/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bench -c -o $@ $<
 
-BENCH_LOADER_SRCS := cli/attach.c unwinder/elf_symbols.c
+BENCH_LOADER_SRCS := bpf/attach.c target/elf_symbols.c
 $(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost: $(BUILD)/bench/%: bench/%.c $(BENCH_LOADER_SRCS) \
-		cli/attach.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
-	$(CC) -O2 -Wall -Wextra -Werror -I cli -I unwinder -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
+		bpf/attach.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
+	$(CC) -O2 -Wall -Wextra -Werror -I bpf -I target -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
 		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf) -lpthread
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
 	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
-bench-malloc: $(BUILD)/bench/malloc_bench $(DWLEAK)
+bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
 # memory, stack quality, the cost of each BPF operation; writes
 # bench/results.md (needs root; ~13 minutes).
-bench-all: $(BENCH_PROGS) $(DWLEAK) testdata
+bench-all: $(BENCH_PROGS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
 # bench-all after bench-tables, also with -j
@@ -212,7 +220,7 @@ clean:
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: all testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: all bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:

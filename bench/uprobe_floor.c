@@ -31,7 +31,7 @@
 #include "elf_symbols.h"
 #include "attach.h"
 
-/* attach_link_multi (cli/attach.c), saying what failed. */
+/* attach_link_multi (bpf/attach.c), saying what failed. */
 static int link_multi(struct bpf_program *prog, uint32_t type, const char *path, const uint64_t *offs, size_t n,
 		      bool ret, pid_t pid)
 {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The walker's guard against preempted probes (bpf/dwleak.bpf.c,
-# walker_enter; cli/preempt.c).  Uprobe programs run with preemption on;
+# walker_enter; bpf/preempt.c).  Uprobe programs run with preemption on;
 # where the kernel preempts kernel code, two probes could share a CPU's
 # walker buffers, so there dwleak counts the programs in and out and a
 # probe that finds them busy skips its walk (keeping the allocation, under

@@ -1,4 +1,4 @@
-/* cli/attach.c's run-time probes on the running kernel, for real: uprobe
+/* bpf/attach.c's run-time probes on the running kernel, for real: uprobe
  * multi links exist from Linux 6.6, run their program in every thread of
  * the process they were made for from 6.10, and sessions exist from 6.13.
  * On such a kernel each probe must say yes; a probe that wrongly said no

@@ -1,4 +1,4 @@
-/* cli/preempt.c's parsers on the texts each source really shows (debugfs
+/* bpf/preempt.c's parsers on the texts each source really shows (debugfs
  * sched/preempt, uname -v, /dev/kmsg records, /proc/cmdline, .config
  * lines), and which models the walker's buffers must be guarded under. */
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* Checks cli/symbolize.c against binutils' addr2line as the oracle: a small
+/* Checks report/symbolize.c against binutils' addr2line as the oracle: a small
  * C++ program with nested inlines is built at test time, copied stripped
  * (with a debuglink, in a build-id debug dir, with MiniDebugInfo, bare) and
  * every address of its functions must name the same frames as

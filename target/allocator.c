@@ -13,27 +13,13 @@
 #include "elf_symbols.h"
 #include "probe_site.h"
 
-static const char *const kind_names[ALLOC_KIND_COUNT] = {
-	[ALLOC_MALLOC] = "malloc",
-	[ALLOC_CALLOC] = "calloc",
-	[ALLOC_REALLOC] = "realloc",
-	[ALLOC_REALLOCARRAY] = "reallocarray",
-	[ALLOC_POSIX_MEMALIGN] = "posix_memalign",
-	[ALLOC_ALIGNED_ALLOC] = "aligned_alloc",
-	[ALLOC_MEMALIGN] = "memalign",
-	[ALLOC_VALLOC] = "valloc",
-	[ALLOC_PVALLOC] = "pvalloc",
-	[ALLOC_FREE] = "free",
-	[ALLOC_NEW] = "operator new",
-	[ALLOC_NEW_ARRAY] = "operator new[]",
-	[ALLOC_DELETE] = "operator delete",
-	[ALLOC_MALLOCX] = "mallocx",
-	[ALLOC_RALLOCX] = "rallocx",
-	[ALLOC_XALLOCX] = "xallocx",
-	[ALLOC_SDALLOCX] = "sdallocx",
-	[ALLOC_DALLOCX] = "dallocx",
-	[ALLOC_MMAP] = "mmap",
-};
+#define KIND_NAME(e, name, frees) [e] = name,
+static const char *const kind_names[ALLOC_KIND_COUNT] = { ALLOC_KIND_LIST(KIND_NAME) };
+#undef KIND_NAME
+
+#define KIND_FREES(e, name, frees) [e] = frees,
+static const bool kind_frees[ALLOC_KIND_COUNT] = { ALLOC_KIND_LIST(KIND_FREES) };
+#undef KIND_FREES
 
 const char *alloc_kind_name(uint32_t kind)
 {
@@ -42,8 +28,7 @@ const char *alloc_kind_name(uint32_t kind)
 
 bool alloc_kind_frees(uint32_t kind)
 {
-	return kind == ALLOC_FREE || kind == ALLOC_DELETE || kind == ALLOC_SDALLOCX ||
-	       kind == ALLOC_DALLOCX;
+	return kind < ALLOC_KIND_COUNT && kind_frees[kind];
 }
 
 struct func_name {

@@ -1,10 +1,11 @@
 /* Layouts shared by the BPF program (bpf/dwleak.bpf.c) and user space
- * (unwinder/, cli/): map keys and values, events, counters and limits.
+ * (bpf/, unwinder/, cli/): map keys and values, events, counters and limits.
  * Fixed-width types only; every struct's size is asserted. */
 #ifndef DWLEAK_SHARED_H
 #define DWLEAK_SHARED_H
 
-#include "../tables/unwind_format.h"
+#include "alloc_kind.h"
+#include "unwind_format.h"
 
 /* --- Limits ---------------------------------------------------------- */
 
@@ -53,30 +54,7 @@ enum preempt_guard {
 _Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
 	       "binary search must cover a full page of rows");
 
-/* --- Allocator functions -------------------------------------------- */
-
-enum alloc_kind {
-	ALLOC_MALLOC = 0,
-	ALLOC_CALLOC,
-	ALLOC_REALLOC,
-	ALLOC_REALLOCARRAY,
-	ALLOC_POSIX_MEMALIGN,
-	ALLOC_ALIGNED_ALLOC,
-	ALLOC_MEMALIGN,
-	ALLOC_VALLOC,
-	ALLOC_PVALLOC,
-	ALLOC_FREE,
-	ALLOC_NEW,	   /* operator new, every variant: size is the first argument */
-	ALLOC_NEW_ARRAY,   /* operator new[] */
-	ALLOC_DELETE,	   /* operator delete / delete[], every variant: free-like */
-	ALLOC_MALLOCX,	   /* jemalloc mallocx(size, flags) */
-	ALLOC_RALLOCX,	   /* jemalloc rallocx(ptr, size, flags): moves like realloc */
-	ALLOC_XALLOCX,	   /* jemalloc xallocx(ptr, size, extra, flags): resizes in place */
-	ALLOC_SDALLOCX,	   /* jemalloc sdallocx(ptr, size, flags): free-like */
-	ALLOC_DALLOCX,	   /* jemalloc dallocx(ptr, flags): free-like */
-	ALLOC_MMAP,	   /* --mmap: an anonymous mmap made outside the allocator */
-	ALLOC_KIND_COUNT,
-};
+/* --- Allocator functions (enum alloc_kind: alloc_kind.h) ------------- */
 
 /* A probe's attach cookie: the function's kind in the low byte and its
  * size (st_size) above, so a call made from inside a pending allocator

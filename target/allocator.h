@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dwleak.h"
+#include "alloc_kind.h"
 
 /* Functions probed in one object; aliases (one address, several names)
  * appear once, under the first name of dwleak's list. */
