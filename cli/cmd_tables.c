@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmd_tables.h"
+#include "options.h"
 #include "debug_file.h"
 #include "symbolize.h"
 #include "table.h"
@@ -20,7 +21,6 @@
 #include "table_verify.h"
 
 #define EXIT_MISMATCH 1
-#define EXIT_USAGE 2
 #define RULE_TEXT_MAX 128
 #define MISMATCHES_SHOWN 50 /* per object; the summary line counts them all */
 
@@ -272,11 +272,6 @@ out:
 	return status;
 }
 
-static void usage_error(const char *msg)
-{
-	fprintf(stderr, "dwleak tables: %s\nTry 'dwleak tables --help' for more information.\n", msg);
-}
-
 /* Parses options into ENV; returns -1 to go on, else an exit status. */
 static int options_parse(struct tables_env *env, int argc, char **argv)
 {
@@ -293,8 +288,9 @@ static int options_parse(struct tables_env *env, int argc, char **argv)
 			env->debug_file = optarg;
 			break;
 		case OPT_DEBUG_DIR:
-			if (debug_dirs_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
-				return EXIT_USAGE;
+			if (debug_dir_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
+				return usage_error("dwleak tables", "--debug-dir '%s': give a directory whose "
+						   "name is not empty and has no ':'", optarg);
 			break;
 		case OPT_NO_CACHE:
 			env->no_cache = true;
@@ -303,19 +299,14 @@ static int options_parse(struct tables_env *env, int argc, char **argv)
 			fputs(tables_usage, stdout);
 			return 0;
 		default:
-			fprintf(stderr, "dwleak tables: unknown option or missing argument '%s'\n"
-				"Try 'dwleak tables --help' for more information.\n", argv[optind - 1]);
-			return EXIT_USAGE;
+			return usage_error("dwleak tables", "unknown option or missing argument '%s'",
+					   argv[optind - 1]);
 		}
 	}
-	if (optind >= argc) {
-		usage_error("no FILE given");
-		return EXIT_USAGE;
-	}
-	if (env->debug_file && argc - optind > 1) {
-		usage_error("--debug-file applies to a single FILE");
-		return EXIT_USAGE;
-	}
+	if (optind >= argc)
+		return usage_error("dwleak tables", "%s", "no FILE given");
+	if (env->debug_file && argc - optind > 1)
+		return usage_error("dwleak tables", "%s", "--debug-file applies to a single FILE");
 	return -1;
 }
 

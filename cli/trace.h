@@ -1,13 +1,13 @@
-/* Tracing a process: the settings the command line gives, and the tracer
- * that attaches, polls and reports (trace.c). */
+/* Tracing a process: the settings the command line gives (cmd_trace.c
+ * parses them) and the tracer that attaches, polls and reports (trace.c). */
 #ifndef DWLEAK_TRACE_H
 #define DWLEAK_TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#define EXIT_LEAK 1
-#define EXIT_USAGE 2
+#include "options.h"
 
 /* Tracing settings, each with its default. */
 struct env {
@@ -15,7 +15,7 @@ struct env {
 	double duration_s;	  /* -d: 0 = until Ctrl-C, SIGTERM or the target exits */
 	double interval_s;	  /* -i: 0 = only the final report */
 	long top;		  /* -t: stacks per report, 0 = all (default 10) */
-	const char *unwind;	  /* --unwind: dwarf (default), fp or both */
+	uint32_t unwind;	  /* --unwind: enum unwind_mode (default dwarf) */
 	double min_age_s;	  /* --min-age: 0 = every outstanding allocation */
 	const char *format;	  /* --format: text (default), json, folded, pprof, svg */
 	const char *output;	  /* -o: NULL = stdout */
@@ -29,7 +29,17 @@ struct env {
 	size_t ndebug_dirs;
 	bool stats;		  /* --stats: print the walker's counters */
 	char **cmd;		  /* after --: command to start; NULL with -p */
+	/* environment knobs for tests and bench/ */
+	int uprobe_session;	  /* DWLEAK_UPROBE_SESSION: 1 or 0 forces; -1 = choose */
+	int preempt_guard;	  /* DWLEAK_PREEMPT_GUARD: enum preempt_guard; -1 = choose */
+	bool bench_no_walk;	  /* DWLEAK_BENCH_NO_WALK=1: no walks (bench/) */
 };
+
+/* Parses the trace command's ARGV into ENV (free with cmd_trace_free).
+ * Returns -1 to go on and trace, else the exit status to end with (0
+ * after --help, EXIT_USAGE after a message). */
+int cmd_trace_parse(struct env *env, int argc, char **argv);
+void cmd_trace_free(struct env *env);
 
 /* Runs a whole trace as ENV says; returns the process exit status. */
 int trace_run(const struct env *env);

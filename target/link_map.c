@@ -95,33 +95,6 @@ out:
 	return err;
 }
 
-size_t link_map_npreload(int pid)
-{
-	char path[64], *env = NULL, *p, *end;
-	size_t cap = 0, n = 0;
-	ssize_t len;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while ((len = getdelim(&env, &cap, 0, f)) > 0) {
-		if (strncmp(env, "LD_PRELOAD=", 11))
-			continue;
-		/* entries are separated by spaces or colons */
-		for (p = env + 11; *p; p = end) {
-			p += strspn(p, " :");
-			end = p + strcspn(p, " :");
-			n += end > p;
-		}
-		break;
-	}
-	free(env);
-	fclose(f);
-	return n;
-}
-
 void link_map_free(char **names)
 {
 	size_t i;

@@ -1,5 +1,5 @@
 /* A running process's objects in the dynamic linker's lookup order, read
- * from its r_debug link map (what debuggers use), and its LD_PRELOAD. */
+ * from its r_debug link map (what debuggers use). */
 #ifndef DWLEAK_LINK_MAP_H
 #define DWLEAK_LINK_MAP_H
 
@@ -14,9 +14,6 @@
  * Returns 0 or a negative errno.
  */
 int link_map_read(int pid, uint64_t r_debug, char ***names, size_t *n);
-
-/* How many objects PID's environment LD_PRELOADs (0 when none). */
-size_t link_map_npreload(int pid);
 
 void link_map_free(char **names);
 

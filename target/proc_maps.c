@@ -1,9 +1,12 @@
-/* /proc/PID/maps parser: which files a process runs code from, and where. */
+/* /proc/PID/maps parser: which files a process runs code from, and where;
+ * and where the bytes of a mapped file are opened (map_files). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proc_maps.h"
 
@@ -78,4 +81,55 @@ void proc_maps_free(struct proc_map *maps, size_t n)
 	for (i = 0; i < n; i++)
 		free(maps[i].path);
 	free(maps);
+}
+
+static char *map_files_path(int pid, const struct proc_map *m)
+{
+	char *p;
+
+	if (asprintf(&p, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		     (unsigned long long)m->end) < 0)
+		return NULL;
+	return p;
+}
+
+static char *root_path(int pid, const char *name)
+{
+	char *p;
+
+	if (asprintf(&p, "/proc/%d/root%s", pid, name) < 0)
+		return NULL;
+	return p;
+}
+
+char *proc_maps_file_path(int pid, const struct proc_map *maps, size_t n, const char *name,
+			  bool *replaced)
+{
+	static const char deleted[] = " (deleted)";
+	size_t len = strlen(name), i;
+
+	for (i = 0; i < n; i++) {
+		const char *p = maps[i].path;
+
+		if (strncmp(p, name, len) || (p[len] && strcmp(p + len, deleted)))
+			continue;
+		if (replaced)
+			*replaced = p[len] != 0;
+		return map_files_path(pid, &maps[i]);
+	}
+	return root_path(pid, name);
+}
+
+int proc_map_open(int pid, const struct proc_map *m)
+{
+	char *p = map_files_path(pid, m);
+	int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+
+	free(p);
+	if (fd >= 0 || m->path[0] != '/')
+		return fd;
+	p = root_path(pid, m->path);
+	fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	free(p);
+	return fd;
 }

@@ -206,83 +206,27 @@ char *target_which(const char *cmd)
 	return NULL;
 }
 
-static int paths_add(char ***paths, size_t *n, const char *p)
+int target_program_check(const char *prog, char **script)
 {
-	char **grown;
-	size_t i;
+	char head[256] = "";
+	ssize_t n = -1;
+	int fd = open(prog, O_RDONLY | O_CLOEXEC), err = 0;
 
-	for (i = 0; i < *n; i++)
-		if (!strcmp((*paths)[i], p))
-			return 0;
-	grown = realloc(*paths, (*n + 2) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	*paths = grown;
-	grown[*n] = strdup(p);
-	if (!grown[*n])
-		return -ENOMEM;
-	grown[++*n] = NULL;
-	return 0;
-}
-
-/* Parses one line of the loader's trace output: "name => /path (0x...)"
- * or "/path (0x...)". */
-static const char *trace_line_path(char *line)
-{
-	char *p = strstr(line, "=> "), *end;
-
-	p = p ? p + 3 : line;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p != '/')
-		return NULL;
-	end = strstr(p, " (0x");
-	if (end)
-		*end = 0;
-	return p;
-}
-
-int target_libs(const char *prog, char ***paths)
-{
-	char *cmd, *line = NULL;
-	size_t n = 0, cap = 0;
-	const char *p;
-	int err = 0;
-	FILE *f;
-
-	*paths = NULL;
-	err = paths_add(paths, &n, prog);
+	*script = NULL;
+	if (fd < 0)
+		return -errno;
+	n = read(fd, head, sizeof(head) - 1);
+	if (n < 0)
+		err = -errno;
+	close(fd);
 	if (err)
 		return err;
-	/* ldd runs the program's own loader in trace mode: no user code runs */
-	if (asprintf(&cmd, "ldd '%s' 2>/dev/null", prog) < 0)
-		return -ENOMEM;
-	f = popen(cmd, "re");
-	free(cmd);
-	if (!f)
-		return 0; /* a static program: only itself */
-	while (getline(&line, &cap, f) > 0) {
-		line[strcspn(line, "\n")] = 0;
-		p = trace_line_path(line);
-		if (p && access(p, R_OK) == 0) {
-			char *real = realpath(p, NULL);
-
-			err = paths_add(paths, &n, real ? real : p);
-			free(real);
-			if (err)
-				break;
-		}
+	if (n >= 4 && !memcmp(head, "\177ELF", 4))
+		return 0;
+	if (n >= 2 && head[0] == '#' && head[1] == '!') {
+		head[n] = 0;
+		head[strcspn(head, "\n")] = 0;
+		*script = strdup(head);
 	}
-	free(line);
-	pclose(f);
-	return err;
-}
-
-void target_libs_free(char **paths)
-{
-	size_t i;
-
-	for (i = 0; paths && paths[i]; i++)
-		free(paths[i]);
-	free(paths);
+	return -ENOEXEC;
 }

@@ -1,6 +1,5 @@
-/* The traced process: checking a pid, starting a command held just before
- * its execve (so probes are in place for its first instruction), and
- * finding the libraries and allocator it uses. */
+/* The traced process: checking a pid, and starting a command held just
+ * before its execve (so probes are in place for its first instruction). */
 #ifndef DWLEAK_TARGET_H
 #define DWLEAK_TARGET_H
 
@@ -38,12 +37,13 @@ void target_abort(struct target *t);
 void target_free(struct target *t);
 
 /*
- * Lists the shared libraries PROG will load (as ldd does, through the
- * dynamic loader's trace mode), plus PROG itself and its interpreter.
- * *PATHS is a malloc'd, NULL-terminated array of malloc'd strings.
+ * Checks that PROG (a resolved path) is an ELF program, which dwleak --
+ * CMD can probe from its first instruction: a script would only exec its
+ * interpreter later.  Returns 0; -ENOEXEC when it is not ELF, with
+ * *SCRIPT set to its "#!..." first line (malloc'd) when it is a script,
+ * else NULL; or -errno when it cannot be read.
  */
-int target_libs(const char *prog, char ***paths);
-void target_libs_free(char **paths);
+int target_program_check(const char *prog, char **script);
 
 /* Resolves CMD like execvp would (PATH search); malloc'd, or NULL. */
 char *target_which(const char *cmd);

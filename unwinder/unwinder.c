@@ -206,26 +206,6 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Opens the bytes a mapping really maps: map_files survives the file being
- * deleted or replaced; root/ reaches into the target's mount namespace. */
-static int open_mapping(int pid, const struct proc_map *m)
-{
-	char *p;
-	int fd;
-
-	if (asprintf(&p, "/proc/%d/map_files/%lx-%lx", pid, m->start, m->end) < 0)
-		return -1;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	if (fd >= 0 || m->path[0] != '/')
-		return fd;
-	if (asprintf(&p, "/proc/%d/root%s", pid, m->path) < 0)
-		return -1;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	return fd;
-}
-
 int unwinder_add_process(struct unwinder *u, int pid)
 {
 	struct proc_map *maps;
@@ -243,7 +223,7 @@ int unwinder_add_process(struct unwinder *u, int pid)
 		key.ino = maps[i].ino;
 		if (unwinder_find(u, &key))
 			continue;
-		err = unwinder_add(u, &key, maps[i].path, open_mapping(pid, &maps[i]), NULL);
+		err = unwinder_add(u, &key, maps[i].path, proc_map_open(pid, &maps[i]), NULL);
 		if (err)
 			break;
 	}

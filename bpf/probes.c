@@ -1,0 +1,478 @@
+/* The user side of dwleak's BPF programs: the skeleton's one includer.
+ * Phases, each a function: choose how to probe (probe_mode_choose,
+ * guard_choose), open and configure (settings_apply: rodata and map
+ * sizes), load, attach (allocator functions, the --mmap tracepoints, the
+ * dynamic linker's hook), then poll the two ring buffers into the
+ * caller's callbacks, and read the stacks, counters and mappings the
+ * reports are built from. */
+#define _GNU_SOURCE
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "attach.h"
+#include "dwleak.skel.h"
+#include "probes.h"
+#include "unwinder.h"
+
+/* Map sizes.  Rows and rules get room for libraries loaded after attach;
+ * what still does not fit is counted (unwinder_stats.dropped_full). */
+#define ROWS_MIN (1u << 21)
+#define RULES_MIN (1u << 16)
+#define STACKS_MAX (1u << 14)
+/* The alloc_events ring: 32 MiB holds ~800,000 records, a few tenths of a
+ * second of the fastest allocation loop; the reader is woken after the
+ * CPUs together wrote at most a quarter of it (ring_wake_records), and
+ * drains it on its own timer anyway. */
+#define ALLOC_RING_BYTES (32u << 20)
+
+struct probes {
+	struct dwleak_bpf *skel;
+	struct ring_buffer *rb;
+	struct probes_settings set;
+	struct dl_hook dl; /* set.dl points here */
+	struct probes_events ev;
+	struct attach_set links;
+	struct bpf_link *mmap_links[2];
+	struct probes_info info;
+	bool session; /* allocator entry and return as one uprobe session program */
+	uint32_t rows_cap, rules_cap;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBBPF_WARN && !getenv("DWLEAK_DEBUG"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/*
+ * How allocator calls are probed.  A uprobe session (Linux 6.13+) lets a
+ * call that needs nothing at its return (not sampled, or nested) cancel
+ * its return probe, but costs every probe a kfunc call to tell entry from
+ * return; without --sample-bytes nearly every call needs its return, so
+ * separate entry and return programs are cheaper.  settings.session forces
+ * the choice (DWLEAK_UPROBE_SESSION, for tests and bench/).  uprobe_multi
+ * links made with a pid run programs only in that process since Linux
+ * 6.12 (earlier, in any process sharing its mm), so from there the
+ * programs skip the check.
+ */
+static void probe_mode_choose(struct probes *p)
+{
+	bool multi = p->links.multi, want = p->set.session >= 0 ? p->set.session == 1 : p->set.sample_bytes > 0;
+	const char *why;
+
+	/* the session probe attaches and detaches a link (tens of ms): only
+	 * when sessions would be used */
+	p->session = multi && want && attach_session_supported();
+	if (!multi)
+		why = "no uprobe_multi in this kernel";
+	else if (want && !p->session)
+		why = "no uprobe sessions in this kernel";
+	else if (p->set.session == 0)
+		why = "DWLEAK_UPROBE_SESSION=0 (any value but 1)";
+	else if (p->set.session == 1)
+		why = "DWLEAK_UPROBE_SESSION=1: a call needing nothing at its return skips the return probe";
+	else if (want)
+		why = "--sample-bytes: an unsampled call skips the return probe";
+	else
+		why = "every call needs its return without --sample-bytes, and sessions cost each probe a kfunc call";
+	p->info.why = why;
+	p->info.mode = p->session ? "uprobe sessions"
+		       : multi	  ? "uprobe_multi entry and return probes"
+				  : "perf-event entry and return probes";
+	p->info.tgid_by_link = multi && kernel_at_least(6, 12);
+}
+
+/* Whether the programs must guard the walker's per-CPU buffers (see
+ * walker_enter in the kernel program): where the kernel may preempt them,
+ * unless settings.guard forces it (DWLEAK_PREEMPT_GUARD). */
+static void guard_choose(struct probes *p)
+{
+	preempt_info_read(&p->info.preempt);
+	p->info.guard = preempt_model_preempts_bpf(p->info.preempt.model) ? PREEMPT_GUARD_ON : PREEMPT_GUARD_OFF;
+	if (p->set.guard >= 0) {
+		p->info.guard = (enum preempt_guard)p->set.guard;
+		p->info.guard_forced = true;
+	}
+}
+
+/* Records per CPU between wakeups of the alloc_events reader: a power of
+ * two, so that all CPUs together fill at most a quarter of the ring with
+ * the largest records before the reader is woken. */
+static uint64_t ring_wake_records(void)
+{
+	int ncpu = libbpf_num_possible_cpus(); /* each counts its own records */
+	uint64_t n = ALLOC_RING_BYTES / 4 / (sizeof(struct alloc_event) + 8) / (uint64_t)(ncpu > 0 ? ncpu : 1);
+	uint64_t k = 1;
+
+	while (k * 2 <= n)
+		k *= 2;
+	return k;
+}
+
+/* The exponential distribution of mean N, as DWLEAK_SAMPLE_GAPS equally
+ * likely quantiles: the walker picks one at random for each gap between
+ * sample points. */
+static int sample_gaps_fill(int fd, double n)
+{
+	uint32_t i;
+	uint64_t gap;
+
+	for (i = 0; i < DWLEAK_SAMPLE_GAPS; i++) {
+		gap = (uint64_t)llround(-log((i + 0.5) / DWLEAK_SAMPLE_GAPS) * n);
+		if (bpf_map_update_elem(fd, &i, &gap, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+/* Rodata, which programs load, and map sizes: everything fixed at load. */
+static int settings_apply(struct probes *p)
+{
+	struct dwleak_bpf *s = p->skel;
+	uint64_t rows, rules;
+	int err;
+
+	/* one of the two ways to probe allocator calls is loaded */
+	bpf_program__set_autoload(s->progs.alloc_session, p->session);
+	bpf_program__set_autoload(s->progs.alloc_enter_any, !p->session);
+	bpf_program__set_autoload(s->progs.alloc_exit, !p->session);
+	if (p->session)
+		attach_prepare_session(s->progs.alloc_session);
+	attach_prepare(&p->links, s->progs.alloc_enter_any);
+	attach_prepare(&p->links, s->progs.alloc_exit);
+	attach_prepare(&p->links, s->progs.free_enter);
+	attach_prepare(&p->links, s->progs.dl_state);
+	/* the syscall tracepoints are loaded (and verified) only for --mmap */
+	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap);
+	bpf_program__set_autoload(s->progs.mmap_exit, p->set.mmap);
+	s->rodata->target_tgid = (uint32_t)p->set.pid;
+	s->rodata->sample_bytes = p->set.sample_bytes;
+	s->rodata->track_mmap = p->set.mmap;
+	s->rodata->alloc_ring_wake = ring_wake_records();
+	s->rodata->tgid_by_link = p->info.tgid_by_link;
+	s->rodata->guard_preempt = p->info.guard;
+	s->rodata->bench_no_walk = p->set.no_walk;
+	s->rodata->unwind_mode = p->set.unwind_mode;
+	if (p->dl.found) {
+		s->rodata->dl_state_vaddr = p->dl.state_vaddr;
+		s->rodata->r_debug_vaddr = p->dl.r_debug_vaddr;
+		s->rodata->stop_on_dl_state = p->set.stop_at_dl_state;
+	}
+	rows = p->set.rows * 2 > ROWS_MIN ? p->set.rows * 2 : ROWS_MIN;
+	rules = p->set.rules * 2 > RULES_MIN ? p->set.rules * 2 : RULES_MIN;
+	p->rows_cap = (uint32_t)rows;
+	p->rules_cap = (uint32_t)rules;
+	err = bpf_map__set_max_entries(s->maps.rows, p->rows_cap);
+	err = err ?: bpf_map__set_max_entries(s->maps.rules, p->rules_cap);
+	err = err ?: bpf_map__set_max_entries(s->maps.alloc_events, ALLOC_RING_BYTES);
+	err = err ?: bpf_map__set_max_entries(s->maps.stacks, STACKS_MAX);
+	return err;
+}
+
+static int on_alloc_record(void *ctx, void *data, size_t size)
+{
+	struct probes *p = ctx;
+
+	if (p->ev.record)
+		p->ev.record(p->ev.ctx, data, size);
+	return 0;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct probes *p = ctx;
+	const struct event *e = data;
+
+	if (size < sizeof(*e))
+		return 0;
+	if (e->type == EVENT_MMAP && size >= sizeof(struct mmap_event)) {
+		if (p->ev.mmap)
+			p->ev.mmap(p->ev.ctx, data);
+	} else if ((e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED) && p->ev.objects_changed) {
+		p->ev.objects_changed(p->ev.ctx, e->tgid, e->type == EVENT_MAPS_CHANGED && e->stopped);
+	}
+	return 0;
+}
+
+int probes_open(const struct probes_settings *s, const struct probes_events *ev, struct probes **out)
+{
+	struct probes *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->set = *s;
+	if (s->dl) {
+		p->dl = *s->dl;
+		p->dl.path = s->dl->path ? strdup(s->dl->path) : NULL;
+		if (s->dl->path && !p->dl.path) {
+			free(p);
+			return -ENOMEM;
+		}
+	}
+	p->set.dl = &p->dl;
+	p->ev = *ev;
+	libbpf_set_print(libbpf_print);
+	p->links.multi = attach_multi_supported();
+	probe_mode_choose(p);
+	guard_choose(p);
+	p->skel = dwleak_bpf__open();
+	err = p->skel ? settings_apply(p) : -errno;
+	err = err ?: dwleak_bpf__load(p->skel);
+	if (!err && s->sample_bytes)
+		err = sample_gaps_fill(bpf_map__fd(p->skel->maps.sample_gaps), (double)s->sample_bytes);
+	if (!err) {
+		p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
+		if (!p->rb ||
+		    ring_buffer__add(p->rb, bpf_map__fd(p->skel->maps.alloc_events), on_alloc_record, p))
+			err = -errno ?: -ENOMEM;
+	}
+	if (err) {
+		probes_close(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+void probes_unwinder_maps(const struct probes *p, struct unwinder_maps *out)
+{
+	const struct dwleak_bpf *s = p->skel;
+
+	*out = (struct unwinder_maps){
+		.tables = bpf_map__fd(s->maps.tables),
+		.pages = bpf_map__fd(s->maps.pages),
+		.rows = bpf_map__fd(s->maps.rows),
+		.rules = bpf_map__fd(s->maps.rules),
+		.rows_cap = p->rows_cap,
+		.rules_cap = p->rules_cap,
+		.pages_cap = bpf_map__max_entries(s->maps.pages),
+		.proc_maps = bpf_map__fd(s->maps.proc_maps),
+		.proc_maps_cur = bpf_map__fd(s->maps.proc_maps_cur),
+		.mappings = bpf_map__fd(s->maps.mappings),
+	};
+}
+
+/* One allocator object's probes: its returns (RETURNS), or its entries
+ * and frees.  The cookie tells the shared programs which function fired. */
+static int object_attach(struct probes *p, const struct alloc_object *o, bool returns)
+{
+	uint64_t offs[ALLOC_MAX_FUNCS], cookies[ALLOC_MAX_FUNCS];
+	uint64_t free_offs[ALLOC_MAX_FUNCS], free_cookies[ALLOC_MAX_FUNCS];
+	struct dwleak_bpf *s = p->skel;
+	pid_t pid = p->set.pid;
+	size_t i, n = 0, nf = 0;
+	int err = 0;
+
+	for (i = 0; i < o->nfuncs; i++) {
+		const struct alloc_func *f = &o->funcs[i];
+
+		if (alloc_kind_frees(f->kind)) {
+			free_offs[nf] = f->file_off + f->site_off;
+			free_cookies[nf++] = DWLEAK_COOKIE(f->kind, f->size);
+		} else {
+			offs[n] = f->file_off;
+			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size);
+		}
+	}
+	if (returns && p->session)
+		return n ? attach_session(&p->links, s->progs.alloc_session, o->path, pid, offs, cookies, n) : 0;
+	if (returns)
+		return n ? attach_uprobes(&p->links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true) : 0;
+	if (n && !p->session)
+		err = attach_uprobes(&p->links, s->progs.alloc_enter_any, o->path, pid, offs, cookies, n, false);
+	if (!err && nf)
+		err = attach_uprobes(&p->links, s->progs.free_enter, o->path, pid, free_offs, free_cookies, nf,
+				     false);
+	return err;
+}
+
+int probes_attach(struct probes *p, const struct allocator *a, char *what, size_t len, int *no_hook)
+{
+	const struct dl_hook *dl = p->set.dl;
+	size_t i;
+	int pass, err;
+
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < a->nobjs; i++) {
+			err = object_attach(p, &a->objs[i], pass == 0);
+			if (err) {
+				snprintf(what, len, "uprobes to %s", a->objs[i].name);
+				return err;
+			}
+		}
+	}
+	if (p->set.mmap) {
+		p->mmap_links[0] = bpf_program__attach(p->skel->progs.mmap_enter);
+		p->mmap_links[1] = p->mmap_links[0] ? bpf_program__attach(p->skel->progs.mmap_exit) : NULL;
+		if (!p->mmap_links[1]) {
+			snprintf(what, len, "the syscall tracepoints for --mmap (the kernel needs BTF raw tracepoints)");
+			return -errno;
+		}
+	}
+	if (no_hook)
+		*no_hook = 0;
+	if (dl->found && dl->state_off && dl->path) {
+		err = attach_uprobes(&p->links, p->skel->progs.dl_state, dl->path, p->set.pid, &dl->state_off, NULL,
+				     1, false);
+		if (err && no_hook)
+			*no_hook = err;
+	}
+	return 0;
+}
+
+int probes_poll(struct probes *p, int timeout_ms)
+{
+	return ring_buffer__poll(p->rb, timeout_ms);
+}
+
+void probes_drain(struct probes *p)
+{
+	ring_buffer__consume(p->rb);
+}
+
+int probes_stack(const struct probes *p, uint64_t id, struct stack_trace *out)
+{
+	if (id == DWLEAK_STACK_WALKER_BUSY || id == DWLEAK_STACK_NOT_WALKED)
+		return -ENOENT;
+	return bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stacks), &id, out) ? -ENOENT : 0;
+}
+
+void probes_counters(const struct probes *p, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(p->skel->maps.counters);
+	uint64_t *vals;
+	uint32_t k;
+	int c;
+
+	memset(out, 0, CNT_COUNT * sizeof(*out));
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	if (!vals)
+		return;
+	for (k = 0; k < CNT_COUNT; k++) {
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			continue;
+		for (c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+int probes_mappings(const struct probes *p, uint32_t tgid, struct probes_mapping **out, size_t *n)
+{
+	int fd = bpf_map__fd(p->skel->maps.mappings);
+	struct probes_mapping *arr = NULL, *g;
+	struct mapping_key key, next;
+	struct mapping_seen val;
+	size_t cnt = 0, cap = 0;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (key.tgid != tgid || bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			g = realloc(arr, cap * sizeof(*g));
+			if (!g) {
+				free(arr);
+				return -ENOMEM;
+			}
+			arr = g;
+		}
+		arr[cnt++] = (struct probes_mapping){ key.start, val.end, val.pgoff, val.file };
+	}
+	*out = arr;
+	*n = cnt;
+	return 0;
+}
+
+void probes_tables_changed(struct probes *p)
+{
+	__atomic_add_fetch(&p->skel->bss->rule_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+void probes_info(const struct probes *p, struct probes_info *out)
+{
+	*out = p->info;
+}
+
+void probes_close(struct probes *p)
+{
+	if (!p)
+		return;
+	attach_close(&p->links);
+	bpf_link__destroy(p->mmap_links[0]);
+	bpf_link__destroy(p->mmap_links[1]);
+	ring_buffer__free(p->rb);
+	dwleak_bpf__destroy(p->skel);
+	free(p->dl.path);
+	free(p);
+}
+
+static const char *const counter_names[CNT_COUNT] = {
+	[CNT_ALLOC_CALLS] = "alloc_calls",
+	[CNT_FREE_CALLS] = "free_calls",
+	[CNT_NESTED_CALLS] = "nested_calls",
+	[CNT_FAILED_ALLOCS] = "failed_allocs",
+	[CNT_FREE_UNKNOWN] = "frees_of_untracked",
+	[CNT_RING_FULL] = "alloc_events_lost",
+	[CNT_STACKS_FULL] = "stacks_map_full",
+	[CNT_PENDING_FULL] = "pending_calls_full",
+	[CNT_PENDING_LOST] = "returns_unmatched",
+	[CNT_REPLACED] = "allocs_replaced",
+	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
+	[CNT_MAPPINGS_FULL] = "mappings_map_full",
+	[CNT_RESIZED] = "allocs_resized",
+	[CNT_UNSAMPLED] = "allocs_not_sampled",
+	[CNT_MMAP_CALLS] = "mmap_calls",
+	[CNT_MMAP_IN_ALLOC] = "mmap_calls_in_allocator",
+	[CNT_FRAMES] = "frames_walked",
+	[CNT_RULE_CACHE_MISSES] = "rule_cache_misses",
+	[CNT_WALKS] = "walks",
+	[CNT_WALKS_MEMO] = "walks_remembered",
+	[CNT_STACK_READS] = "stack_reads",
+	[CNT_WALKER_BUSY] = "walks_skipped_walker_busy",
+	[CNT_FP_WALKS] = "fp_walks",
+	[CNT_FP_FRAMES] = "fp_frames_walked",
+	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",
+	[CNT_WALK_END_BASE + WALK_END_ZERO_RA] = "walks_ended_zero_ra",
+	[CNT_WALK_END_BASE + WALK_END_TRUNCATED] = "walks_truncated",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_MAPPING] = "walk_err_no_mapping",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_TABLE] = "walk_err_no_table",
+	[CNT_WALK_END_BASE + WALK_ERR_NO_FDE] = "walk_err_no_fde",
+	[CNT_WALK_END_BASE + WALK_ERR_UNSUPPORTED] = "walk_err_unsupported",
+	[CNT_WALK_END_BASE + WALK_ERR_READ] = "walk_err_read",
+	[CNT_WALK_END_BASE + WALK_ERR_RBP_UNKNOWN] = "walk_err_rbp_unknown",
+	[CNT_WALK_END_BASE + WALK_ERR_TRAMPOLINE] = "walk_err_trampoline",
+	[CNT_WALK_END_BASE + WALK_ERR_VMA_BUSY] = "walk_err_vma_busy",
+	[CNT_EVENTS_LOST] = "events_lost",
+};
+
+const char *probes_counter_name(unsigned int i)
+{
+	return i < CNT_COUNT ? counter_names[i] : NULL;
+}
+
+const char *probes_walk_end_reason(uint32_t end)
+{
+	switch (end) {
+	case WALK_ERR_NO_MAPPING: return "pc in no file-backed mapping (JIT or anonymous code)";
+	case WALK_ERR_NO_TABLE: return "no unwind table for this object";
+	case WALK_ERR_NO_FDE: return "no CFI for this pc";
+	case WALK_ERR_UNSUPPORTED: return "CFI rule the walker does not support";
+	case WALK_ERR_READ: return "stack memory unreadable";
+	case WALK_ERR_RBP_UNKNOWN: return "frame needs rbp, which was lost";
+	case WALK_ERR_TRAMPOLINE: return "another tool's uretprobe trampoline";
+	case WALK_ERR_VMA_BUSY: return "mapping lookup contended";
+	default: return NULL;
+	}
+}

@@ -1,0 +1,286 @@
+/* The report builder: aggregated stacks named frame by frame, with how
+ * each walk ended, growth, suppressions and the frame-pointer comparison. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "compare.h"
+#include "probes.h"
+#include "symbolize.h"
+
+struct report_frame *frame_arena_push(struct frame_arena *a)
+{
+	struct report_frame *g;
+
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 1024;
+
+		g = realloc(a->frames, cap * sizeof(*g));
+		if (!g)
+			return NULL;
+		a->frames = g;
+		a->cap = cap;
+	}
+	memset(&a->frames[a->n], 0, sizeof(a->frames[0]));
+	return &a->frames[a->n++];
+}
+
+int frame_arena_keep(struct frame_arena *a, struct sym_frame *f, size_t n)
+{
+	if (a->nres == a->capres) {
+		size_t cap = a->capres ? a->capres * 2 : 256;
+		struct sym_frame **s = realloc(a->syms, cap * sizeof(*s));
+		size_t *c = s ? realloc(a->nsyms, cap * sizeof(*c)) : NULL;
+
+		if (s)
+			a->syms = s;
+		if (c)
+			a->nsyms = c;
+		if (!s || !c) {
+			sym_frames_free(f, n);
+			return -ENOMEM;
+		}
+		a->capres = cap;
+	}
+	a->syms[a->nres] = f;
+	a->nsyms[a->nres++] = n;
+	return 0;
+}
+
+void frame_arena_free(struct frame_arena *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->nres; i++)
+		sym_frames_free(a->syms[i], a->nsyms[i]);
+	free(a->syms);
+	free(a->nsyms);
+	free(a->frames);
+	memset(a, 0, sizeof(*a));
+}
+
+void growth_free(struct growth *g)
+{
+	free(g->ids);
+	free(g->bytes);
+	memset(g, 0, sizeof(*g));
+}
+
+static double growth_of(const struct growth *g, uint64_t id, uint64_t bytes, double now)
+{
+	size_t i;
+
+	if (!g->t_prev || now <= g->t_prev)
+		return NAN;
+	for (i = 0; i < g->n; i++)
+		if (g->ids[i] == id)
+			return ((double)bytes - (double)g->bytes[i]) / (now - g->t_prev);
+	return (double)bytes / (now - g->t_prev);
+}
+
+static void growth_remember(struct growth *g, const struct ledger_stacks *t, double now)
+{
+	size_t i, k = 0;
+
+	growth_free(g);
+	g->ids = calloc(t->n + 1, sizeof(*g->ids));
+	g->bytes = calloc(t->n + 1, sizeof(*g->bytes));
+	if (!g->ids || !g->bytes)
+		return;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->slots[i].count)
+			continue;
+		g->ids[k] = t->slots[i].stack_id;
+		g->bytes[k++] = (int64_t)t->slots[i].bytes;
+	}
+	g->n = k;
+	g->t_prev = now;
+}
+
+void build_free(struct built *b)
+{
+	frame_arena_free(&b->arena);
+	free(b->stacks);
+	free(b->first_frame);
+	fp_summary_free(&b->fp);
+	free(b->supp);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Ends of stacks that have no walk_end: no frames at all. */
+#define END_NOT_STORED (-1)  /* stacks map full */
+#define END_WALKER_BUSY (-2) /* DWLEAK_STACK_WALKER_BUSY */
+#define END_NOT_WALKED (-3)  /* DWLEAK_STACK_NOT_WALKED */
+
+/* Appends the named frames of stack ID; its walk's end (or one of the
+ * END_* above) in *END. */
+static int frames_of(const struct stack_source *src, struct built *b, uint64_t id, int *end)
+{
+	struct stack_trace st;
+	uint32_t i;
+	int err;
+
+	*end = id == DWLEAK_STACK_WALKER_BUSY  ? END_WALKER_BUSY
+	       : id == DWLEAK_STACK_NOT_WALKED ? END_NOT_WALKED
+					       : END_NOT_STORED;
+	if (*end != END_NOT_STORED || src->walk(src->ctx, id, &st))
+		return 0;
+	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
+		err = src->name(src->ctx, &b->arena, st.pcs[i] & ~DWLEAK_FRAME_EXACT,
+				i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT));
+		if (err)
+			return err;
+	}
+	*end = st.end;
+	return 0;
+}
+
+static const char *end_reason(int end)
+{
+	switch (end) {
+	case END_WALKER_BUSY: return "skipped, a preempted probe held this CPU's walker buffers";
+	case END_NOT_WALKED: return "not walked (DWLEAK_BENCH_NO_WALK=1)";
+	case END_NOT_STORED: return "stack not stored (stacks map full)";
+	default: return probes_walk_end_reason((uint32_t)end);
+	}
+}
+
+static bool is_c_alloc(uint32_t kind)
+{
+	return kind == ALLOC_MALLOC || kind == ALLOC_ALIGNED_ALLOC || kind == ALLOC_MEMALIGN ||
+	       kind == ALLOC_POSIX_MEMALIGN;
+}
+
+static const char *kind_name(uint32_t kind)
+{
+#define KIND_NAME(e, name, frees) [e] = name,
+	static const char *const names[ALLOC_KIND_COUNT] = { ALLOC_KIND_LIST(KIND_NAME) };
+#undef KIND_NAME
+
+	return kind < ALLOC_KIND_COUNT ? names[kind] : "unknown";
+}
+
+static int stack_build(const struct build_opts *o, const struct stack_source *src, struct built *b,
+		       const struct ledger_stack *g, struct report_stack *rs, size_t *first)
+{
+	const struct report_frame *fr;
+	int err, end;
+
+	rs->bytes = o->sample_bytes ? (uint64_t)llround(g->est_bytes) : g->bytes;
+	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
+	rs->allocator = kind_name(g->kind);
+	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;
+	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, g->stack_id, g->bytes, o->now_s) : NAN;
+	rs->fp_divergence = -1;
+	first[0] = b->arena.n;
+	err = frames_of(src, b, g->stack_id, &end);
+	if (err)
+		return err;
+	fr = b->arena.frames + first[0];
+	/* libstdc++'s operator new is malloc's caller: C++ allocated it */
+	if (b->arena.n > first[0] + 1 && fr[1].function && !strncmp(fr[1].function, "operator new", 12) &&
+	    is_c_alloc(g->kind))
+		rs->allocator = kind_name(ALLOC_NEW);
+	rs->truncated = end == WALK_END_TRUNCATED;
+	rs->unwind_error = end_reason(end);
+	/* the dynamic linker runs initializers from _dl_start_user, hand-written
+	 * code without CFI: the root of those stacks, not a lost frame */
+	if (end == WALK_ERR_NO_FDE && b->arena.n > first[0] && b->arena.frames[b->arena.n - 1].function &&
+	    !strcmp(b->arena.frames[b->arena.n - 1].function, "_dl_start_user"))
+		rs->unwind_error = NULL;
+	first[1] = b->arena.n;
+	if (g->fp_stack_id && o->unwind_mode != UNWIND_MODE_FP) {
+		err = frames_of(src, b, g->fp_stack_id, &end);
+		rs->fp_complete = end == WALK_END_OK;
+	}
+	first[2] = b->arena.n;
+	return err;
+}
+
+/* Moves suppressed stacks out of the report, counting them per rule. */
+static int suppress_stacks(struct suppressions *supp, struct built *b)
+{
+	size_t i, k = 0, n = 0;
+
+	for (i = 0; i < supp->n; i++)
+		supp->rules[i].stacks = supp->rules[i].bytes = supp->rules[i].allocations = 0;
+	for (i = 0; i < b->r.nstacks; i++)
+		if (!suppressions_match(supp, &b->stacks[i]))
+			b->stacks[k++] = b->stacks[i];
+	b->r.nstacks = k;
+	b->supp = calloc(supp->n + 1, sizeof(*b->supp));
+	if (!b->supp)
+		return -ENOMEM;
+	for (i = 0; i < supp->n; i++) {
+		const struct supp_rule *r = &supp->rules[i];
+
+		if (r->stacks)
+			b->supp[n++] = (struct report_suppressed){ r->name, r->description, r->stacks, r->bytes,
+								   r->allocations };
+	}
+	b->r.suppressed = b->supp;
+	b->r.nsuppressed = n;
+	return 0;
+}
+
+/* Everything the counters say was lost on the way. */
+static uint64_t dropped_of(const uint64_t *c, uint64_t lost_records)
+{
+	return c[CNT_RING_FULL] + lost_records + c[CNT_STACKS_FULL] + c[CNT_PENDING_FULL] + c[CNT_EVENTS_LOST] +
+	       c[CNT_MAPPINGS_FULL];
+}
+
+int build_report(const struct ledger_stacks *t, const struct build_opts *o, const struct stack_source *src,
+		 struct built *b)
+{
+	size_t i, k = 0;
+	int err = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (o->counters)
+		memcpy(b->counters, o->counters, sizeof(b->counters));
+	b->stacks = calloc(t->n + 1, sizeof(*b->stacks));
+	b->first_frame = calloc(3 * (t->n + 1), sizeof(*b->first_frame));
+	if (!b->stacks || !b->first_frame)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->slots[i].count)
+			continue;
+		err = stack_build(o, src, b, &t->slots[i], &b->stacks[k], &b->first_frame[3 * k]);
+		if (err)
+			return err;
+		k++;
+	}
+	/* frames were appended to one growing array: point stacks in now */
+	for (i = 0; i < k; i++) {
+		const size_t *ff = &b->first_frame[3 * i];
+
+		b->stacks[i].frames = b->arena.frames + ff[0];
+		b->stacks[i].nframes = ff[1] - ff[0];
+		b->stacks[i].fp_frames = b->arena.frames + ff[1];
+		b->stacks[i].nfp_frames = ff[2] - ff[1];
+	}
+	b->r.pid = o->pid;
+	b->r.command = o->command;
+	b->r.unwind = o->unwind_name;
+	b->r.duration_s = o->duration_s;
+	b->r.sample_bytes = o->sample_bytes;
+	b->r.stacks = b->stacks;
+	b->r.nstacks = k;
+	if (o->supp && (err = suppress_stacks(o->supp, b)))
+		return err;
+	report_totals_from_stacks(&b->r);
+	if (o->unwind_mode == UNWIND_MODE_BOTH && (err = fp_compare(&b->r, &b->fp)))
+		return err;
+	b->r.totals.dropped_events = dropped_of(b->counters, o->lost_records);
+	if (o->counter_names) {
+		b->r.counter_names = o->counter_names;
+		b->r.counter_values = b->counters;
+		b->r.ncounters = CNT_COUNT;
+	}
+	if (o->growth)
+		growth_remember(o->growth, t, o->now_s);
+	return 0;
+}

@@ -1,0 +1,95 @@
+/* The report builder: the ledger's stacks -> a struct report the writers
+ * take.  It names every walked frame through a stack_source (the live
+ * trace's BPF maps and symbolizer, or a unit test's fake walks), says how
+ * each walk ended, and applies growth since the previous report,
+ * suppressions and the frame-pointer comparison. */
+#ifndef DWLEAK_BUILD_H
+#define DWLEAK_BUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwleak.h"
+#include "ledger.h"
+#include "report.h"
+#include "suppress.h"
+
+struct sym_frame;
+
+/* A growing array of report frames, and the symbolizer results whose
+ * strings they borrow (freed with the arena). */
+struct frame_arena {
+	struct report_frame *frames; /* every frame of every stack */
+	size_t n, cap;
+	struct sym_frame **syms;
+	size_t *nsyms;
+	size_t nres, capres;
+};
+
+/* A new zeroed frame at the end of A (valid until the next push), or NULL. */
+struct report_frame *frame_arena_push(struct frame_arena *a);
+/* Hands the N frames F (from sym_module_resolve) to A, which frees them. */
+int frame_arena_keep(struct frame_arena *a, struct sym_frame *f, size_t n);
+void frame_arena_free(struct frame_arena *a);
+
+/* Where walks and names come from. */
+struct stack_source {
+	void *ctx;
+	/* the walk stored under ID: 0, or -ENOENT when it is not stored */
+	int (*walk)(void *ctx, uint64_t id, struct stack_trace *out);
+	/* appends the frames of runtime address PC to A (several when debug
+	 * information describes inlined calls); RETURN_ADDR: PC is a return
+	 * address, named by its call.  Returns 0 or -ENOMEM. */
+	int (*name)(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr);
+};
+
+/* Bytes per stack at the previous --interval report, for growth; owned by
+ * the caller across reports (zeroed to start; growth_free at the end). */
+struct growth {
+	uint64_t *ids;
+	int64_t *bytes;
+	size_t n;
+	double t_prev;
+};
+
+void growth_free(struct growth *g);
+
+struct build_opts {
+	int pid;
+	const char *command;
+	uint32_t unwind_mode;	/* enum unwind_mode */
+	const char *unwind_name; /* "dwarf", "fp" or "both", for the report */
+	uint64_t sample_bytes;	/* the stacks hold estimates */
+	double now_s;		/* CLOCK_MONOTONIC seconds of this report */
+	uint64_t now_ns;	/* the same, in ns (ages) */
+	double duration_s;	/* traced so far */
+	struct growth *growth;	/* --interval: growth since the last report; NULL = none */
+	struct suppressions *supp;   /* NULL = none; its rule counts are reset and refilled */
+	const uint64_t *counters;    /* CNT_COUNT values, or NULL */
+	const char *const *counter_names; /* CNT_COUNT names for the report */
+	uint64_t lost_records;	/* records the ledger could not apply (out of memory) */
+};
+
+struct built {
+	struct report r;
+	struct report_stack *stacks;
+	struct frame_arena arena;
+	size_t *first_frame; /* per stack: 3 indexes into arena.frames (frames, fp_frames, end) */
+	struct report_fp_summary fp;
+	struct report_suppressed *supp;
+	uint64_t counters[CNT_COUNT];
+};
+
+/*
+ * Builds into B (free with build_free, also after an error) the report of
+ * the aggregated STACKS, naming frames through SRC as O says.  Every
+ * string B->r holds is owned by B or borrowed from O and SRC, which must
+ * outlive it.  Returns 0 or -ENOMEM.
+ */
+int build_report(const struct ledger_stacks *stacks, const struct build_opts *o, const struct stack_source *src,
+		 struct built *b);
+
+void build_free(struct built *b);
+
+#endif

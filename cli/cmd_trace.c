@@ -1,0 +1,236 @@
+/* The trace command's command line (dwleak -p PID / dwleak -- CMD): the
+ * options of SPEC.md and the environment knobs, parsed once into a
+ * struct env for the tracer. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dwleak.h"
+#include "options.h"
+#include "trace.h"
+
+#define DWLEAK_VERSION "0.1.0"
+
+enum trace_opt_key {
+	OPT_UNWIND = 0x100,
+	OPT_MIN_AGE,
+	OPT_FORMAT,
+	OPT_MMAP,
+	OPT_SAMPLE_BYTES,
+	OPT_DEBUG_DIR,
+	OPT_FAIL_ON_LEAK,
+	OPT_SUPPRESSIONS,
+	OPT_VERSION,
+	OPT_STATS,
+	OPT_NO_DEFAULT_SUPP,
+};
+
+static const struct option trace_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "top", required_argument, NULL, 't' },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "mmap", no_argument, NULL, OPT_MMAP },
+	{ "sample-bytes", required_argument, NULL, OPT_SAMPLE_BYTES },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "fail-on-leak", optional_argument, NULL, OPT_FAIL_ON_LEAK },
+	{ "suppressions", required_argument, NULL, OPT_SUPPRESSIONS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char trace_usage[] =
+	"Usage: dwleak -p PID [OPTIONS]            trace a running process (all its threads)\n"
+	"       dwleak [OPTIONS] -- CMD [ARG...]   start CMD and trace it from its first instruction\n"
+	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
+	"       dwleak symbolize [--debug-dir DIR] REPORT.json\n"
+	"                                          name a JSON report's frames from debug files\n"
+	"\n"
+	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
+	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
+	"frame pointers, recompilation or restart needed).\n"
+	"\n"
+	"  -p, --pid PID            trace this process\n"
+	"  -d, --duration SEC       stop after SEC seconds (default: Ctrl-C or target exit)\n"
+	"  -i, --interval SEC       also print a report every SEC seconds\n"
+	"  -t, --top N              stacks per report (default 10; 0 = all)\n"
+	"      --unwind MODE        dwarf (default), fp, or both (compare the two)\n"
+	"      --min-age SEC        count only allocations at least SEC seconds old\n"
+	"      --format FMT         text (default), json, folded, pprof or svg\n"
+	"  -o, --output FILE        write the final report to FILE\n"
+	"      --mmap               also track anonymous mmap/munmap\n"
+	"      --sample-bytes N     sample allocations, one per N bytes on average (0 = all,\n"
+	"                           default); bytes and counts become unbiased estimates whose\n"
+	"                           relative error for a stack of B bytes is about sqrt(N/B);\n"
+	"                           the cheap way to watch a busy process: calls not sampled\n"
+	"                           are not walked and, on Linux 6.13+ (uprobe sessions),\n"
+	"                           skip their return probe\n"
+	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
+	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0)\n"
+	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
+	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
+	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
+	"      --stats              also print the walker's counters (why walks stopped)\n"
+	"  -h, --help               show this help\n"
+	"      --version            show the version\n"
+	"\n"
+	"Examples:\n"
+	"  dwleak -p 1234 -d 30                    30 seconds of a running server\n"
+	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
+	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
+	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
+	"\n"
+	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
+	"loading fails); DWLEAK_UPROBE_SESSION=1 or 0 probes allocator calls with uprobe\n"
+	"sessions or with entry and return probes (default: sessions with --sample-bytes,\n"
+	"where they pay off, on Linux 6.13+); DWLEAK_PREEMPT_GUARD=1 or 0 forces on or\n"
+	"off the guard that keeps probes preempted mid-walk (preempt=full or lazy\n"
+	"kernels) from sharing a CPU's walker buffers; --stats says which was chosen.\n"
+	"\n"
+	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error.\n";
+
+static int trace_usage_error(const char *fmt, const char *arg)
+{
+	return usage_error("dwleak", fmt, arg);
+}
+
+/* Applies one option C (argument ARG) to ENV; 0 or an exit status. */
+static int option_apply(struct env *env, int c, const char *arg)
+{
+	static const char *const formats[] = { "text", "json", "folded", "pprof", "svg", NULL };
+	long long v;
+	size_t i;
+
+	switch (c) {
+	case 'p':
+		if (parse_count(arg, 1, INT_MAX, &v))
+			return trace_usage_error("invalid pid '%s'", arg);
+		env->pid = (long)v;
+		return 0;
+	case 'd':
+		return parse_seconds(arg, &env->duration_s) ? trace_usage_error("invalid duration '%s'", arg) : 0;
+	case 'i':
+		return parse_seconds(arg, &env->interval_s) ? trace_usage_error("invalid interval '%s'", arg) : 0;
+	case OPT_MIN_AGE:
+		return parse_seconds(arg, &env->min_age_s) ? trace_usage_error("invalid --min-age '%s'", arg) : 0;
+	case 't':
+		if (parse_count(arg, 0, INT_MAX, &v))
+			return trace_usage_error("invalid --top '%s'", arg);
+		env->top = (long)v;
+		return 0;
+	case OPT_UNWIND:
+		return unwind_mode_parse(arg, &env->unwind)
+			       ? trace_usage_error("--unwind takes dwarf, fp or both, not '%s'", arg)
+			       : 0;
+	case OPT_FORMAT:
+		env->format = arg;
+		for (i = 0; formats[i]; i++)
+			if (!strcmp(arg, formats[i]))
+				return 0;
+		return trace_usage_error("unknown --format '%s'", arg);
+	case OPT_SAMPLE_BYTES:
+		return parse_count(arg, 0, LLONG_MAX, &env->sample_bytes)
+			       ? trace_usage_error("invalid --sample-bytes '%s'", arg)
+			       : 0;
+	case OPT_FAIL_ON_LEAK:
+		env->fail_on_leak = true;
+		if (arg && parse_count(arg, 0, LLONG_MAX, &env->fail_bytes))
+			return trace_usage_error("invalid --fail-on-leak '%s'", arg);
+		return 0;
+	case 'o':
+		env->output = arg;
+		return 0;
+	case OPT_SUPPRESSIONS:
+		env->suppressions = arg;
+		return 0;
+	case OPT_MMAP:
+		env->mmap = true;
+		return 0;
+	case OPT_DEBUG_DIR:
+		if (debug_dir_add(&env->debug_dirs, &env->ndebug_dirs, arg))
+			return trace_usage_error("--debug-dir '%s': give a directory whose name is not empty and "
+						 "has no ':'", arg);
+		return 0;
+	case OPT_STATS:
+		env->stats = true;
+		return 0;
+	case OPT_NO_DEFAULT_SUPP:
+		env->no_default_suppressions = true;
+		return 0;
+	default:
+		return trace_usage_error("%s", "unknown option");
+	}
+}
+
+/* The environment knobs for tests and bench/, read once.  Returns 0 or an
+ * exit status. */
+static int env_knobs_read(struct env *env)
+{
+	const char *session = getenv("DWLEAK_UPROBE_SESSION");
+	const char *guard = getenv("DWLEAK_PREEMPT_GUARD");
+	const char *no_walk = getenv("DWLEAK_BENCH_NO_WALK");
+
+	env->uprobe_session = session ? !strcmp(session, "1") : -1;
+	env->bench_no_walk = no_walk && !strcmp(no_walk, "1");
+	env->preempt_guard = -1;
+	if (!guard || !*guard)
+		return 0;
+	if (!strcmp(guard, "0"))
+		env->preempt_guard = PREEMPT_GUARD_OFF;
+	else if (!strcmp(guard, "1"))
+		env->preempt_guard = PREEMPT_GUARD_ON;
+	else if (!strcmp(guard, "busy"))
+		env->preempt_guard = PREEMPT_GUARD_BUSY;
+	else {
+		fprintf(stderr, "dwleak: DWLEAK_PREEMPT_GUARD=%s: want 0, 1 or busy\n", guard);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+int cmd_trace_parse(struct env *env, int argc, char **argv)
+{
+	int c, ret;
+
+	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = "text" };
+	opterr = 0; /* reported below, with the usual hint */
+	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", trace_options, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(trace_usage, stdout);
+			return 0;
+		}
+		if (c == OPT_VERSION) {
+			printf("dwleak %s\n", DWLEAK_VERSION);
+			return 0;
+		}
+		if (c == '?')
+			return trace_usage_error("unknown option or missing argument '%s'", argv[optind - 1]);
+		ret = option_apply(env, c, optarg);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		env->cmd = &argv[optind];
+	if (!env->pid == !env->cmd)
+		return trace_usage_error("%s", env->pid ? "give either -p PID or -- CMD, not both"
+							: "nothing to trace: give -p PID or -- CMD");
+	ret = env_knobs_read(env);
+	return ret ? ret : -1;
+}
+
+void cmd_trace_free(struct env *env)
+{
+	free(env->debug_dirs);
+	env->debug_dirs = NULL;
+}

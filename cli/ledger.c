@@ -1,0 +1,170 @@
+/* The ledger of outstanding allocations: ring records applied in the
+ * order the probes wrote them, and aggregation by stack. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+
+void ledger_record(struct ledger *l, const void *data, size_t size)
+{
+	const struct alloc_event *a = data;
+	const struct free_event *f = data;
+
+	if (size < sizeof(*f))
+		return;
+	if (f->type == AEV_FREE) {
+		alloc_table_remove(&l->allocs, f->addr);
+		return;
+	}
+	if (size < sizeof(*a))
+		return;
+	if (a->type == AEV_RESIZE) {
+		alloc_table_resize(&l->allocs, a->addr, a->size);
+	} else if (a->type == AEV_ALLOC) {
+		struct alloc_rec r = {
+			.addr = a->addr,
+			.size = a->size,
+			.stack_id = a->stack_id,
+			.fp_stack_id = a->fp_stack_id,
+			.ts = l->now_ns,
+			.kind = a->kind,
+		};
+
+		if (alloc_table_add(&l->allocs, &r))
+			l->oom++;
+	}
+}
+
+void ledger_mmap(struct ledger *l, const struct mmap_event *m)
+{
+	int err = 0;
+
+	if (m->op == MMAP_OP_MAP)
+		err = mmap_regions_map(&l->regions, m->addr, m->len, m->stack_id, m->fp_stack_id, m->ts);
+	else if (m->op == MMAP_OP_UNMAP)
+		err = mmap_regions_unmap(&l->regions, m->addr, m->len);
+	else if (m->op == MMAP_OP_REMAP)
+		err = mmap_regions_remap(&l->regions, m->addr, m->len, m->new_addr, m->new_len);
+	if (err && !l->mmap_err)
+		l->mmap_err = err;
+}
+
+void ledger_free(struct ledger *l)
+{
+	alloc_table_free(&l->allocs);
+	mmap_regions_free(&l->regions);
+}
+
+static size_t slot_of(uint64_t id, uint64_t fp_id, size_t cap)
+{
+	return (id ^ fp_id) & (cap - 1);
+}
+
+static int stacks_grow(struct ledger_stacks *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024, i, j;
+	struct ledger_stack *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++) {
+		if (!t->slots[i].count)
+			continue;
+		for (j = slot_of(t->slots[i].stack_id, t->slots[i].fp_stack_id, cap); slots[j].count;
+		     j = (j + 1) & (cap - 1))
+			;
+		slots[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
+}
+
+/* The aggregate of stacks (ID, FP_ID) in T, made empty if new; NULL when
+ * out of memory. */
+static struct ledger_stack *stacks_get(struct ledger_stacks *t, uint64_t id, uint64_t fp_id)
+{
+	size_t j;
+
+	if (2 * (t->n + 1) > t->cap && stacks_grow(t))
+		return NULL;
+	for (j = slot_of(id, fp_id, t->cap); t->slots[j].count; j = (j + 1) & (t->cap - 1))
+		if (t->slots[j].stack_id == id && t->slots[j].fp_stack_id == fp_id)
+			return &t->slots[j];
+	t->slots[j].stack_id = id;
+	t->slots[j].fp_stack_id = fp_id;
+	t->n++;
+	return &t->slots[j];
+}
+
+/* Counts one outstanding allocation of SIZE bytes of KIND, made at TS, into
+ * the aggregate of its stacks (ID, FP_ID) in T.  W is its weight in the
+ * --sample-bytes estimates.  Returns 0 or -ENOMEM. */
+static int stacks_count(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, uint64_t ts, uint64_t size,
+			uint32_t kind, double w)
+{
+	struct ledger_stack *g = stacks_get(t, id, fp_id);
+
+	if (!g)
+		return -ENOMEM;
+	if (!g->count || ts < g->oldest_ts)
+		g->oldest_ts = ts;
+	g->bytes += size;
+	g->count++;
+	g->kind = kind;
+	g->est_bytes += (double)size * w;
+	g->est_count += w;
+	return 0;
+}
+
+/* True when something made at TS is younger than MIN_AGE_NS at NOW. */
+static int too_young(uint64_t now, uint64_t ts, uint64_t min_age_ns)
+{
+	return now > ts && now - ts < min_age_ns;
+}
+
+int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes,
+		     struct ledger_stacks *out)
+{
+	const struct alloc_rec *a;
+	const struct mmap_region *r;
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < l->allocs.cap; i++) {
+		double w = 1.0;
+
+		a = &l->allocs.slots[i];
+		if (!a->addr || too_young(now_ns, a->ts, min_age_ns))
+			continue;
+		/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
+		if (sample_bytes && a->size)
+			w = 1.0 / -expm1(-(double)a->size / (double)sample_bytes);
+		err = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
+		if (err)
+			goto fail;
+	}
+	/* --mmap regions: one "allocation" each, never sampled */
+	for (i = 0; i < l->regions.n; i++) {
+		r = &l->regions.r[i];
+		if (too_young(now_ns, r->ts, min_age_ns))
+			continue;
+		err = stacks_count(out, r->stack_id, r->fp_stack_id, r->ts, r->end - r->start, ALLOC_MMAP, 1.0);
+		if (err)
+			goto fail;
+	}
+	return 0;
+fail:
+	ledger_stacks_free(out);
+	return err;
+}
+
+void ledger_stacks_free(struct ledger_stacks *s)
+{
+	free(s->slots);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,68 @@
+/* The ledger: what the traced process has outstanding, kept in user space
+ * from the probes' records (allocations and frees, --mmap regions), and
+ * its aggregation by stack for the reports: min-age, the oldest age, and
+ * the unbiased estimates of --sample-bytes.  No BPF here: records arrive
+ * as bytes, so the ledger is tested with fake ones. */
+#ifndef DWLEAK_LEDGER_H
+#define DWLEAK_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc_table.h"
+#include "dwleak.h"
+#include "mmap_regions.h"
+
+struct ledger {
+	struct alloc_table allocs;   /* outstanding allocations by address */
+	struct mmap_regions regions; /* --mmap: the program's own anonymous regions */
+	uint64_t oom;		     /* records not applied: out of memory */
+	int mmap_err;		     /* the first failure applying an mmap event */
+	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */
+};
+
+/* Applies one alloc_events record of SIZE bytes (struct alloc_event or
+ * struct free_event, by type); short or unknown records are ignored.
+ * New allocations are stamped with L->now_ns (the caller sets it to when
+ * it started reading the records). */
+void ledger_record(struct ledger *l, const void *data, size_t size);
+
+/* Applies one --mmap event. */
+void ledger_mmap(struct ledger *l, const struct mmap_event *e);
+
+void ledger_free(struct ledger *l);
+
+/* Outstanding allocations of one stack (or one pair of stacks: with
+ * --unwind both they are grouped by the DWARF and FP walks together). */
+struct ledger_stack {
+	uint64_t stack_id;
+	uint64_t fp_stack_id;
+	uint64_t bytes;
+	uint64_t count;
+	double est_bytes;  /* --sample-bytes: unbiased estimates; else = bytes */
+	double est_count;  /* and = count */
+	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
+	uint32_t kind;	    /* enum alloc_kind of the call that made them */
+};
+
+/* An open-addressing table of ledger_stack, by (stack_id, fp_stack_id);
+ * slots with count 0 are empty.  Iterate over slots[0..cap). */
+struct ledger_stacks {
+	struct ledger_stack *slots;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
+
+/*
+ * Aggregates L by stack into OUT (empty on entry; free with
+ * ledger_stacks_free): every allocation and --mmap region at least
+ * MIN_AGE_NS old at NOW_NS.  With SAMPLE_BYTES N > 0 each allocation of
+ * size s was sampled with probability 1 - exp(-s/N) and is weighed by its
+ * inverse in the estimates.  Returns 0 or -ENOMEM.
+ */
+int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes,
+		     struct ledger_stacks *out);
+
+void ledger_stacks_free(struct ledger_stacks *s);
+
+#endif

@@ -1,0 +1,33 @@
+/* What every dwleak command shares on its command line: exit statuses,
+ * the one way a usage error is said, parsers for counts, seconds and
+ * --debug-dir, and the --unwind names. */
+#ifndef DWLEAK_OPTIONS_H
+#define DWLEAK_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXIT_LEAK 1  /* leaks over the --fail-on-leak threshold */
+#define EXIT_USAGE 2 /* a usage or runtime error of dwleak itself */
+
+/* Prints "COMMAND: " FMT (with ARG) and a pointer to COMMAND's --help on
+ * stderr; COMMAND is "dwleak" or e.g. "dwleak tables".  Returns EXIT_USAGE. */
+int usage_error(const char *command, const char *fmt, const char *arg);
+
+/* A whole number in [MIN, MAX] into *OUT; 0 or -EINVAL. */
+int parse_count(const char *s, long long min, long long max, long long *out);
+
+/* A number of seconds >= 0 into *OUT; 0 or -EINVAL. */
+int parse_seconds(const char *s, double *out);
+
+/* Appends --debug-dir DIR to the NULL-terminated list *DIRS of *N entries
+ * (borrowed; realloc'd).  Returns 0, -EINVAL when DIR is empty or holds a
+ * ':' (libdwfl's path separator), -ENOMEM. */
+int debug_dir_add(const char ***dirs, size_t *n, const char *dir);
+
+/* --unwind: enum unwind_mode <-> "dwarf", "fp", "both".  Parse returns 0
+ * or -EINVAL; name returns NULL for an unknown mode. */
+int unwind_mode_parse(const char *name, uint32_t *mode);
+const char *unwind_mode_name(uint32_t mode);
+
+#endif

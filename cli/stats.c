@@ -1,0 +1,36 @@
+/* --stats: the numbers behind a trace, one line each, for people and
+ * for the tests that check why walks stopped. */
+#include "stats.h"
+
+void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
+		 const struct allocator *a, const uint64_t *counters)
+{
+	size_t i, k;
+
+	fprintf(f, "dwleak: stats: tables %u loaded, %u failed, %u dropped (maps full); "
+		   "rows %llu of %llu, rules %llu of %llu, %llu table bytes\n",
+		us->loaded, us->failed, us->dropped_full, (unsigned long long)us->rows_used,
+		(unsigned long long)us->rows_cap, (unsigned long long)us->rules_used,
+		(unsigned long long)us->rules_cap, (unsigned long long)us->bytes);
+	fprintf(f, "dwleak: stats: allocator calls probed by %s (%s); %s\n", pi->mode, pi->why,
+		pi->tgid_by_link ? "the links filter by process" : "the programs filter by process");
+	fprintf(f, "dwleak: stats: walker buffers %s%s; the kernel's preemption model: %s (from %s)\n",
+		pi->guard == PREEMPT_GUARD_OFF	? "not guarded"
+		: pi->guard == PREEMPT_GUARD_ON ? "guarded against preempted probes"
+						: "always found busy",
+		pi->guard_forced ? ", as DWLEAK_PREEMPT_GUARD says" : "", preempt_model_name(pi->preempt.model),
+		pi->preempt.source);
+	for (i = 0; i < a->nobjs; i++) {
+		const struct alloc_object *o = &a->objs[i];
+
+		for (k = 0; k < o->nfuncs; k++)
+			fprintf(f, "dwleak: stats: probe %s in %s at +%llu (%s): %s\n", o->funcs[k].name, o->name,
+				(unsigned long long)o->funcs[k].site_off,
+				alloc_kind_frees(o->funcs[k].kind) ? "entry only" : "entry and return",
+				o->funcs[k].site_why ? o->funcs[k].site_why : "entry");
+	}
+	for (i = 0; i < CNT_COUNT; i++)
+		if (probes_counter_name((unsigned int)i))
+			fprintf(f, "dwleak: stats: %s %llu\n", probes_counter_name((unsigned int)i),
+				(unsigned long long)counters[i]);
+}

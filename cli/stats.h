@@ -1,0 +1,19 @@
+/* --stats: how the trace went, on stderr after the final report: the
+ * tables loaded, how allocator calls were probed and why, the walker's
+ * guard, every probe site, and every counter of the BPF programs. */
+#ifndef DWLEAK_STATS_H
+#define DWLEAK_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "allocator.h"
+#include "probes.h"
+#include "unwinder.h"
+
+/* Prints to F.  COUNTERS holds CNT_COUNT values (those the ledger counts
+ * filled in). */
+void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
+		 const struct allocator *a, const uint64_t *counters);
+
+#endif

@@ -1,0 +1,79 @@
+/* Naming the live trace's frames: runtime pc -> the mapping the programs
+ * recorded -> the unwinder's object for its file -> ELF address ->
+ * symbolizer (functions, inlined calls, lines). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_names.h"
+
+static int walk_of(void *ctx, uint64_t id, struct stack_trace *out)
+{
+	struct trace_names *n = ctx;
+
+	return probes_stack(n->probes, id, out);
+}
+
+static const struct probes_mapping *mapping_find(const struct trace_names *n, uint64_t pc)
+{
+	size_t i;
+
+	for (i = 0; i < n->nmaps; i++)
+		if (pc >= n->maps[i].start && pc < n->maps[i].end)
+			return &n->maps[i];
+	return NULL;
+}
+
+static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr)
+{
+	struct trace_names *n = ctx;
+	const struct probes_mapping *m = mapping_find(n, pc);
+	struct unwind_object *o = m ? unwinder_find(n->uw, &m->file) : NULL;
+	struct sym_module *mod = NULL;
+	struct sym_frame *sf = NULL;
+	struct report_frame *rf;
+	uint64_t elf = pc;
+	size_t nsf = 0, i;
+
+	if (o) {
+		elf = unwind_object_elf_addr(o, m->start, m->pgoff, pc);
+		if (symbolizer_module(n->sym, o->path, o->fd, &mod) == 0 &&
+		    sym_module_resolve(mod, elf, return_addr, &sf, &nsf) == 0 && frame_arena_keep(a, sf, nsf))
+			return -ENOMEM;
+	}
+	for (i = 0; i < (nsf ? nsf : 1); i++) {
+		rf = frame_arena_push(a);
+		if (!rf)
+			return -ENOMEM;
+		rf->address = pc;
+		rf->elf_address = elf;
+		rf->module = o ? o->path : NULL;
+		rf->build_id = o && o->build_id[0] ? o->build_id : NULL;
+		if (nsf) {
+			rf->function = sf[i].function;
+			rf->offset = sf[i].offset;
+			rf->file = sf[i].file;
+			rf->line = sf[i].line;
+			rf->inlined = sf[i].inlined;
+		}
+	}
+	return 0;
+}
+
+int trace_names_open(struct trace_names *n, const struct probes *p, const struct unwinder *uw,
+		     struct symbolizer *sym, uint32_t tgid, struct stack_source *src)
+{
+	memset(n, 0, sizeof(*n));
+	n->probes = p;
+	n->uw = uw;
+	n->sym = sym;
+	*src = (struct stack_source){ .ctx = n, .walk = walk_of, .name = name_of };
+	return probes_mappings(p, tgid, &n->maps, &n->nmaps);
+}
+
+void trace_names_free(struct trace_names *n)
+{
+	free(n->maps);
+	n->maps = NULL;
+	n->nmaps = 0;
+}

@@ -1,0 +1,266 @@
+/* A process's objects in symbol lookup order and its dynamic linker's
+ * hook: from the link map of a running process, or from the loader's
+ * trace mode for a command about to start. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf_symbols.h"
+#include "link_map.h"
+#include "objects.h"
+#include "proc_maps.h"
+
+size_t ld_preload_count(const char *value)
+{
+	size_t n = 0, len;
+
+	while (value && *value) {
+		value += strspn(value, " :");
+		len = strcspn(value, " :");
+		n += len > 0;
+		value += len;
+	}
+	return n;
+}
+
+/* The value of NAME in PID's environment (as it was at exec), malloc'd,
+ * or NULL. */
+static char *proc_environ_get(pid_t pid, const char *name)
+{
+	char path[64], *entry = NULL, *value = NULL;
+	size_t cap = 0, len = strlen(name);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (getdelim(&entry, &cap, 0, f) > 0) {
+		if (!strncmp(entry, name, len) && entry[len] == '=') {
+			value = strdup(entry + len + 1);
+			break;
+		}
+	}
+	free(entry);
+	fclose(f);
+	return value;
+}
+
+static bool is_ld_so(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-", 3);
+}
+
+/* Finds the debugger hook in the dynamic linker at H->path; without it (a
+ * static program, an unusual loader) new objects are found by rescans. */
+static void dl_hook_find(struct dl_hook *h)
+{
+	struct elf_sym_want want[2] = {
+		{ .name = "_dl_debug_state" },
+		{ .name = "_r_debug", .data = true },
+	};
+	int fd;
+
+	if (!h->path)
+		return;
+	fd = open(h->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_symbols_find(fd, want, 2);
+	close(fd);
+	h->found = want[0].found;
+	h->state_vaddr = want[0].vaddr;
+	h->state_off = want[0].file_off;
+	h->r_debug_vaddr = want[1].found ? want[1].vaddr : 0;
+}
+
+/* NAMES[0..*N) for a process whose link map cannot be read: the mapped
+ * executable files in address order, each once. */
+static int names_from_maps(const struct proc_map *maps, size_t nmaps, char ***names, size_t *n)
+{
+	size_t i, j, k = 0;
+
+	*names = calloc(nmaps + 1, sizeof(**names));
+	if (!*names)
+		return -ENOMEM;
+	for (i = 0; i < nmaps; i++) {
+		if (maps[i].path[0] != '/' || !maps[i].exec)
+			continue;
+		for (j = 0; j < k && strcmp((*names)[j], maps[i].path); j++)
+			;
+		if (j == k && !((*names)[k++] = strdup(maps[i].path)))
+			return -ENOMEM;
+	}
+	*n = k;
+	return 0;
+}
+
+int proc_objects_of_pid(pid_t pid, struct proc_objects *out)
+{
+	size_t nmaps, i;
+	struct proc_map *maps;
+	uint64_t ld_bias = 0;
+	char *preload;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = proc_maps_read(pid, false, &maps, &nmaps);
+	if (err)
+		return err;
+	for (i = 0; i < nmaps; i++) {
+		if (maps[i].path[0] != '/' || !is_ld_so(maps[i].path))
+			continue;
+		if (!out->dl.path)
+			out->dl.path = proc_maps_file_path(pid, maps, nmaps, maps[i].path, NULL);
+		if (maps[i].offset == 0 && !ld_bias)
+			ld_bias = maps[i].start;
+	}
+	dl_hook_find(&out->dl);
+	if (!(out->dl.r_debug_vaddr && ld_bias &&
+	      link_map_read(pid, ld_bias + out->dl.r_debug_vaddr, &out->names, &out->n) == 0 && out->n))
+		err = names_from_maps(maps, nmaps, &out->names, &out->n);
+	out->paths = err ? NULL : calloc(out->n + 1, sizeof(*out->paths));
+	for (i = 0; out->paths && i < out->n; i++) {
+		bool replaced = false;
+
+		out->paths[i] = proc_maps_file_path(pid, maps, nmaps, out->names[i], &replaced);
+		if (!out->paths[i])
+			break;
+		if (replaced && !out->nreplaced++)
+			out->first_replaced = out->names[i];
+	}
+	proc_maps_free(maps, nmaps);
+	if (!err && !(out->paths && i == out->n))
+		err = -ENOMEM;
+	preload = proc_environ_get(pid, "LD_PRELOAD");
+	out->npreload = ld_preload_count(preload);
+	free(preload);
+	if (err)
+		proc_objects_free(out);
+	return err;
+}
+
+static int paths_add(char ***paths, size_t *n, const char *p)
+{
+	char **grown;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (!strcmp((*paths)[i], p))
+			return 0;
+	grown = realloc(*paths, (*n + 2) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	*paths = grown;
+	grown[*n] = strdup(p);
+	if (!grown[*n])
+		return -ENOMEM;
+	grown[++*n] = NULL;
+	return 0;
+}
+
+/* Parses one line of the loader's trace output: "name => /path (0x...)"
+ * or "/path (0x...)". */
+static const char *trace_line_path(char *line)
+{
+	char *p = strstr(line, "=> "), *end;
+
+	p = p ? p + 3 : line;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '/')
+		return NULL;
+	end = strstr(p, " (0x");
+	if (end)
+		*end = 0;
+	return p;
+}
+
+/* The shared libraries PROG will load, as ldd lists them (through the
+ * dynamic loader's trace mode), after PROG itself. */
+static int program_libs(const char *prog, char ***paths, size_t *n)
+{
+	char *cmd, *line = NULL;
+	size_t cap = 0;
+	const char *p;
+	int err = 0;
+	FILE *f;
+
+	*paths = NULL;
+	*n = 0;
+	err = paths_add(paths, n, prog);
+	if (err)
+		return err;
+	/* ldd runs the program's own loader in trace mode: no user code runs */
+	if (asprintf(&cmd, "ldd '%s' 2>/dev/null", prog) < 0)
+		return -ENOMEM;
+	f = popen(cmd, "re");
+	free(cmd);
+	if (!f)
+		return 0; /* a static program: only itself */
+	while (getline(&line, &cap, f) > 0) {
+		line[strcspn(line, "\n")] = 0;
+		p = trace_line_path(line);
+		if (p && access(p, R_OK) == 0) {
+			char *real = realpath(p, NULL);
+
+			err = paths_add(paths, n, real ? real : p);
+			free(real);
+			if (err)
+				break;
+		}
+	}
+	free(line);
+	pclose(f);
+	return err;
+}
+
+int proc_objects_of_program(const char *prog, const char *ld_preload, struct proc_objects *out)
+{
+	size_t i;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = program_libs(prog, &out->paths, &out->n);
+	for (i = 1; !err && i < out->n; i++) {
+		if (!out->dl.path && is_ld_so(out->paths[i]) && !(out->dl.path = strdup(out->paths[i])))
+			err = -ENOMEM;
+	}
+	out->names = err ? NULL : calloc(out->n + 1, sizeof(*out->names));
+	for (i = 0; out->names && i < out->n; i++)
+		if (!(out->names[i] = strdup(out->paths[i])))
+			break;
+	if (!err && !(out->names && i == out->n))
+		err = -ENOMEM;
+	if (err) {
+		proc_objects_free(out);
+		return err;
+	}
+	dl_hook_find(&out->dl);
+	out->npreload = ld_preload_count(ld_preload);
+	return 0;
+}
+
+static void strings_free(char **s)
+{
+	size_t i;
+
+	for (i = 0; s && s[i]; i++)
+		free(s[i]);
+	free(s);
+}
+
+void proc_objects_free(struct proc_objects *o)
+{
+	strings_free(o->paths);
+	strings_free(o->names);
+	free(o->dl.path);
+	memset(o, 0, sizeof(*o));
+}
