@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocator.h"
 #include "attach.h"
@@ -43,6 +44,25 @@ struct probes {
 	bool session; /* allocator entry and return as one uprobe session program */
 	uint32_t rows_cap, rules_cap;
 };
+
+bool probes_privileged(void)
+{
+	unsigned long long eff = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return geteuid() == 0;
+	while (getline(&line, &cap, f) > 0)
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	free(line);
+	fclose(f);
+	/* CAP_SYS_ADMIN (21), or CAP_BPF (39) with CAP_PERFMON (38) */
+	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
+}
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {

@@ -74,6 +74,10 @@ struct probes_mapping {
 
 struct probes;
 
+/* True when this process may load and attach the programs: CAP_BPF with
+ * CAP_PERFMON, or CAP_SYS_ADMIN. */
+bool probes_privileged(void);
+
 /*
  * Opens, configures and loads the programs as S says (S and S->dl are
  * copied), with EV for the events.  Returns 0 and *OUT, or a negative

@@ -12,13 +12,10 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,9 +25,9 @@
 #include "flamegraph.h"
 #include "ledger.h"
 #include "objects.h"
+#include "output.h"
 #include "pprof.h"
 #include "probes.h"
-#include "proc_maps.h"
 #include "report.h"
 #include "stats.h"
 #include "suppress.h"
@@ -39,6 +36,7 @@
 #include "target.h"
 #include "trace.h"
 #include "trace_names.h"
+#include "trace_target.h"
 #include "unwinder.h"
 
 #define RESCAN_INTERVAL_S 1.0
@@ -88,25 +86,6 @@ static double now_s(void)
 
 /* --- Checks before anything is touched --- */
 
-static bool have_caps(void)
-{
-	unsigned long long eff = 0;
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *f;
-
-	f = fopen("/proc/self/status", "re");
-	if (!f)
-		return geteuid() == 0;
-	while (getline(&line, &cap, f) > 0)
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	free(line);
-	fclose(f);
-	/* CAP_SYS_ADMIN (21), or CAP_BPF (39) with CAP_PERFMON (38) */
-	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
-}
-
 static int suppressions_setup(struct tracer *tr)
 {
 	char *err = NULL;
@@ -120,140 +99,6 @@ static int suppressions_setup(struct tracer *tr)
 		fprintf(stderr, "dwleak: %s\n", err ? err : strerror(-ret));
 	free(err);
 	return ret;
-}
-
-static FILE *output_open(const struct env *env)
-{
-	FILE *f;
-
-	if (!env->output)
-		return stdout;
-	f = fopen(env->output, "we");
-	if (!f)
-		fprintf(stderr, "dwleak: cannot write %s: %s\n", env->output, strerror(errno));
-	return f;
-}
-
-/* --- The target: its objects, allocator and tables --- */
-
-static void warn_failed_tables(struct tracer *tr)
-{
-	struct unwind_object *o;
-	size_t i;
-
-	for (i = 0; i < unwinder_count(tr->uw); i++) {
-		o = unwinder_object(tr->uw, i);
-		if (o->error && !o->loaded && o->error_msg && o->error != -ENODATA)
-			fprintf(stderr, "dwleak: warning: no unwind table for %s: %s; "
-					"stacks through it will stop there\n",
-				o->path, o->error_msg);
-		if (o->error_msg)
-			o->error = o->error ? o->error : -EIO; /* warn once */
-		free(o->error_msg);
-		o->error_msg = NULL;
-	}
-}
-
-/* dwleak -- CMD: the program CMD runs, checked, and the objects it will
- * map, with their tables in place before its first instruction. */
-static int command_objects(struct tracer *tr)
-{
-	const char *cmd = tr->env->cmd[0];
-	char *prog, *script = NULL;
-	struct stat st;
-	size_t i;
-	int err;
-
-	prog = target_which(cmd);
-	if (!prog) {
-		fprintf(stderr, "dwleak: cannot find %s: %s\n", cmd,
-			strchr(cmd, '/') ? "no such file" : "no such command in PATH");
-		return -ENOENT;
-	}
-	if (access(prog, X_OK)) {
-		err = -errno;
-		fprintf(stderr, "dwleak: cannot run %s: %s\n", prog, strerror(-err));
-	} else if ((err = target_program_check(prog, &script)) && script) {
-		fprintf(stderr, "dwleak: %s (%s) is a script (%s), not a program: dwleak -- CMD needs the "
-				"ELF program itself, to probe its allocator from its first instruction; run the "
-				"program directly (e.g. 'dwleak -- /usr/bin/python3 ...'), or start the script "
-				"and attach with 'dwleak -p PID'\n", cmd, prog, script);
-	} else if (err) {
-		fprintf(stderr, "dwleak: %s (%s) is not an ELF program%s; dwleak -- CMD traces a program "
-				"(or attach to a running one with 'dwleak -p PID')\n", cmd, prog,
-			err != -ENOEXEC ? " (cannot read it)" : "");
-	} else {
-		err = proc_objects_of_program(prog, getenv("LD_PRELOAD"), &tr->objs);
-	}
-	free(script);
-	free(prog);
-	for (i = 0; !err && i < tr->objs.n; i++) {
-		struct file_key key;
-
-		if (stat(tr->objs.paths[i], &st))
-			continue;
-		key = (struct file_key){ proc_kdev(major(st.st_dev), minor(st.st_dev)), st.st_ino };
-		err = unwinder_add(tr->uw, &key, tr->objs.paths[i], -1, NULL);
-	}
-	return err;
-}
-
-static int pid_objects(struct tracer *tr)
-{
-	pid_t pid = (pid_t)tr->env->pid;
-	const char *why;
-	int err;
-
-	err = target_check_pid(pid, &why);
-	if (err == -ESRCH)
-		fprintf(stderr, "dwleak: no process with pid %d\n", pid);
-	else if (err)
-		fprintf(stderr, "dwleak: pid %d %s\n", pid, why);
-	err = err ?: target_attach(&tr->tgt, pid);
-	err = err ?: proc_objects_of_pid(pid, &tr->objs);
-	if (!err && tr->objs.nreplaced)
-		fprintf(stderr, "dwleak: note: %zu file(s) pid %d maps were replaced on disk since it mapped "
-				"them (%s%s): dwleak reads and probes the copies the process maps\n",
-			tr->objs.nreplaced, pid, tr->objs.first_replaced, tr->objs.nreplaced > 1 ? ", ..." : "");
-	return err;
-}
-
-/* Phase: the process, its allocator, and the tables known before attach
- * (a command is forked here, held before its execve). */
-static int target_setup(struct tracer *tr)
-{
-	int err = tr->env->cmd ? command_objects(tr) : pid_objects(tr);
-
-	if (!err) {
-		err = allocator_detect(tr->objs.paths, tr->objs.names, tr->objs.n, tr->objs.npreload, &tr->alloc);
-		if (err == -ENOENT)
-			fprintf(stderr, "dwleak: no object in pid %d defines malloc; nothing to trace\n", tr->tgt.pid);
-		else if (err)
-			fprintf(stderr, "dwleak: cannot find the allocator: %s\n", strerror(-err));
-	}
-	if (err)
-		return err;
-	if (tr->env->cmd)
-		return target_spawn(&tr->tgt, tr->env->cmd);
-	return unwinder_add_process(tr->uw, tr->tgt.pid);
-}
-
-/* Loads new objects' tables and tells the walker where they are mapped. */
-static int tables_refresh(struct tracer *tr)
-{
-	int err;
-
-	err = unwinder_add_process(tr->uw, tr->tgt.pid);
-	if (err && err != -ENOENT)
-		return err;
-	err = unwinder_load_pending(tr->uw);
-	warn_failed_tables(tr);
-	if (err < 0)
-		return err;
-	err = unwinder_publish(tr->uw, tr->tgt.pid, NULL);
-	if (err == 1)
-		probes_tables_changed(tr->probes);
-	return err == -ENOENT || err == 1 ? 0 : err;
 }
 
 /* --- The probes' events --- */
@@ -322,7 +167,7 @@ static int probes_setup(struct tracer *tr)
 		fprintf(stderr, "dwleak: cannot load unwind tables into BPF maps: %s\n", strerror(-err));
 		return err;
 	}
-	warn_failed_tables(tr);
+	trace_tables_warn(tr->uw);
 	if (!env->cmd && unwinder_publish(tr->uw, tr->tgt.pid, NULL) < 0) {
 		fprintf(stderr, "dwleak: cannot read the memory maps of pid %d\n", tr->tgt.pid);
 		return -EIO;
@@ -471,7 +316,7 @@ static int poll_loop(struct tracer *tr)
 			tr->pending.rescan = false;
 			scan_every = scan_every * 2 < RESCAN_INTERVAL_S ? scan_every * 2 : RESCAN_INTERVAL_S;
 			next_scan = now + scan_every;
-			err = tables_refresh(tr);
+			err = trace_tables_refresh(tr->uw, tr->probes, tr->tgt.pid);
 			if (err)
 				fprintf(stderr, "dwleak: warning: loading new unwind tables failed: %s\n",
 					strerror(-err));
@@ -519,7 +364,7 @@ int trace_run(const struct env *env)
 
 	/* phase: checks, and a bad suppressions file is a usage error before
 	 * anything runs */
-	if (!have_caps()) {
+	if (!probes_privileged()) {
 		fprintf(stderr, "dwleak: needs CAP_BPF and CAP_PERFMON (run as root)\n");
 		return EXIT_USAGE;
 	}
@@ -528,7 +373,7 @@ int trace_run(const struct env *env)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	tr.t_start = now_s();
-	out = output_open(env);
+	out = output_open(env->output);
 	if (!out)
 		return EXIT_USAGE;
 	if (suppressions_setup(&tr))
@@ -542,7 +387,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
 		goto out;
 	}
-	if (target_setup(&tr))
+	if (trace_target_setup(env, &tr.tgt, &tr.objs, &tr.alloc, tr.uw))
 		goto out;
 
 	/* phase: probes loaded, tables in their maps, attached; the command runs */
@@ -569,8 +414,7 @@ int trace_run(const struct env *env)
 	}
 	ret = err == 1 ? EXIT_LEAK : 0;
 out:
-	if (out && out != stdout)
-		fclose(out);
+	output_close(out);
 	tracer_cleanup(&tr);
 	return ret;
 }
