@@ -1,0 +1,256 @@
+/* Unit test for cli/build.c, the report builder, with fake walks (no BPF,
+ * no root): a stack_source that serves stored walks from a table here and
+ * names each pc after itself.  Checks that frames come innermost first
+ * with the right "return address" flag, how each kind of walk end is
+ * said, the C++ allocator name, --sample-bytes estimates, --interval
+ * growth, suppressions, and --unwind both's FP frames and summary. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "build.h"
+#include "check.h"
+
+struct fake_walk {
+	uint64_t id;
+	uint32_t end;
+	uint32_t n;
+	uint64_t pcs[8];
+};
+
+/* Names: 0x100 -> "malloc", 0x200 -> "operator new(unsigned long)", 0x900
+ * -> "_dl_start_user", any other pc -> "fn_<hex>"; frames of pcs at or
+ * above 0xf000 have no symbol. */
+static const struct fake_walk walks[] = {
+	{ 11, WALK_END_OK, 4, { 0x100, 0x200, 0x300, 0x400 } },
+	{ 12, WALK_ERR_NO_FDE, 3, { 0x100, 0x500, 0x900 } },
+	{ 13, WALK_ERR_NO_FDE, 2, { 0x100, 0x600 } },
+	{ 14, WALK_END_TRUNCATED, 2, { 0x100, 0x700 | DWLEAK_FRAME_EXACT } },
+	{ 15, WALK_ERR_READ, 2, { 0x100, 0xf100 } },
+	{ 21, WALK_END_OK, 3, { 0x100, 0x200, 0x400 } }, /* an FP walk of 11 */
+};
+
+static char names[64][32];
+static int return_flags[64]; /* per call of name_of: the flag it got */
+static size_t ncalls;
+
+static int walk_of(void *ctx, uint64_t id, struct stack_trace *out)
+{
+	size_t i;
+
+	(void)ctx;
+	for (i = 0; i < N(walks); i++) {
+		if (walks[i].id != id)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->nframes = walks[i].n;
+		out->end = (uint8_t)walks[i].end;
+		memcpy(out->pcs, walks[i].pcs, walks[i].n * sizeof(uint64_t));
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr)
+{
+	struct report_frame *f = frame_arena_push(a);
+	size_t k = ncalls++ % N(names);
+
+	(void)ctx;
+	if (!f)
+		return -ENOMEM;
+	return_flags[k] = return_addr;
+	f->address = pc;
+	f->elf_address = pc;
+	f->module = pc < 0x300 ? "/lib/libc.so.6" : "/app";
+	if (pc == 0x100)
+		snprintf(names[k], sizeof(names[k]), "malloc");
+	else if (pc == 0x200)
+		snprintf(names[k], sizeof(names[k]), "operator new(unsigned long)");
+	else if (pc == 0x900)
+		snprintf(names[k], sizeof(names[k]), "_dl_start_user");
+	else
+		snprintf(names[k], sizeof(names[k]), "fn_%llx", (unsigned long long)pc);
+	f->function = pc >= 0xf000 ? NULL : names[k];
+	return 0;
+}
+
+static const struct stack_source src = { NULL, walk_of, name_of };
+
+static void stacks_add(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, uint64_t bytes, uint64_t count,
+		       uint32_t kind)
+{
+	size_t i;
+
+	for (i = 0; i < t->cap && t->slots[i].count; i++)
+		;
+	CHECK(i < t->cap, "fake aggregate full");
+	t->slots[i] = (struct ledger_stack){ .stack_id = id, .fp_stack_id = fp_id, .bytes = bytes, .count = count,
+					     .est_bytes = (double)bytes * 1.5, .est_count = (double)count * 1.5,
+					     .oldest_ts = 1000000000, .kind = kind };
+	t->n++;
+}
+
+static const struct report_stack *stack_with(const struct report *r, const char *inner2)
+{
+	size_t i;
+
+	for (i = 0; i < r->nstacks; i++)
+		if (r->stacks[i].nframes > 1 && r->stacks[i].frames[1].function &&
+		    !strcmp(r->stacks[i].frames[1].function, inner2))
+			return &r->stacks[i];
+	return NULL;
+}
+
+static struct build_opts opts_at(double now_s)
+{
+	return (struct build_opts){ .pid = 42, .command = "./app", .unwind_mode = UNWIND_MODE_DWARF,
+				    .unwind_name = "dwarf", .now_s = now_s, .now_ns = (uint64_t)(now_s * 1e9),
+				    .duration_s = 3 };
+}
+
+static void test_frames_and_ends(void)
+{
+	struct ledger_stack slot[16] = { 0 };
+	struct ledger_stacks t = { slot, 16, 0 };
+	struct build_opts o = opts_at(3.0);
+	const struct report_stack *s;
+	struct built b;
+
+	stacks_add(&t, 11, 0, 400, 10, ALLOC_MALLOC);
+	stacks_add(&t, 12, 0, 10, 1, ALLOC_MALLOC);
+	stacks_add(&t, 13, 0, 20, 2, ALLOC_CALLOC);
+	stacks_add(&t, 14, 0, 30, 3, ALLOC_MALLOC);
+	stacks_add(&t, 15, 0, 50, 5, ALLOC_MALLOC);
+	stacks_add(&t, DWLEAK_STACK_WALKER_BUSY, 0, 60, 6, ALLOC_MALLOC);
+	stacks_add(&t, 99, 0, 70, 7, ALLOC_MALLOC); /* not stored */
+	ncalls = 0;
+	CHECK(build_report(&t, &o, &src, &b) == 0);
+	EXPECT(b.r.nstacks == 7, "%zu stacks", b.r.nstacks);
+	EXPECT(b.r.pid == 42 && !strcmp(b.r.command, "./app") && !strcmp(b.r.unwind, "dwarf"));
+	EXPECT(b.r.totals.outstanding_bytes == 640, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
+	EXPECT(b.r.totals.outstanding_allocations == 34);
+
+	s = stack_with(&b.r, "operator new(unsigned long)");
+	CHECK(s, "the C++ stack is missing");
+	EXPECT(s->nframes == 4 && !strcmp(s->frames[0].function, "malloc") &&
+	       !strcmp(s->frames[3].function, "fn_400"), "frames innermost first");
+	EXPECT(!strcmp(s->allocator, "operator new"), "malloc under operator new is C++'s: %s", s->allocator);
+	EXPECT(!s->unwind_error && !s->truncated, "complete walk");
+	EXPECT(fabs(s->oldest_age_s - 2.0) < 1e-9, "oldest %f s", s->oldest_age_s);
+	EXPECT(isnan(s->growth_bytes_per_s), "no growth without --interval");
+	/* the first frame is the allocator's entry, the rest return addresses */
+	EXPECT(!return_flags[0] && return_flags[1] && return_flags[3]);
+
+	s = stack_with(&b.r, "fn_500");
+	CHECK(s);
+	EXPECT(!s->unwind_error, "a walk ending in _dl_start_user (no CFI) is complete: %s",
+	       s->unwind_error ? s->unwind_error : "");
+	s = stack_with(&b.r, "fn_600");
+	CHECK(s);
+	EXPECT(s->unwind_error && strstr(s->unwind_error, "no CFI"), "no FDE: %s",
+	       s->unwind_error ? s->unwind_error : "(none)");
+	EXPECT(!strcmp(s->allocator, "calloc"));
+	s = stack_with(&b.r, "fn_700");
+	CHECK(s);
+	EXPECT(s->truncated && !s->unwind_error, "truncated");
+	EXPECT(b.r.totals.truncated_stacks == 1, "%llu truncated", (unsigned long long)b.r.totals.truncated_stacks);
+	/* read error, walker busy, not stored */
+	EXPECT(b.r.totals.unwind_errors == 4, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
+	build_free(&b);
+}
+
+/* An exact frame (signal trampoline, code a signal interrupted) is named
+ * as is, not as a return address. */
+static void test_exact_frames(void)
+{
+	struct ledger_stack slot[4] = { 0 };
+	struct ledger_stacks t = { slot, 4, 0 };
+	struct build_opts o = opts_at(1.0);
+	struct built b;
+
+	stacks_add(&t, 14, 0, 30, 3, ALLOC_MALLOC);
+	ncalls = 0;
+	CHECK(build_report(&t, &o, &src, &b) == 0);
+	EXPECT(ncalls == 2 && !return_flags[1], "the exact pc named as is");
+	EXPECT(b.r.stacks[0].frames[1].address == 0x700, "the exact bit is not part of the address");
+	build_free(&b);
+}
+
+static void test_estimates_growth_suppressions(void)
+{
+	struct ledger_stack slot[8] = { 0 };
+	struct ledger_stacks t = { slot, 8, 0 };
+	struct build_opts o = opts_at(10.0);
+	struct suppressions supp = { 0 };
+	struct growth g = { 0 };
+	const struct report_stack *s;
+	struct built b;
+	char *err = NULL;
+
+	stacks_add(&t, 11, 0, 400, 10, ALLOC_MALLOC);
+	stacks_add(&t, 13, 0, 20, 2, ALLOC_CALLOC);
+	CHECK(suppressions_parse(&supp, "# the fn_600 cache\nfun:malloc\nfun:fn_600\n", "test.supp", &err) == 0,
+	      "%s", err ? err : "");
+	o.supp = &supp;
+	o.growth = &g;
+	o.sample_bytes = 4096;
+	CHECK(build_report(&t, &o, &src, &b) == 0);
+	EXPECT(b.r.nstacks == 1, "one stack suppressed: %zu left", b.r.nstacks);
+	EXPECT(b.r.nsuppressed == 1 && b.r.suppressed[0].bytes == 30 && b.r.suppressed[0].stacks == 1,
+	       "the rule counts the estimate of what it left out");
+	s = &b.r.stacks[0];
+	EXPECT(s->bytes == 600 && s->allocations == 15, "estimates %llu B in %llu", (unsigned long long)s->bytes,
+	       (unsigned long long)s->allocations);
+	EXPECT(b.r.sample_bytes == 4096);
+	EXPECT(isnan(s->growth_bytes_per_s), "no growth at the first report");
+	build_free(&b);
+
+	/* two seconds later stack 11 has 1000 bytes: 300 B/s */
+	slot[0].bytes = 1000;
+	o = opts_at(12.0);
+	o.growth = &g;
+	CHECK(build_report(&t, &o, &src, &b) == 0);
+	s = stack_with(&b.r, "operator new(unsigned long)");
+	CHECK(s);
+	EXPECT(fabs(s->growth_bytes_per_s - 300.0) < 1e-9, "growth %f B/s", s->growth_bytes_per_s);
+	build_free(&b);
+	growth_free(&g);
+	suppressions_free(&supp);
+}
+
+static void test_fp_both(void)
+{
+	struct ledger_stack slot[4] = { 0 };
+	struct ledger_stacks t = { slot, 4, 0 };
+	struct build_opts o = opts_at(1.0);
+	uint64_t counters[CNT_COUNT] = { 0 };
+	const struct report_stack *s;
+	struct built b;
+
+	o.unwind_mode = UNWIND_MODE_BOTH;
+	o.unwind_name = "both";
+	o.counters = counters;
+	o.lost_records = 2;
+	counters[CNT_RING_FULL] = 3;
+	counters[CNT_STACKS_FULL] = 5;
+	stacks_add(&t, 11, 21, 400, 10, ALLOC_MALLOC);
+	CHECK(build_report(&t, &o, &src, &b) == 0);
+	s = &b.r.stacks[0];
+	EXPECT(s->nframes == 4 && s->nfp_frames == 3, "%zu DWARF and %zu FP frames", s->nframes, s->nfp_frames);
+	EXPECT(s->fp_complete);
+	EXPECT(s->fp_divergence == 2, "the FP walk lacks frame 2 (fn_300): %ld", s->fp_divergence);
+	EXPECT(b.r.fp && b.r.fp->stacks == 1 && b.r.fp->agreeing == 0 && b.r.fp->frames_lost == 1);
+	EXPECT(b.r.totals.dropped_events == 10, "dropped %llu", (unsigned long long)b.r.totals.dropped_events);
+	build_free(&b);
+}
+
+int main(void)
+{
+	test_frames_and_ends();
+	test_exact_frames();
+	test_estimates_growth_suppressions();
+	test_fp_both();
+	return check_status();
+}
