@@ -114,6 +114,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 
 	switch (c) {
 	case 'p':
+		if (env->pid)
+			return trace_usage_error("-p %s: one process at a time (give -p once; --follow-forks "
+						 "also traces its children)", arg);
 		if (parse_count(arg, 1, INT_MAX, &v))
 			return trace_usage_error("invalid pid '%s'", arg);
 		env->pid = (long)v;

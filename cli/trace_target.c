@@ -81,7 +81,7 @@ static int pid_objects(const struct env *env, struct target *t, struct proc_obje
 	int err;
 
 	err = target_check_pid(pid, &why);
-	if (err == -ESRCH)
+	if (err == -ESRCH && !strcmp(why, "no such process"))
 		fprintf(stderr, "dwleak: no process with pid %d\n", pid);
 	else if (err)
 		fprintf(stderr, "dwleak: pid %d %s\n", pid, why);

@@ -14,29 +14,52 @@
 
 #include "target.h"
 
-int target_check_pid(pid_t pid, const char **why)
+/* The state letter and flags of PID from /proc/PID/stat; 0 or -errno. */
+static int proc_stat_read(pid_t pid, char *state, unsigned long *flags)
 {
-	char path[64], buf[8];
-	int fd;
+	char path[64], buf[1024], *p;
 	ssize_t n;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (access(path, F_OK)) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	/* the command name may hold anything, ')' too: fields follow the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", state, flags) != 2)
+		return -EIO;
+	return 0;
+}
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+int target_check_pid(pid_t pid, const char **why)
+{
+	unsigned long flags = 0;
+	char state = 0;
+	int err = proc_stat_read(pid, &state, &flags);
+
+	if (err == -ENOENT) {
 		*why = "no such process";
 		return -ESRCH;
 	}
-	/* kernel threads map no memory: their maps file is empty */
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*why = "cannot read its memory maps";
-		return -errno;
+	if (err) {
+		*why = "cannot be read in /proc";
+		return err;
 	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n <= 0) {
+	if (flags & PF_KTHREAD) {
 		*why = "is a kernel thread (it has no user-space memory to trace)";
 		return -EINVAL;
+	}
+	if (state == 'Z' || state == 'X') {
+		*why = "has exited (a zombie its parent has not reaped): there is nothing left to trace";
+		return -ESRCH;
 	}
 	return 0;
 }

@@ -16,7 +16,8 @@ struct target {
 };
 
 /* Checks that PID is a live user-space process.  Returns 0, or -ESRCH (no
- * such process), -EINVAL (a kernel thread), with a message in *WHY. */
+ * such process, or a zombie), -EINVAL (a kernel thread), with a message in
+ * *WHY. */
 int target_check_pid(pid_t pid, const char **why);
 
 /* Forks ARGV[0] held before execve; target_release() lets it run.
