@@ -281,6 +281,8 @@ static void exit_status_say(const struct target *t)
 
 	if (t->spawned && !t->exited && t->release_fd < 0)
 		fprintf(stderr, "dwleak: stopped tracing; %s (pid %d) keeps running\n", t->command, t->pid);
+	if (!t->spawned && t->exited)
+		fprintf(stderr, "dwleak: pid %d (%s) exited; reporting what it never freed\n", t->pid, t->command);
 	if (!t->spawned || !t->exited)
 		return;
 	if (WIFEXITED(st))
@@ -288,6 +290,19 @@ static void exit_status_say(const struct target *t)
 	else if (WIFSIGNALED(st))
 		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", t->command, WTERMSIG(st),
 			strsignal(WTERMSIG(st)));
+}
+
+/* A failing command is never a pass: dwleak exits with its status (128+N
+ * for signal N), after the report; 0 when it succeeded (or with -p). */
+static int command_status(const struct target *t)
+{
+	if (!t->spawned || !t->exited)
+		return 0;
+	if (WIFEXITED(t->exit_status))
+		return WEXITSTATUS(t->exit_status);
+	if (WIFSIGNALED(t->exit_status))
+		return 128 + WTERMSIG(t->exit_status);
+	return 0;
 }
 
 /* Phase: poll until the duration ends, the target exits or a signal
@@ -412,7 +427,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: cannot write the report: %s\n", strerror(-err));
 		goto out;
 	}
-	ret = err == 1 ? EXIT_LEAK : 0;
+	ret = command_status(&tr.tgt) ?: (err == 1 ? EXIT_LEAK : 0);
 out:
 	output_close(out);
 	tracer_cleanup(&tr);

@@ -8,8 +8,9 @@
 #      uid 0 with an empty capability bounding set
 #   c  usage errors: no target, -p and -- CMD, bad --top/--unwind/-p, unknown option
 #   d  -- CMD that does not exist / is not executable / is a script or not
-#      ELF; CMD's own exit status
-#      and death by signal are printed
+#      ELF; CMD's own exit status and death by signal are printed and
+#      returned (SPEC: a failing command is never a pass), also over
+#      --fail-on-leak's 1
 #   e  the target exits while dwleak traces it (-p): final report, exit 0, soon
 #   f  dwleak killed with SIGKILL: the target keeps running and exits 0, and
 #      the breakpoints are gone from its copy of libc
@@ -200,21 +201,30 @@ if lt_part d; then
 	expect_error "-- not an ELF program" "^dwleak: .*not_elf.* is not an ELF program" "$DWLEAK" -- "$tmp/not_elf"
 
 	if run_sane "-- sh -c 'exit 3'" 60 "$DWLEAK" -- sh -c 'exit 3'; then
-		if [ $rc -ne 0 ]; then
-			fail "-- sh -c 'exit 3': dwleak exit $rc, want 0 (CMD's status is printed, not returned)"
+		if [ $rc -ne 3 ]; then
+			fail "-- sh -c 'exit 3': dwleak exit $rc, want 3 (CMD's status)"
 		elif ! grep -q '^dwleak: .*exited with status 3$' "$tmp/err"; then
 			fail "-- sh -c 'exit 3': no 'exited with status 3' line: $(cat "$tmp/err")"
 		elif ! grep -q '^Totals:' "$tmp/out"; then
 			fail "-- sh -c 'exit 3': no report on stdout"
 		else
-			pass "-- sh -c 'exit 3': exit 0, $(grep 'exited with' "$tmp/err")"
+			pass "-- sh -c 'exit 3': exit 3, $(grep 'exited with' "$tmp/err")"
 		fi
 	fi
 	if run_sane "-- CMD killed by SIGSEGV" 60 "$DWLEAK" -- sh -c 'kill -SEGV $$'; then
-		if [ $rc -ne 0 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/out"; then
-			fail "-- CMD killed by SIGSEGV: exit $rc, stderr: $(cat "$tmp/err")"
+		if [ $rc -ne 139 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/out"; then
+			fail "-- CMD killed by SIGSEGV: exit $rc (want 128+11), stderr: $(cat "$tmp/err")"
 		else
-			pass "-- CMD killed by SIGSEGV: exit 0, $(grep 'signal 11' "$tmp/err")"
+			pass "-- CMD killed by SIGSEGV: exit 139, $(grep 'signal 11' "$tmp/err")"
+		fi
+	fi
+	# a leak over --fail-on-leak's threshold and a failing command: the
+	# command's status, not 1 (CI must see the crash, not a leak)
+	if run_sane "-- leaking CMD that exits 5" 60 "$DWLEAK" --fail-on-leak -- sh -c "$SEED --iterations 3; exit 5"; then
+		if [ $rc -ne 5 ] || ! grep -q '^Totals: [1-9]' "$tmp/out"; then
+			fail "--fail-on-leak with a command exiting 5 after leaking: exit $rc, want 5"
+		else
+			pass "--fail-on-leak with a command exiting 5 after leaking: exit 5"
 		fi
 	fi
 fi
