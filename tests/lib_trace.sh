@@ -2,7 +2,8 @@
 # (tests/trace_*.sh).  Source it; it expects DWLEAK, TESTDATA and ROOT from
 # tests/run.sh (it falls back to the usual places when run by hand).
 #
-#   lt_require_bpf           exit 77 unless BPF can really be used (root)
+#   lt_require_bpf           exit 77 unless BPF can really be used (root);
+#                            FAIL without libc's debug file (libc6-dbg)
 #   lt_start VAR OUT CMD...  start CMD in the background (stdout+stderr to
 #                            OUT), wait until it has exec'ed, pid into VAR
 #   lt_trace VAR ERR ARGS... start "$DWLEAK ARGS..." in the background
@@ -113,6 +114,21 @@ lt_require_bpf() {
 	fi
 	if [ ! -d "$TESTDATA" ] || [ ! -x "$TESTDATA/seed_O2" ]; then
 		echo "FAIL: $TESTDATA has no test programs (make testdata)"
+		exit 1
+	fi
+	lt_require_libc_names
+}
+
+# The traces' checks name libc's frames as gdb does: __libc_start_call_main
+# (the root of every main thread's stack) is a local symbol that only
+# libc's separate debug file (Debian's libc6-dbg) has; without it the frame
+# is [libc.so.6]+0x2724a.  Fails, saying so, when that file is missing.
+lt_require_libc_names() {
+	local libc=/lib/x86_64-linux-gnu/libc.so.6 id
+	id=$(readelf -n "$libc" 2> /dev/null | awk '/Build ID/ { print $3 }')
+	if [ -z "$id" ] || [ ! -e "/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ]; then
+		echo "FAIL: libc's debug file is not installed (Debian: libc6-dbg, which .ci/deps.sh installs):"
+		echo "      these checks expect libc frames named as gdb names them (__libc_start_call_main)"
 		exit 1
 	fi
 }
