@@ -284,12 +284,16 @@ void probes_unwinder_maps(const struct probes *p, struct unwinder_maps *out)
  * and frees.  The cookie tells the shared programs which function fired. */
 static int object_attach(struct probes *p, const struct alloc_object *o, bool returns)
 {
-	uint64_t offs[ALLOC_MAX_FUNCS], cookies[ALLOC_MAX_FUNCS];
-	uint64_t free_offs[ALLOC_MAX_FUNCS], free_cookies[ALLOC_MAX_FUNCS];
+	uint64_t *offs = calloc(4 * (o->nfuncs + 1), sizeof(*offs));
+	uint64_t *cookies = offs + o->nfuncs + 1, *free_offs = cookies + o->nfuncs + 1;
+	uint64_t *free_cookies = free_offs + o->nfuncs + 1;
 	struct dwleak_bpf *s = p->skel;
 	pid_t pid = p->set.pid;
 	size_t i, n = 0, nf = 0;
 	int err = 0;
+
+	if (!offs)
+		return -ENOMEM;
 
 	for (i = 0; i < o->nfuncs; i++) {
 		const struct alloc_func *f = &o->funcs[i];
@@ -302,15 +306,16 @@ static int object_attach(struct probes *p, const struct alloc_object *o, bool re
 			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size);
 		}
 	}
-	if (returns && p->session)
-		return n ? attach_session(&p->links, s->progs.alloc_session, o->path, pid, offs, cookies, n) : 0;
-	if (returns)
-		return n ? attach_uprobes(&p->links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true) : 0;
-	if (n && !p->session)
+	if (returns && p->session && n)
+		err = attach_session(&p->links, s->progs.alloc_session, o->path, pid, offs, cookies, n);
+	else if (returns && !p->session && n)
+		err = attach_uprobes(&p->links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true);
+	if (!returns && n && !p->session)
 		err = attach_uprobes(&p->links, s->progs.alloc_enter_any, o->path, pid, offs, cookies, n, false);
-	if (!err && nf)
+	if (!returns && !err && nf)
 		err = attach_uprobes(&p->links, s->progs.free_enter, o->path, pid, free_offs, free_cookies, nf,
 				     false);
+	free(offs);
 	return err;
 }
 

@@ -373,7 +373,6 @@ int trace_run(const struct env *env)
 {
 	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
 	struct unwinder_stats us;
-	char what[PATH_MAX * 2 + 64];
 	int err, ret = EXIT_USAGE;
 	FILE *out = NULL;
 
@@ -410,10 +409,8 @@ int trace_run(const struct env *env)
 		goto out;
 	tr.t_traced = now_s();
 	unwinder_stats(tr.uw, &us);
-	snprintf(what, sizeof(what), "%s in %s%s", tr.alloc.family, tr.alloc.objs[0].name,
-		 tr.alloc.preloaded ? " (LD_PRELOAD)" : tr.alloc.in_executable ? " (linked in)" : "");
 	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n",
-		tr.tgt.pid, what, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
+		tr.tgt.pid, tr.alloc.description, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
 
 	/* phase: poll */
 	err = poll_loop(&tr);

@@ -1,6 +1,6 @@
-/* Allocator detection and symbol lookup: which object provides malloc and
- * operator new for a process, which family it is, and every entry point of
- * it dwleak probes. */
+/* Allocator detection: every allocator function bound where the dynamic
+ * linker binds it for this process, which family provides malloc, and the
+ * allocator functions the program calls that dwleak does not probe. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@ struct func_name {
 	uint32_t kind;
 };
 
-/* The C malloc family; jemalloc and tcmalloc export these names too. */
+/* The C malloc family; tcmalloc, jemalloc and mimalloc export it too. */
 static const struct func_name c_funcs[] = {
 	{ "malloc", ALLOC_MALLOC },
 	{ "calloc", ALLOC_CALLOC },
@@ -49,13 +49,19 @@ static const struct func_name c_funcs[] = {
 	{ "pvalloc", ALLOC_PVALLOC },
 	{ "free", ALLOC_FREE },
 	{ "cfree", ALLOC_FREE },
-	/* jemalloc's non-standard API (nallocx allocates nothing) */
+};
+
+/* jemalloc's non-standard API (nallocx allocates nothing). */
+static const struct func_name je_funcs[] = {
 	{ "mallocx", ALLOC_MALLOCX },
 	{ "rallocx", ALLOC_RALLOCX },
 	{ "xallocx", ALLOC_XALLOCX },
 	{ "sdallocx", ALLOC_SDALLOCX },
 	{ "dallocx", ALLOC_DALLOCX },
-	/* gperftools' tc_* entry points (most alias the names above) */
+};
+
+/* gperftools' tc_* entry points (most alias the C names). */
+static const struct func_name tc_funcs[] = {
 	{ "tc_malloc", ALLOC_MALLOC },
 	{ "tc_malloc_skip_new_handler", ALLOC_MALLOC },
 	{ "tc_calloc", ALLOC_CALLOC },
@@ -89,16 +95,50 @@ static const struct func_name c_funcs[] = {
 	{ "tc_deletearray_aligned_nothrow", ALLOC_DELETE },
 };
 
-/* C++ operators (Itanium ABI names, x86_64 size_t = unsigned long). */
+/* mimalloc's mi_* API, as far as a kind reads its arguments right: the
+ * size (or count and size) where malloc, calloc, realloc or reallocarray
+ * have them.  mi_malloc_aligned(size, alignment) reads like malloc. */
+static const struct func_name mi_funcs[] = {
+	{ "mi_malloc", ALLOC_MALLOC },
+	{ "mi_zalloc", ALLOC_MALLOC },
+	{ "mi_malloc_aligned", ALLOC_MALLOC },
+	{ "mi_zalloc_aligned", ALLOC_MALLOC },
+	{ "mi_calloc", ALLOC_CALLOC },
+	{ "mi_mallocn", ALLOC_CALLOC },
+	{ "mi_calloc_aligned", ALLOC_CALLOC },
+	{ "mi_realloc", ALLOC_REALLOC },
+	{ "mi_rezalloc", ALLOC_REALLOC },
+	{ "mi_realloc_aligned", ALLOC_REALLOC },
+	{ "mi_reallocn", ALLOC_REALLOCARRAY },
+	{ "mi_reallocarray", ALLOC_REALLOCARRAY },
+	{ "mi_recalloc", ALLOC_REALLOCARRAY },
+	{ "mi_posix_memalign", ALLOC_POSIX_MEMALIGN },
+	{ "mi_memalign", ALLOC_MEMALIGN },
+	{ "mi_aligned_alloc", ALLOC_ALIGNED_ALLOC },
+	{ "mi_valloc", ALLOC_VALLOC },
+	{ "mi_pvalloc", ALLOC_PVALLOC },
+	{ "mi_new", ALLOC_NEW },
+	{ "mi_new_nothrow", ALLOC_NEW },
+	{ "mi_new_aligned", ALLOC_NEW },
+	{ "mi_new_aligned_nothrow", ALLOC_NEW },
+	{ "mi_free", ALLOC_FREE },
+	{ "mi_cfree", ALLOC_FREE },
+	{ "mi_free_size", ALLOC_FREE },
+	{ "mi_free_aligned", ALLOC_FREE },
+	{ "mi_free_size_aligned", ALLOC_FREE },
+};
+
+/* C++ operators (Itanium ABI names, x86_64 size_t = unsigned long); the
+ * aligned ones (align_val_t) come first. */
 static const struct func_name cxx_funcs[] = {
-	{ "_Znwm", ALLOC_NEW },
-	{ "_ZnwmRKSt9nothrow_t", ALLOC_NEW },
 	{ "_ZnwmSt11align_val_t", ALLOC_NEW },
 	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW },
-	{ "_Znam", ALLOC_NEW_ARRAY },
-	{ "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY },
 	{ "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY },
 	{ "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY },
+	{ "_Znwm", ALLOC_NEW },
+	{ "_ZnwmRKSt9nothrow_t", ALLOC_NEW },
+	{ "_Znam", ALLOC_NEW_ARRAY },
+	{ "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY },
 	{ "_ZdlPv", ALLOC_DELETE },
 	{ "_ZdlPvm", ALLOC_DELETE },
 	{ "_ZdlPvRKSt9nothrow_t", ALLOC_DELETE },
@@ -112,183 +152,419 @@ static const struct func_name cxx_funcs[] = {
 	{ "_ZdaPvmSt11align_val_t", ALLOC_DELETE },
 	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE },
 };
+#define CXX_ALIGNED_NEW 4 /* the first entries of cxx_funcs */
 
-/* libstdc++'s aligned operators round the size up to the alignment before
- * calling aligned_alloc: probed so the size asked for is what counts. */
-static const struct func_name cxx_aligned_funcs[] = {
-	{ "_ZnwmSt11align_val_t", ALLOC_NEW },
-	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW },
-	{ "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY },
-	{ "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY },
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The names dwleak looks up, each with what it is: tables with a prefix. */
+struct func_table {
+	const char *prefix;
+	const struct func_name *funcs;
+	size_t n;
 };
 
-#define NC (sizeof(c_funcs) / sizeof(c_funcs[0]))
-#define NX (sizeof(cxx_funcs) / sizeof(cxx_funcs[0]))
-#define NXA (sizeof(cxx_aligned_funcs) / sizeof(cxx_aligned_funcs[0]))
+static const struct func_table tables[] = {
+	{ "", c_funcs, N(c_funcs) },
+	{ "", je_funcs, N(je_funcs) },
+	{ "je_", c_funcs, N(c_funcs) }, /* jemalloc built with --with-jemalloc-prefix=je_ */
+	{ "je_", je_funcs, N(je_funcs) },
+	{ "_rjem_", c_funcs, N(c_funcs) }, /* Rust's tikv-jemallocator */
+	{ "_rjem_", je_funcs, N(je_funcs) },
+	{ "", tc_funcs, N(tc_funcs) },
+	{ "", mi_funcs, N(mi_funcs) },
+	{ "", cxx_funcs, N(cxx_funcs) },
+};
 
-/* Looks up NAME in PATH; DYN_ONLY: only as an exported (.dynsym) symbol. */
-static bool defines(const char *path, const char *name, bool dyn_only)
-{
-	struct elf_sym_want w = { .name = name, .dynsym_only = dyn_only };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* One name looked up: its table entry, and where the dynamic linker binds it. */
+struct wanted {
+	char *sym;		    /* prefix + name */
+	const struct func_name *fn; /* what it is */
+	bool cxx_plain;		    /* a C++ operator libstdc++ forwards to malloc/free */
+	long obj;		    /* index of the binding object, -1 = none */
+	struct elf_sym_want at;	    /* the definition there */
+};
 
-	if (fd < 0)
-		return false;
-	elf_symbols_find(fd, &w, 1);
-	close(fd);
-	return w.found;
-}
+struct detect {
+	char *const *paths;
+	char *const *names;
+	size_t n;
+	struct wanted *w;
+	size_t nw;
+};
 
-/* Index of the first object in lookup order that provides NAME. */
-static long provider(char *const *paths, size_t n, const char *name)
+static void wanted_free(struct detect *d)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (defines(paths[i], name, true))
-			return (long)i;
-	/* a static executable: nothing exported, the definition is in .symtab */
-	return n && defines(paths[0], name, false) ? 0 : -1;
+	for (i = 0; i < d->nw; i++)
+		free(d->w[i].sym);
+	free(d->w);
 }
 
-/* Adds the functions of TABLE (PREFIX + name) found in O to O's list,
- * one entry per address. */
+static int wanted_make(struct detect *d)
+{
+	size_t t, k, i = 0, total = 0;
+
+	for (t = 0; t < N(tables); t++)
+		total += tables[t].n;
+	d->w = calloc(total, sizeof(*d->w));
+	if (!d->w)
+		return -ENOMEM;
+	for (t = 0; t < N(tables); t++) {
+		for (k = 0; k < tables[t].n; k++, i++) {
+			struct wanted *w = &d->w[i];
+
+			d->nw = i + 1;
+			if (asprintf(&w->sym, "%s%s", tables[t].prefix, tables[t].funcs[k].name) < 0) {
+				w->sym = NULL;
+				return -ENOMEM;
+			}
+			w->fn = &tables[t].funcs[k];
+			w->cxx_plain = tables[t].funcs == cxx_funcs && k >= CXX_ALIGNED_NEW;
+			w->obj = -1;
+		}
+	}
+	return 0;
+}
+
+/* Looks the wanted names up in object I (DYNSYM_ONLY: only its exports),
+ * binding those still unbound. */
+static int object_bind(struct detect *d, struct elf_sym_want *want, size_t i, bool dynsym_only)
+{
+	size_t k;
+	int fd;
+
+	for (k = 0; k < d->nw; k++)
+		want[k] = (struct elf_sym_want){ .name = d->w[k].sym, .dynsym_only = dynsym_only };
+	fd = open(d->paths[i], O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (elf_symbols_find(fd, want, d->nw)) {
+		close(fd);
+		return -ENOEXEC;
+	}
+	close(fd);
+	for (k = 0; k < d->nw; k++) {
+		if (d->w[k].obj >= 0 || !want[k].found || !want[k].file_off)
+			continue;
+		d->w[k].obj = (long)i;
+		d->w[k].at = want[k];
+	}
+	return 0;
+}
+
+/* Binds every wanted name as the dynamic linker does: the first object
+ * exporting it (.dynsym); a name nothing exports, to the executable's own
+ * definition (a static program has only .symtab). */
+static int wanted_bind(struct detect *d)
+{
+	struct elf_sym_want *want = calloc(d->nw, sizeof(*want));
+	size_t i;
+
+	if (!want)
+		return -ENOMEM;
+	for (i = 0; i < d->n; i++)
+		object_bind(d, want, i, true); /* an object that cannot be read binds nothing */
+	if (d->n)
+		object_bind(d, want, 0, false);
+	free(want);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* libstdc++ and libc++: their plain operators only call malloc and free. */
+static bool forwards_to_malloc(const char *name)
+{
+	const char *b = base_name(name);
+
+	return !strncmp(b, "libstdc++.so", 12) || !strncmp(b, "libc++.so", 9);
+}
+
+/* The wanted entry for SYM, or NULL. */
+static const struct wanted *wanted_find(const struct detect *d, const char *sym)
+{
+	size_t k;
+
+	for (k = 0; k < d->nw; k++)
+		if (!strcmp(d->w[k].sym, sym))
+			return &d->w[k];
+	return NULL;
+}
+
+static bool bound_to(const struct detect *d, const char *sym, long obj)
+{
+	const struct wanted *w = wanted_find(d, sym);
+
+	return w && w->obj == obj;
+}
+
+/* The family of object OBJ, from what it defines. */
+static const char *family_of(const struct detect *d, long obj)
+{
+	const char *b = base_name(d->names[obj]);
+
+	if (bound_to(d, "mi_malloc", obj))
+		return "mimalloc";
+	if (bound_to(d, "mallocx", obj) || bound_to(d, "je_mallocx", obj) || bound_to(d, "_rjem_mallocx", obj))
+		return "jemalloc";
+	if (bound_to(d, "tc_malloc", obj))
+		return "tcmalloc";
+	if (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))
+		return "glibc";
+	if (obj == 0 && d->n == 1) {
+		/* a static program: glibc's own malloc, unless one of the above */
+		struct elf_sym_want w = { .name = "__libc_start_main" };
+		int fd = open(d->paths[0], O_RDONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			elf_symbols_find(fd, &w, 1);
+			close(fd);
+		}
+		if (w.found)
+			return "glibc";
+	}
+	return "custom";
+}
+
 /* Entry-only probes (the frees) move to a site the kernel emulates, decoded
  * from the bytes of the very file the probe attaches to. */
-static void site_pick(struct alloc_func *f, int fd)
+static void site_pick(struct alloc_func *f, const char *path)
 {
 	struct probe_site site = { 0, "entry: a return probe must sit at the entry" };
 	uint8_t code[32];
 	ssize_t got;
+	int fd;
 
-	if (alloc_kind_frees(f->kind)) {
+	if (alloc_kind_frees(f->kind) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		got = pread(fd, code, sizeof(code), (off_t)f->file_off);
 		if (got > 0)
 			probe_site_pick(code, (size_t)got, &site);
+		close(fd);
 	}
 	f->site_off = site.offset;
 	f->site_why = site.why;
 }
 
-static void funcs_add(struct alloc_object *o, struct elf_sym_want *want, const struct func_name *table,
-		      size_t n, int fd)
+/* The alloc_object of lookup index OBJ in A, added when new. */
+static struct alloc_object *object_of(struct allocator *a, const struct detect *d, long obj, long *idx)
 {
-	size_t k, j;
+	struct alloc_object *g;
+	size_t i;
 
-	for (k = 0; k < n; k++) {
-		if (!want[k].found || !want[k].file_off || o->nfuncs == ALLOC_MAX_FUNCS)
-			continue;
-		for (j = 0; j < o->nfuncs && o->funcs[j].vaddr != want[k].vaddr; j++)
-			;
-		if (j < o->nfuncs)
-			continue; /* an alias: one probe serves every name */
-		o->funcs[o->nfuncs++] = (struct alloc_func){
-			.name = table[k].name,
-			.kind = table[k].kind,
-			.vaddr = want[k].vaddr,
-			.size = want[k].size,
-			.file_off = want[k].file_off,
-		};
-		site_pick(&o->funcs[o->nfuncs - 1], fd);
-	}
+	for (i = 0; i < a->nobjs; i++)
+		if (idx[i] == obj)
+			return &a->objs[i];
+	g = realloc(a->objs, (a->nobjs + 1) * sizeof(*g));
+	if (!g)
+		return NULL;
+	a->objs = g;
+	g = &a->objs[a->nobjs];
+	memset(g, 0, sizeof(*g));
+	g->path = strdup(d->paths[obj]);
+	g->name = strdup(d->names[obj]);
+	idx[a->nobjs++] = obj;
+	return g->path && g->name ? g : NULL;
 }
 
-/* Fills O with the functions of TABLE that PATH defines (with PREFIX). */
-_Static_assert(NC >= NX && NC >= NXA, "object_scan's arrays hold the largest table");
-
-static int object_scan(struct alloc_object *o, const char *path, const char *prefix,
-		       const struct func_name *table, size_t n)
+static int func_add(struct alloc_object *o, const struct wanted *w)
 {
-	struct elf_sym_want want[NC];
-	char *names[NC];
-	size_t k;
-	int fd, err;
+	struct alloc_func *f;
+	size_t j;
 
-	memset(want, 0, sizeof(want));
-	for (k = 0; k < n; k++) {
-		if (asprintf(&names[k], "%s%s", prefix, table[k].name) < 0) {
-			while (k--)
-				free(names[k]);
+	for (j = 0; j < o->nfuncs; j++)
+		if (o->funcs[j].vaddr == w->at.vaddr)
+			return 0; /* an alias: one probe serves every name */
+	if (o->nfuncs == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+
+		f = realloc(o->funcs, cap * sizeof(*f));
+		if (!f)
 			return -ENOMEM;
-		}
-		want[k].name = names[k];
+		o->funcs = f;
+		o->cap = cap;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	err = fd < 0 ? -errno : elf_symbols_find(fd, want, n);
-	if (!err)
-		funcs_add(o, want, table, n, fd);
-	if (fd >= 0)
-		close(fd);
-	for (k = 0; k < n; k++)
-		free(names[k]);
+	f = &o->funcs[o->nfuncs++];
+	*f = (struct alloc_func){
+		.name = w->fn->name,
+		.kind = w->fn->kind,
+		.vaddr = w->at.vaddr,
+		.size = w->at.size,
+		.file_off = w->at.file_off,
+	};
+	site_pick(f, o->path);
+	return 0;
+}
+
+/* What the probes cover: every bound name, but plain C++ operators that
+ * only forward to malloc and free: libstdc++'s and libc++'s, also linked
+ * into a static program with glibc (glibc has no C++ operators, so those
+ * beside its malloc are libstdc++'s). */
+static int objects_fill(struct allocator *a, const struct detect *d, long malloc_obj)
+{
+	bool glibc_static = malloc_obj == 0 && !strcmp(a->family, "glibc");
+	long *idx = calloc(d->n + 1, sizeof(*idx));
+	struct alloc_object *o;
+	size_t k;
+	int err = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	/* malloc's provider first: objs[0] */
+	if (!object_of(a, d, malloc_obj, idx))
+		err = -ENOMEM;
+	for (k = 0; !err && k < d->nw; k++) {
+		const struct wanted *w = &d->w[k];
+
+		if (w->obj < 0 ||
+		    (w->cxx_plain && (forwards_to_malloc(d->names[w->obj]) || (glibc_static && w->obj == 0))))
+			continue;
+		o = object_of(a, d, w->obj, idx);
+		err = o ? func_add(o, w) : -ENOMEM;
+	}
+	free(idx);
 	return err;
 }
 
-static const char *family_of(const char *path, const char *name, const char *prefix)
-{
-	const char *base = strrchr(name, '/');
-	char sym[32];
+struct imports_ctx {
+	struct allocator *a;
+	const struct detect *d;
+	const char *importer;
+	int err;
+};
 
-	base = base ? base + 1 : name;
-	snprintf(sym, sizeof(sym), "%smallocx", prefix);
-	if (defines(path, sym, false))
-		return "jemalloc";
-	if (defines(path, "tc_malloc", false))
-		return "tcmalloc";
-	if (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5) || defines(path, "__libc_malloc", false))
-		return "glibc";
-	return "unknown";
+/* Whether NAME looks like an allocator's entry point: a known allocator
+ * prefix and a name that allocates (not a size query). */
+static bool allocator_like(const char *name)
+{
+	static const char *const prefixes[] = { "mi_", "je_", "_rjem_", "tc_" };
+	static const char *const verbs[] = { "alloc", "new", "strdup", "strndup", "realpath" };
+	size_t i;
+	bool prefixed = false, verb = false;
+
+	for (i = 0; i < N(prefixes); i++)
+		prefixed |= !strncmp(name, prefixes[i], strlen(prefixes[i]));
+	for (i = 0; i < N(verbs); i++)
+		verb |= strstr(name, verbs[i]) != NULL;
+	return prefixed && verb && !strstr(name, "nallocx") && !strstr(name, "_size") &&
+	       !strstr(name, "usable");
 }
 
-static int object_set(struct alloc_object *o, const char *path, const char *name)
+static void import_seen(void *arg, const char *name)
 {
-	o->path = strdup(path);
-	o->name = strdup(name);
-	return o->path && o->name ? 0 : -ENOMEM;
+	struct imports_ctx *c = arg;
+	struct allocator *a = c->a;
+	const struct wanted *w;
+	char **g;
+	size_t i;
+
+	if (c->err || !allocator_like(name))
+		return;
+	w = wanted_find(c->d, name);
+	if (w && w->obj >= 0)
+		return; /* probed */
+	for (i = 0; i < a->nnot_covered; i++)
+		if (!strncmp(a->not_covered[i], name, strlen(name)) && a->not_covered[i][strlen(name)] == ' ')
+			return;
+	g = realloc(a->not_covered, (a->nnot_covered + 1) * sizeof(*g));
+	if (!g || asprintf(&g[a->nnot_covered], "%s (imported by %s)", name, c->importer) < 0) {
+		if (g)
+			a->not_covered = g;
+		c->err = -ENOMEM;
+		return;
+	}
+	a->not_covered = g;
+	a->nnot_covered++;
+}
+
+/* Lists the allocator functions the objects import that are not probed. */
+static int not_covered_find(struct allocator *a, const struct detect *d)
+{
+	struct imports_ctx c = { a, d, NULL, 0 };
+	size_t i;
+	int fd;
+
+	for (i = 0; i < d->n && !c.err; i++) {
+		fd = open(d->paths[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		c.importer = d->names[i];
+		elf_symbols_imports(fd, import_seen, &c);
+		close(fd);
+	}
+	return c.err;
+}
+
+/* "glibc in /lib/.../libc.so.6 (LD_PRELOAD)", "custom allocator in ...",
+ * and the other families whose own API a program calls ("; jemalloc's
+ * _rjem_* API in ./app"). */
+static int describe(struct allocator *a, const struct detect *d)
+{
+	const char *where = a->preloaded ? " (LD_PRELOAD)" : a->in_executable ? " (linked in)" : "";
+	char *s = NULL, *more;
+	size_t i;
+	int n;
+
+	if (!strcmp(a->family, "custom"))
+		n = asprintf(&s, "custom allocator in %s%s", a->objs[0].name, where);
+	else
+		n = asprintf(&s, "%s in %s%s", a->family, a->objs[0].name, where);
+	if (n < 0)
+		return -ENOMEM;
+	for (i = 1; i < a->nobjs; i++) {
+		const char *fam = NULL;
+		size_t k;
+
+		for (k = 0; k < d->nw && !fam; k++)
+			if (d->w[k].obj >= 0 && !strcmp(d->names[d->w[k].obj], a->objs[i].name) &&
+			    strcmp(d->w[k].sym, d->w[k].fn->name))
+				fam = d->w[k].sym; /* a prefixed API */
+		if (!fam)
+			continue;
+		n = asprintf(&more, "%s; %s... in %s", s, fam, a->objs[i].name);
+		free(s);
+		if (n < 0)
+			return -ENOMEM;
+		s = more;
+	}
+	a->description = s;
+	return 0;
 }
 
 int allocator_detect(char *const *paths, char *const *names, size_t n, size_t npreload,
 		     struct allocator *a)
 {
-	const char *prefix = "";
-	long m, x;
+	struct detect d = { paths, names, n, NULL, 0 };
+	static const char *const mallocs[] = { "malloc", "je_malloc", "_rjem_malloc", "mi_malloc" };
+	const struct wanted *m = NULL;
+	size_t i;
 	int err;
 
 	memset(a, 0, sizeof(*a));
-	m = provider(paths, n, "malloc");
-	if (m < 0 && n && defines(paths[0], "je_malloc", false)) {
-		m = 0; /* jemalloc built with --with-jemalloc-prefix=je_, linked in */
-		prefix = "je_";
+	err = wanted_make(&d);
+	err = err ?: wanted_bind(&d);
+	for (i = 0; !err && !m && i < N(mallocs); i++) {
+		m = wanted_find(&d, mallocs[i]);
+		m = m && m->obj >= 0 ? m : NULL;
 	}
-	if (m < 0)
-		return -ENOENT;
-	a->family = family_of(paths[m], names[m], prefix);
-	a->in_executable = m == 0;
-	a->preloaded = m >= 1 && (size_t)m <= npreload;
-	err = object_set(&a->objs[0], paths[m], names[m]);
-	err = err ?: object_scan(&a->objs[0], paths[m], prefix, c_funcs, NC);
-	if (err)
-		goto fail;
-	a->nobjs = 1;
-	/* C++ operators of their own (tcmalloc's, jemalloc's, a static build
-	 * of either) are entry points; libstdc++'s plain ones only call malloc,
-	 * which is probed already (the walk shows operator new as malloc's
-	 * caller), but its aligned ones change the size */
-	x = provider(paths, n, "_Znwm");
-	if (strcmp(a->family, "glibc") && x == m) {
-		err = object_scan(&a->objs[0], paths[m], "", cxx_funcs, NX);
-	} else if (x == m) {
-		err = object_scan(&a->objs[0], paths[m], "", cxx_aligned_funcs, NXA);
-	} else if (x >= 0) {
-		err = object_set(&a->objs[1], paths[x], names[x]);
-		err = err ?: object_scan(&a->objs[1], paths[x], "", cxx_aligned_funcs, NXA);
-		a->nobjs = a->objs[1].nfuncs ? 2 : 1;
+	if (!err && !m)
+		err = -ENOENT;
+	if (!err) {
+		a->family = family_of(&d, m->obj);
+		a->in_executable = m->obj == 0;
+		a->preloaded = m->obj >= 1 && (size_t)m->obj <= npreload;
+		err = objects_fill(a, &d, m->obj);
 	}
+	err = err ?: describe(a, &d);
+	err = err ?: not_covered_find(a, &d);
+	wanted_free(&d);
 	if (err)
-		goto fail;
-	return 0;
-fail:
-	allocator_free(a);
+		allocator_free(a);
 	return err;
 }
 
@@ -296,9 +572,15 @@ void allocator_free(struct allocator *a)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(a->objs) / sizeof(a->objs[0]); i++) {
+	for (i = 0; i < a->nobjs; i++) {
 		free(a->objs[i].path);
 		free(a->objs[i].name);
+		free(a->objs[i].funcs);
 	}
+	for (i = 0; i < a->nnot_covered; i++)
+		free(a->not_covered[i]);
+	free(a->not_covered);
+	free(a->objs);
+	free(a->description);
 	memset(a, 0, sizeof(*a));
 }

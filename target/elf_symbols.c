@@ -68,25 +68,63 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, bool dynsym, struct elf_sym_wan
 	}
 }
 
-int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n)
+/* The ELF object at FD, or NULL when it is not one. */
+static Elf *elf_open(int fd)
 {
-	static const GElf_Word order[] = { SHT_DYNSYM, SHT_SYMTAB };
-	Elf_Scn *scn;
-	GElf_Shdr sh;
-	size_t t;
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		if (elf)
-			elf_end(elf);
-		return -ENOEXEC;
+	if (elf && elf_kind(elf) != ELF_K_ELF) {
+		elf_end(elf);
+		elf = NULL;
 	}
+	return elf;
+}
+
+int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n)
+{
+	static const GElf_Word order[] = { SHT_DYNSYM, SHT_SYMTAB };
+	Elf *elf = elf_open(fd);
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	size_t t;
+
+	if (!elf)
+		return -ENOEXEC;
 	for (t = 0; t < 2; t++) {
 		for (scn = NULL; (scn = elf_nextscn(elf, scn));)
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == order[t])
 				scan_symbols(elf, scn, order[t] == SHT_DYNSYM, want, n);
+	}
+	elf_end(elf);
+	return 0;
+}
+
+int elf_symbols_imports(int fd, void (*fn)(void *arg, const char *name), void *arg)
+{
+	Elf *elf = elf_open(fd);
+	Elf_Scn *scn = NULL;
+	Elf_Data *data;
+	GElf_Shdr sh;
+	GElf_Sym sym;
+	const char *name;
+	size_t i, nsyms;
+
+	if (!elf)
+		return -ENOEXEC;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		nsyms = data ? sh.sh_size / sh.sh_entsize : 0;
+		for (i = 1; i < nsyms; i++) {
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx != SHN_UNDEF)
+				continue;
+			name = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (name && *name)
+				fn(arg, name);
+		}
 	}
 	elf_end(elf);
 	return 0;

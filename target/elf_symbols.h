@@ -25,4 +25,11 @@ struct elf_sym_want {
  */
 int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n);
 
+/*
+ * Calls FN(ARG, NAME) for each function or object the ELF object at FD
+ * imports (an undefined .dynsym entry; NAME is valid during the call
+ * only).  Returns 0, or -ENOEXEC when FD is not an ELF object.
+ */
+int elf_symbols_imports(int fd, void (*fn)(void *arg, const char *name), void *arg);
+
 #endif
