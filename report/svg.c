@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flamegraph.h"
+#include "svg.h"
 
 /* ---- Layout ---- */
 
