@@ -17,6 +17,7 @@
 #include "json.h"
 #include "report.h"
 #include "symbolize.h"
+#include "write.h"
 
 #define EXIT_USAGE 2
 #define REPORT_VERSION 1 /* the "dwleak_report" value this reader understands */
@@ -989,7 +990,7 @@ static int report_output(struct run *run)
 		fprintf(stderr, "dwleak: cannot write %s: %s\n", path, strerror(-err));
 		return err;
 	}
-	err = report_write_json(f, &run->r, 0);
+	err = report_write(f, REPORT_FORMAT_JSON, &run->r, 0);
 	if (path) {
 		if (fclose(f) != 0 && !err)
 			err = -EIO;
