@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmd_symbolize.h"
+#include "frames.h"
 #include "json.h"
 #include "report.h"
 #include "symbolize.h"
@@ -62,9 +63,8 @@ struct module_entry {
 
 /*
  * A run's state.  The report borrows every string from DOC (names, paths)
- * or from RESOLVED (new names), and its arrays from the lists freed at the
- * end: BLOCKS are plain malloc'd arrays, RESOLVED/NRESOLVED the results of
- * sym_module_resolve().
+ * or from FRAMES (new names), and its arrays from what is freed at the end:
+ * BLOCKS are plain malloc'd arrays, FRAMES holds the frames written out.
  */
 struct run {
 	const struct symbolize_env *env;
@@ -76,9 +76,7 @@ struct run {
 	size_t nmodules;
 	void **blocks;
 	size_t nblocks;
-	struct sym_frame **resolved;
-	size_t *nresolved;
-	size_t nres;
+	struct frame_arena frames;
 	char **warned; /* unknown field names already warned about */
 	size_t nwarned;
 };
@@ -145,25 +143,6 @@ static int keep_block(struct run *run, void *p)
 	return 0;
 }
 
-/* Keeps the N resolved FRAMES until the run ends, or frees them and fails. */
-static int keep_resolved(struct run *run, struct sym_frame *frames, size_t n)
-{
-	struct sym_frame **f = realloc(run->resolved, (run->nres + 1) * sizeof(*f));
-	size_t *c;
-
-	if (f)
-		run->resolved = f;
-	c = f ? realloc(run->nresolved, (run->nres + 1) * sizeof(*c)) : NULL;
-	if (!c) {
-		sym_frames_free(frames, n);
-		return -ENOMEM;
-	}
-	run->nresolved = c;
-	run->resolved[run->nres] = frames;
-	run->nresolved[run->nres++] = n;
-	return 0;
-}
-
 static void run_free(struct run *run)
 {
 	size_t i;
@@ -171,10 +150,7 @@ static void run_free(struct run *run)
 	for (i = 0; i < run->nblocks; i++)
 		free(run->blocks[i]);
 	free(run->blocks);
-	for (i = 0; i < run->nres; i++)
-		sym_frames_free(run->resolved[i], run->nresolved[i]);
-	free(run->resolved);
-	free(run->nresolved);
+	frame_arena_free(&run->frames);
 	for (i = 0; i < run->nmodules; i++)
 		free(run->modules[i].candidates);
 	free(run->modules);
@@ -804,55 +780,33 @@ static int entry_resolve(struct module_entry *e, uint64_t addr, bool return_addr
 	return 0;
 }
 
-/* Appends N frames at SRC to the array *DST (*NDST used, *CAP allocated). */
-static int frames_append(struct report_frame **dst, size_t *ndst, size_t *cap,
-			 const struct report_frame *src, size_t n)
-{
-	if (*ndst + n > *cap) {
-		size_t c = *cap ? *cap : 8;
-		struct report_frame *g;
-
-		while (*ndst + n > c)
-			c *= 2;
-		g = realloc(*dst, c * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		*dst = g;
-		*cap = c;
-	}
-	memcpy(*dst + *ndst, src, n * sizeof(*src));
-	*ndst += n;
-	return 0;
-}
-
 static bool is_trampoline(const char *function)
 {
 	return function && strcmp(function, SIGNAL_TRAMPOLINE) == 0;
 }
 
 /*
- * Resolves the frame list *FRAMES (*N frames) group by group - a physical
- * frame and the inlined frames before it, which share its address - and
- * replaces it by a kept array of the new frames.  The first group, the
- * signal trampoline and the frame it interrupted are exact pcs; every other
- * group is a return address, as the tracer resolved them.
+ * Appends to RUN->frames the frame list IN (N frames) resolved again group
+ * by group - a physical frame and the inlined frames before it, which share
+ * its address - keeping a group as it was when the report said more than
+ * the objects found here do.  The first group, the signal trampoline and the
+ * frame it interrupted are exact pcs; every other group is a return
+ * address, as the tracer resolved them.
  */
-static int frames_symbolize(struct run *run, const struct report_frame **frames, size_t *n)
+static int frames_symbolize(struct run *run, const struct report_frame *in, size_t n)
 {
-	const struct report_frame *in = *frames;
-	struct report_frame *out = NULL;
-	size_t i = 0, nout = 0, cap = 0, group = 0;
 	bool after_trampoline = false;
+	size_t i = 0, group = 0;
 	int err = 0;
 
-	while (i < *n) {
+	while (i < n) {
 		const struct report_frame *phys;
 		size_t len = 1, k;
 		struct sym_frame *sf = NULL;
 		size_t nsf = 0;
 		bool trampoline;
 
-		while (i + len < *n && in[i + len - 1].inlined &&
+		while (i + len < n && in[i + len - 1].inlined &&
 		       in[i + len].address == in[i].address && str_eq(in[i + len].module, in[i].module))
 			len++;
 		phys = &in[i + len - 1];
@@ -862,67 +816,56 @@ static int frames_symbolize(struct run *run, const struct report_frame **frames,
 			bool exact = group == 0 || trampoline || after_trampoline;
 
 			if (!e)
-				goto nomem;
+				return -ENOMEM;
 			err = entry_resolve(e, phys->elf_address, !exact, &sf, &nsf);
 			if (err)
-				goto fail;
+				return err;
 		}
 		if (nsf && sym_score(sf, nsf) >= report_score(&in[i], len)) {
-			err = keep_resolved(run, sf, nsf);
-			if (err)
-				goto fail;
-			for (k = 0; k < nsf; k++) {
-				struct report_frame f = *phys;
-
-				f.function = sf[k].function;
-				f.offset = sf[k].offset;
-				f.file = sf[k].file;
-				f.line = sf[k].line;
-				f.inlined = sf[k].inlined;
-				trampoline = trampoline || is_trampoline(f.function);
-				err = frames_append(&out, &nout, &cap, &f, 1);
-				if (err)
-					goto fail;
-			}
+			for (k = 0; k < nsf; k++)
+				trampoline = trampoline || is_trampoline(sf[k].function);
+			err = frame_arena_add_names(&run->frames, phys->module, phys->build_id,
+						    phys->address, phys->elf_address, sf, nsf);
 		} else {
 			sym_frames_free(sf, nsf);
-			err = frames_append(&out, &nout, &cap, &in[i], len);
-			if (err)
-				goto fail;
+			err = frame_arena_add_copies(&run->frames, &in[i], len);
 		}
+		if (err)
+			return err;
 		after_trampoline = trampoline;
 		i += len;
 		group++;
 	}
-	if (!out)
-		return 0;
-	err = keep_block(run, out);
-	if (err)
-		return err;
-	*frames = out;
-	*n = nout;
 	return 0;
-nomem:
-	err = -ENOMEM;
-fail:
-	free(out);
-	return err;
 }
 
+/* Resolves every stack's frames and FP frames into RUN->frames, then points
+ * the stacks at them once the arena stopped growing. */
 static int report_symbolize(struct run *run)
 {
-	int err;
+	struct report *r = &run->r;
+	struct frame_span *spans = calloc(2 * r->nstacks + 1, sizeof(*spans));
+	int err = spans ? 0 : -ENOMEM;
 
-	for (size_t i = 0; i < run->r.nstacks; i++) {
-		struct report_stack *s = &run->r.stacks[i];
-
-		err = frames_symbolize(run, &s->frames, &s->nframes);
+	for (size_t i = 0; i < r->nstacks && !err; i++) {
+		spans[2 * i] = frame_span_start(&run->frames);
+		err = frames_symbolize(run, r->stacks[i].frames, r->stacks[i].nframes);
+		frame_span_end(&run->frames, &spans[2 * i]);
+		spans[2 * i + 1] = frame_span_start(&run->frames);
 		if (!err)
-			err = frames_symbolize(run, &s->fp_frames, &s->nfp_frames);
-		if (err)
-			return err;
+			err = frames_symbolize(run, r->stacks[i].fp_frames, r->stacks[i].nfp_frames);
+		frame_span_end(&run->frames, &spans[2 * i + 1]);
 	}
-	return 0;
+	for (size_t i = 0; i < r->nstacks && !err; i++) {
+		struct report_stack *s = &r->stacks[i];
+
+		s->frames = frame_span_frames(&run->frames, spans[2 * i]);
+		s->nframes = spans[2 * i].n;
+		s->fp_frames = frame_span_frames(&run->frames, spans[2 * i + 1]);
+		s->nfp_frames = spans[2 * i + 1].n;
+	}
+	free(spans);
+	return err;
 }
 
 /* Says which objects were found nowhere, so the user knows what to add. */
