@@ -140,7 +140,8 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 	if (err)
 		return err;
 
-	fprintf(f, "{\n  \"dwleak_report\": 1,\n  \"pid\": %d,\n  \"command\": ", r->pid);
+	fprintf(f, "{\n  \"dwleak_report\": %d,\n  \"pid\": %d,\n  \"command\": ",
+		REPORT_JSON_VERSION, r->pid);
 	json_str(f, r->command);
 	fputs(",\n  \"unwind\": ", f);
 	json_str(f, r->unwind);

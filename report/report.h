@@ -116,6 +116,10 @@ struct report {
 	size_t nsuppressed;
 };
 
+/* The "dwleak_report" value of the JSON format: what json_write.c writes
+ * and json_read.c reads; a change that old readers cannot read bumps it. */
+#define REPORT_JSON_VERSION 1
+
 /*
  * Sorts R->stacks in place by bytes descending, ties by allocations
  * descending, remaining ties keeping their order (stable).
