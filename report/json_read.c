@@ -42,22 +42,20 @@ struct where {
 
 #define TOP_LEVEL ((struct where){ -1, NULL, -1 })
 
-/* Keeps P (malloc'd) until the report is freed; frees it and fails on
- * -ENOMEM. */
-static int keep_block(struct report_json_store *st, void *p)
+/* A zeroed array of N elements of SIZE bytes kept until the report is
+ * freed, or NULL when there is no memory. */
+static void *kept_calloc(struct report_json_store *st, size_t n, size_t size)
 {
-	void **g;
+	void **g = realloc(st->blocks, (st->nblocks + 1) * sizeof(*g));
+	void *p;
 
-	if (!p)
-		return -ENOMEM;
-	g = realloc(st->blocks, (st->nblocks + 1) * sizeof(*g));
-	if (!g) {
-		free(p);
-		return -ENOMEM;
-	}
+	if (!g)
+		return NULL;
 	st->blocks = g;
-	st->blocks[st->nblocks++] = p;
-	return 0;
+	p = calloc(n, size);
+	if (p)
+		st->blocks[st->nblocks++] = p;
+	return p;
 }
 
 /*
@@ -340,10 +338,9 @@ static int frames_read(struct report_json *rj, const struct json_value *obj, lon
 	err = get_array(rj, obj, key, &w, &arr);
 	if (err || !arr || !arr->array.n)
 		return err;
-	frames = calloc(arr->array.n, sizeof(*frames));
-	err = keep_block(rj->store, frames);
-	if (err)
-		return err;
+	frames = kept_calloc(rj->store, arr->array.n, sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
 	w.list = key;
 	for (i = 0; i < arr->array.n; i++) {
 		w.frame = (long)i;
@@ -398,14 +395,10 @@ static int counters_read(struct report_json *rj, const struct json_value *obj)
 	if (err || !obj || !obj->object.n)
 		return err;
 	n = obj->object.n;
-	names = calloc(n, sizeof(*names));
-	err = keep_block(rj->store, names);
-	if (err)
-		return err;
-	values = calloc(n, sizeof(*values));
-	err = keep_block(rj->store, values);
-	if (err)
-		return err;
+	names = kept_calloc(rj->store, n, sizeof(*names));
+	values = kept_calloc(rj->store, n, sizeof(*values));
+	if (!names || !values)
+		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const struct json_member *m = &obj->object.members[i];
 
@@ -448,10 +441,9 @@ static int fp_summary_read(struct report_json *rj, const struct json_value *obj)
 	rj->report.fp = fp;
 	if (!mods || !mods->array.n)
 		return 0;
-	fp->modules = calloc(mods->array.n, sizeof(*fp->modules));
-	err = keep_block(rj->store, fp->modules);
-	if (err)
-		return err;
+	fp->modules = kept_calloc(rj->store, mods->array.n, sizeof(*fp->modules));
+	if (!fp->modules)
+		return -ENOMEM;
 	fp->nmodules = mods->array.n;
 	for (i = 0; i < mods->array.n; i++) {
 		const struct json_value *m = mods->array.items[i];
@@ -484,10 +476,9 @@ static int suppressed_read(struct report_json *rj, const struct json_value *obj)
 	err = get_array(rj, obj, "suppressed", &w, &arr);
 	if (err || !arr || !arr->array.n)
 		return err;
-	sup = calloc(arr->array.n, sizeof(*sup));
-	err = keep_block(rj->store, sup);
-	if (err)
-		return err;
+	sup = kept_calloc(rj->store, arr->array.n, sizeof(*sup));
+	if (!sup)
+		return -ENOMEM;
 	for (i = 0; i < arr->array.n; i++) {
 		const struct json_value *x = arr->array.items[i];
 		const struct where xw = { -1, "suppressed", (long)i };
@@ -545,10 +536,9 @@ static int report_read(struct report_json *rj, const struct json_value *doc)
 	if (!stacks)
 		return error_set(rj, 0, 0, "not a dwleak report (no \"stacks\" array)");
 	if (stacks->array.n) {
-		r->stacks = calloc(stacks->array.n, sizeof(*r->stacks));
-		err = keep_block(rj->store, r->stacks);
-		if (err)
-			return err;
+		r->stacks = kept_calloc(rj->store, stacks->array.n, sizeof(*r->stacks));
+		if (!r->stacks)
+			return -ENOMEM;
 	}
 	r->nstacks = stacks->array.n;
 	for (i = 0; i < stacks->array.n; i++) {

@@ -140,33 +140,43 @@ const char *report_base_name(const char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
-size_t report_utf8_len(const unsigned char *s)
+size_t report_utf8_decode(const unsigned char *s, uint32_t *cp)
 {
 	unsigned char c = s[0];
 	size_t len, i;
-	uint32_t cp;
 
-	if (c >= 0x20 && c < 0x7f)
+	if (c < 0x80) {
+		*cp = c;
 		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf) {
 		len = 2;
-		cp = c & 0x1f;
+		*cp = c & 0x1f;
 	} else if (c >= 0xe0 && c <= 0xef) {
 		len = 3;
-		cp = c & 0x0f;
+		*cp = c & 0x0f;
 	} else if (c >= 0xf0 && c <= 0xf4) {
 		len = 4;
-		cp = c & 0x07;
+		*cp = c & 0x07;
 	} else {
 		return 0;
 	}
 	for (i = 1; i < len; i++) {
 		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
 			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
+		*cp = *cp << 6 | (s[i] & 0x3f);
 	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+	if ((len == 3 && *cp < 0x800) || (len == 4 && *cp < 0x10000) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff)
 		return 0;
 	return len;
+}
+
+size_t report_utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 && s[0] < 0x7f;
+	return report_utf8_decode(s, &cp);
 }

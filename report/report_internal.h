@@ -5,6 +5,7 @@
 #define DWLEAK_REPORT_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report.h"
@@ -26,10 +27,18 @@ int report_stream_status(FILE *f);
 const char *report_base_name(const char *path);
 
 /*
- * Length of the well-formed UTF-8 sequence at S (RFC 3629: no overlongs, no
- * surrogates, nothing above U+10FFFF), 1 for printable ASCII, or 0 for a
- * control byte or a byte that starts no valid sequence.  S is
- * NUL-terminated; the NUL itself gives 0.
+ * Decodes the UTF-8 sequence at S into *CP and returns its length, or
+ * returns 0 for a byte that starts no well-formed sequence (RFC 3629: no
+ * overlongs, no surrogates, nothing above U+10FFFF).  Any ASCII byte, the
+ * NUL and control bytes included, is a sequence of 1.  S is NUL-terminated:
+ * a sequence cut short by the NUL is not well-formed.
+ */
+size_t report_utf8_decode(const unsigned char *s, uint32_t *cp);
+
+/*
+ * Length of the well-formed UTF-8 sequence at S (as report_utf8_decode()),
+ * 1 for printable ASCII, or 0 for a control byte (the NUL and DEL
+ * included) or a byte that starts no valid sequence.
  */
 size_t report_utf8_len(const unsigned char *s);
 

@@ -77,43 +77,6 @@ static void kind_colour(char *buf, size_t size, enum flame_kind k, const char *n
 
 /* ---- XML text ---- */
 
-/*
- * Decodes the UTF-8 sequence at S into *CP and returns its length, or returns
- * 0 for a byte that starts no well-formed sequence (RFC 3629: no overlongs,
- * no surrogates, nothing above U+10FFFF).
- */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	unsigned char c = s[0];
-	size_t len, i;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		*cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		*cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		*cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-			return 0;
-		*cp = *cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && *cp < 0x800) || (len == 4 && *cp < 0x10000) ||
-	    (*cp >= 0xd800 && *cp <= 0xdfff) || *cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 /* Characters STR shows as: one per code point and one per broken byte. */
 static size_t xml_chars(const char *str)
 {
@@ -122,7 +85,7 @@ static size_t xml_chars(const char *str)
 	uint32_t cp;
 
 	while (*s) {
-		len = utf8_decode(s, &cp);
+		len = report_utf8_decode(s, &cp);
 		s += len ? len : 1;
 		n++;
 	}
@@ -142,7 +105,7 @@ static void xml_put(FILE *f, const char *str, size_t max)
 	uint32_t cp;
 
 	for (; *s && max; max--) {
-		len = utf8_decode(s, &cp);
+		len = report_utf8_decode(s, &cp);
 		if (!len || cp < 0x20 || cp == 0x7f || cp == 0xfffe || cp == 0xffff) {
 			fputs("\xef\xbf\xbd", f);
 			s += len ? len : 1;
