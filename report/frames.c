@@ -91,11 +91,12 @@ int frame_arena_add_names(struct frame_arena *a, const char *module, const char 
 		sym_frames_free(names, n);
 		return err;
 	}
-	if (n) {
+	if (n)
 		err = names_keep(a, names, n);
-		if (err)
-			return err;
-	}
+	else
+		sym_frames_free(names, 0); /* an empty array: nothing borrows from it */
+	if (err)
+		return err;
 	for (size_t i = 0; i < (n ? n : 1); i++) {
 		struct report_frame *f = &a->frames[a->nframes++];
 
