@@ -1,12 +1,10 @@
 /* `dwleak symbolize [--debug-dir DIR]... [-o OUT] REPORT.json`: reads a JSON
- * report back into a struct report, resolves every frame again against the
- * objects and debug files found here, and writes it out in the same format. */
+ * report back (report/json_read.c), names every frame again against the
+ * objects and debug files found here (report/frames.c), and writes it out in
+ * the same format. */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +12,13 @@
 #include <unistd.h>
 
 #include "cmd_symbolize.h"
-#include "json.h"
+#include "frames.h"
+#include "json_read.h"
 #include "report.h"
 #include "symbolize.h"
+#include "write.h"
 
 #define EXIT_USAGE 2
-#define REPORT_VERSION 1 /* the "dwleak_report" value this reader understands */
 /* The kernel's signal trampoline: its own frame and the interrupted one
  * after it were recorded at exact pcs, not return addresses. */
 #define SIGNAL_TRAMPOLINE "__restore_rt"
@@ -31,19 +30,6 @@ struct symbolize_env {
 	const char *output;	 /* -o: NULL = stdout */
 	const char *input;	 /* REPORT.json, "-" = stdin */
 };
-
-/*
- * Where a value sits in the report, for messages: "stacks[3].frames[2]."
- * then the field.  STACK < 0 means outside the stacks; LIST names a frame
- * list (FRAME its index) or another object (FRAME < 0), NULL for none.
- */
-struct where {
-	long stack;
-	const char *list;
-	long frame;
-};
-
-#define TOP_LEVEL ((struct where){ -1, NULL, -1 })
 
 /*
  * One object the report's frames name, found at most once per run.
@@ -60,26 +46,17 @@ struct module_entry {
 };
 
 /*
- * A run's state.  The report borrows every string from DOC (names, paths)
- * or from RESOLVED (new names), and its arrays from the lists freed at the
- * end: BLOCKS are plain malloc'd arrays, RESOLVED/NRESOLVED the results of
- * sym_module_resolve().
+ * A run's state.  IN is the report read; its stacks' frame lists are
+ * replaced by spans of FRAMES, whose new names FRAMES owns and whose
+ * paths and build ids stay borrowed from IN.
  */
 struct run {
 	const struct symbolize_env *env;
-	struct json_value *doc;
-	struct report r;
-	struct report_fp_summary fp;
+	struct report_json in;
 	struct symbolizer *sym;
 	struct module_entry *modules;
 	size_t nmodules;
-	void **blocks;
-	size_t nblocks;
-	struct sym_frame **resolved;
-	size_t *nresolved;
-	size_t nres;
-	char **warned; /* unknown field names already warned about */
-	size_t nwarned;
+	struct frame_arena frames;
 };
 
 static const struct option symbolize_options[] = {
@@ -125,545 +102,14 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
-/* ---- Ownership lists ---- */
-
-/* Keeps P (malloc'd) until the run ends; frees it and fails on -ENOMEM. */
-static int keep_block(struct run *run, void *p)
-{
-	void **g;
-
-	if (!p)
-		return -ENOMEM;
-	g = realloc(run->blocks, (run->nblocks + 1) * sizeof(*g));
-	if (!g) {
-		free(p);
-		return -ENOMEM;
-	}
-	run->blocks = g;
-	run->blocks[run->nblocks++] = p;
-	return 0;
-}
-
-/* Keeps the N resolved FRAMES until the run ends, or frees them and fails. */
-static int keep_resolved(struct run *run, struct sym_frame *frames, size_t n)
-{
-	struct sym_frame **f = realloc(run->resolved, (run->nres + 1) * sizeof(*f));
-	size_t *c;
-
-	if (f)
-		run->resolved = f;
-	c = f ? realloc(run->nresolved, (run->nres + 1) * sizeof(*c)) : NULL;
-	if (!c) {
-		sym_frames_free(frames, n);
-		return -ENOMEM;
-	}
-	run->nresolved = c;
-	run->resolved[run->nres] = frames;
-	run->nresolved[run->nres++] = n;
-	return 0;
-}
-
 static void run_free(struct run *run)
 {
-	size_t i;
-
-	for (i = 0; i < run->nblocks; i++)
-		free(run->blocks[i]);
-	free(run->blocks);
-	for (i = 0; i < run->nres; i++)
-		sym_frames_free(run->resolved[i], run->nresolved[i]);
-	free(run->resolved);
-	free(run->nresolved);
-	for (i = 0; i < run->nmodules; i++)
+	frame_arena_free(&run->frames);
+	for (size_t i = 0; i < run->nmodules; i++)
 		free(run->modules[i].candidates);
 	free(run->modules);
-	for (i = 0; i < run->nwarned; i++)
-		free(run->warned[i]);
-	free(run->warned);
 	symbolizer_free(run->sym);
-	json_free(run->doc);
-}
-
-/* ---- Reading the report ---- */
-
-/* Prints W and FIELD as a path: "stacks[3].frames[2].line", "totals.stacks". */
-static void where_print(const struct where *w, const char *field)
-{
-	const char *sep = "";
-
-	if (w->stack >= 0) {
-		fprintf(stderr, "stacks[%ld]", w->stack);
-		sep = ".";
-	}
-	if (w->list && w->frame >= 0)
-		fprintf(stderr, "%s%s[%ld]", sep, w->list, w->frame);
-	else if (w->list)
-		fprintf(stderr, "%s%s", sep, w->list);
-	if (w->list)
-		sep = ".";
-	if (field[0])
-		fprintf(stderr, "%s%s", sep, field);
-}
-
-/* Reports that FIELD (value V) is not WANT; returns -EINVAL. */
-static int field_error(const struct run *run, const struct json_value *v, const struct where *w,
-		       const char *field, const char *want)
-{
-	fprintf(stderr, "dwleak: %s:%u:%u: ", run->env->input, v->line, v->column);
-	where_print(w, field);
-	fprintf(stderr, ": expected %s, not %s\n", want, json_type_name(v->type));
-	return -EINVAL;
-}
-
-/*
- * Says once per name that a field this reader does not know is left out of
- * the output (SPEC.md allows new fields; an older dwleak cannot keep them).
- * KNOWN is NULL-terminated.
- */
-static void warn_unknown(struct run *run, const struct json_value *obj, const char *prefix,
-			 const char *const *known)
-{
-	size_t i, j;
-
-	for (i = 0; obj && i < obj->object.n; i++) {
-		const char *key = obj->object.members[i].key;
-		const char *const *k;
-		char *name, **g;
-		bool seen = false;
-
-		for (k = known; *k && strcmp(*k, key) != 0; k++)
-			;
-		if (*k)
-			continue;
-		if (asprintf(&name, "%s%s", prefix, key) < 0)
-			return;
-		for (j = 0; j < run->nwarned && !seen; j++)
-			seen = strcmp(run->warned[j], name) == 0;
-		g = seen ? NULL : realloc(run->warned, (run->nwarned + 1) * sizeof(*g));
-		if (!g) {
-			free(name);
-			continue;
-		}
-		run->warned = g;
-		run->warned[run->nwarned++] = name;
-		fprintf(stderr, "dwleak: warning: %s: field '%s' is not known to this dwleak and "
-			"is left out of the output\n", run->env->input, name);
-	}
-}
-
-/*
- * Field KEY of OBJ at *OUT when it is a TYPE (WANT says what is expected,
- * for the message); absent - or null, when NULLABLE - gives NULL.  The
- * getters below that read a JSON type of their own go through here.
- */
-static int get_typed(const struct run *run, const struct json_value *obj, const char *key,
-		     const struct where *w, enum json_type type, bool nullable, const char *want,
-		     const struct json_value **out)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	*out = NULL;
-	if (!v || (nullable && v->type == JSON_NULL))
-		return 0;
-	if (v->type != type)
-		return field_error(run, v, w, key, want);
-	*out = v;
-	return 0;
-}
-
-/* Field KEY of OBJ as a string, or NULL when absent or null. */
-static int get_str(const struct run *run, const struct json_value *obj, const char *key,
-		   const struct where *w, const char **out)
-{
-	const struct json_value *v;
-	int err = get_typed(run, obj, key, w, JSON_STRING, true, "a string or null", &v);
-
-	*out = v ? v->string.s : NULL;
-	return err;
-}
-
-/* Field KEY of OBJ as a non-negative integer; absent leaves *OUT alone. */
-static int get_u64(const struct run *run, const struct json_value *obj, const char *key,
-		   const struct where *w, uint64_t *out)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	if (!v)
-		return 0;
-	if (json_to_u64(v, out) != 0)
-		return field_error(run, v, w, key, "an integer from 0 to 2^64-1");
-	return 0;
-}
-
-/* Field KEY of OBJ as an integer in [MIN, MAX]; absent or null gives
- * IF_NULL. */
-static int get_int(const struct run *run, const struct json_value *obj, const char *key,
-		   const struct where *w, int64_t min, int64_t max, int64_t if_null, int64_t *out)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	*out = if_null;
-	if (!v || v->type == JSON_NULL)
-		return 0;
-	if (json_to_i64(v, out) != 0 || *out < min || *out > max)
-		return field_error(run, v, w, key, "an integer in range, or null");
-	return 0;
-}
-
-/* Field KEY of OBJ as a number; absent or null (how NaN is written) is NAN. */
-static int get_real(const struct run *run, const struct json_value *obj, const char *key,
-		    const struct where *w, double *out)
-{
-	const struct json_value *v = json_get(obj, key);
-
-	*out = NAN;
-	if (!v || v->type == JSON_NULL)
-		return 0;
-	if (json_to_double(v, out) != 0)
-		return field_error(run, v, w, key, "a number or null");
-	return 0;
-}
-
-/* Field KEY of OBJ as true or false; absent is false. */
-static int get_bool(const struct run *run, const struct json_value *obj, const char *key,
-		    const struct where *w, bool *out)
-{
-	const struct json_value *v;
-	int err = get_typed(run, obj, key, w, JSON_BOOL, false, "true or false", &v);
-
-	*out = v && v->boolean;
-	return err;
-}
-
-/* Field KEY of OBJ as an address string "0x..." (at most 16 hex digits);
- * absent is 0. */
-static int get_hex(const struct run *run, const struct json_value *obj, const char *key,
-		   const struct where *w, uint64_t *out)
-{
-	static const char want[] = "an address string like \"0x1a2b\"";
-	const struct json_value *v;
-	const char *s;
-	size_t i;
-	int err;
-
-	*out = 0;
-	err = get_typed(run, obj, key, w, JSON_STRING, false, want, &v);
-	if (err || !v)
-		return err;
-	s = v->string.s;
-	if (strncmp(s, "0x", 2) != 0 || !s[2] || strlen(s + 2) > 16 || strlen(s) != v->string.len)
-		goto bad;
-	for (i = 2; s[i]; i++) {
-		char c = s[i];
-		unsigned int d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned int)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned int)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned int)(c - 'A' + 10);
-		else
-			goto bad;
-		*out = *out << 4 | d;
-	}
-	return 0;
-bad:
-	return field_error(run, v, w, key, want);
-}
-
-/* The array at field KEY of OBJ; absent gives NULL. */
-static int get_array(const struct run *run, const struct json_value *obj, const char *key,
-		     const struct where *w, const struct json_value **out)
-{
-	return get_typed(run, obj, key, w, JSON_ARRAY, false, "an array", out);
-}
-
-/* The object at field KEY of OBJ; absent gives NULL. */
-static int get_object(const struct run *run, const struct json_value *obj, const char *key,
-		      const struct where *w, const struct json_value **out)
-{
-	return get_typed(run, obj, key, w, JSON_OBJECT, false, "an object", out);
-}
-
-static int frame_read(struct run *run, const struct json_value *obj, const struct where *w,
-		      struct report_frame *f)
-{
-	static const char *const known[] = { "address", "module", "build_id", "elf_address",
-					     "function", "offset", "file", "line", "inlined",
-					     NULL };
-	int64_t line;
-	int err;
-
-	if (obj->type != JSON_OBJECT)
-		return field_error(run, obj, w, "", "a frame object");
-	warn_unknown(run, obj, "stacks[].frames[].", known);
-	memset(f, 0, sizeof(*f));
-	if ((err = get_hex(run, obj, "address", w, &f->address)) ||
-	    (err = get_str(run, obj, "module", w, &f->module)) ||
-	    (err = get_str(run, obj, "build_id", w, &f->build_id)) ||
-	    (err = get_hex(run, obj, "elf_address", w, &f->elf_address)) ||
-	    (err = get_str(run, obj, "function", w, &f->function)) ||
-	    (err = get_u64(run, obj, "offset", w, &f->offset)) ||
-	    (err = get_str(run, obj, "file", w, &f->file)) ||
-	    (err = get_int(run, obj, "line", w, 1, INT32_MAX, 0, &line)) ||
-	    (err = get_bool(run, obj, "inlined", w, &f->inlined)))
-		return err;
-	f->line = (int)line;
-	return 0;
-}
-
-/* Reads the frame list KEY of stack object OBJ (number STACK) into a kept
- * array at *OUT with *N frames. */
-static int frames_read(struct run *run, const struct json_value *obj, long stack, const char *key,
-		       const struct report_frame **out, size_t *n)
-{
-	struct where w = { stack, NULL, -1 };
-	const struct json_value *arr;
-	struct report_frame *frames;
-	size_t i;
-	int err;
-
-	*out = NULL;
-	*n = 0;
-	err = get_array(run, obj, key, &w, &arr);
-	if (err || !arr || !arr->array.n)
-		return err;
-	frames = calloc(arr->array.n, sizeof(*frames));
-	err = keep_block(run, frames);
-	if (err)
-		return err;
-	w.list = key;
-	for (i = 0; i < arr->array.n; i++) {
-		w.frame = (long)i;
-		err = frame_read(run, arr->array.items[i], &w, &frames[i]);
-		if (err)
-			return err;
-	}
-	*out = frames;
-	*n = arr->array.n;
-	return 0;
-}
-
-static int stack_read(struct run *run, const struct json_value *obj, long index,
-		      struct report_stack *s)
-{
-	static const char *const known[] = { "bytes", "allocations", "allocator", "frames",
-					     "fp_frames", "fp_divergence", "truncated",
-					     "unwind_error", "oldest_age_s", "growth_bytes_per_s",
-					     NULL };
-	struct where w = { index, NULL, -1 };
-	int64_t divergence;
-	int err;
-
-	if (obj->type != JSON_OBJECT)
-		return field_error(run, obj, &w, "", "a stack object");
-	warn_unknown(run, obj, "stacks[].", known);
-	memset(s, 0, sizeof(*s));
-	if ((err = get_u64(run, obj, "bytes", &w, &s->bytes)) ||
-	    (err = get_u64(run, obj, "allocations", &w, &s->allocations)) ||
-	    (err = get_str(run, obj, "allocator", &w, &s->allocator)) ||
-	    (err = frames_read(run, obj, index, "frames", &s->frames, &s->nframes)) ||
-	    (err = frames_read(run, obj, index, "fp_frames", &s->fp_frames, &s->nfp_frames)) ||
-	    (err = get_int(run, obj, "fp_divergence", &w, 0, LONG_MAX, -1, &divergence)) ||
-	    (err = get_bool(run, obj, "truncated", &w, &s->truncated)) ||
-	    (err = get_str(run, obj, "unwind_error", &w, &s->unwind_error)) ||
-	    (err = get_real(run, obj, "oldest_age_s", &w, &s->oldest_age_s)) ||
-	    (err = get_real(run, obj, "growth_bytes_per_s", &w, &s->growth_bytes_per_s)))
-		return err;
-	s->fp_divergence = (long)divergence;
-	return 0;
-}
-
-static int counters_read(struct run *run, const struct json_value *obj)
-{
-	const struct where w = TOP_LEVEL;
-	const char **names;
-	uint64_t *values;
-	size_t i, n;
-	int err;
-
-	err = get_object(run, obj, "counters", &w, &obj);
-	if (err || !obj || !obj->object.n)
-		return err;
-	n = obj->object.n;
-	names = calloc(n, sizeof(*names));
-	err = keep_block(run, names);
-	if (err)
-		return err;
-	values = calloc(n, sizeof(*values));
-	err = keep_block(run, values);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++) {
-		const struct json_member *m = &obj->object.members[i];
-
-		names[i] = m->key;
-		if (json_to_u64(m->value, &values[i]) != 0) {
-			fprintf(stderr, "dwleak: %s:%u:%u: counters.%s: expected an integer from 0 "
-				"to 2^64-1, not %s\n", run->env->input, m->value->line,
-				m->value->column, m->key, json_type_name(m->value->type));
-			return -EINVAL;
-		}
-	}
-	run->r.counter_names = names;
-	run->r.counter_values = values;
-	run->r.ncounters = n;
-	return 0;
-}
-
-static int fp_summary_read(struct run *run, const struct json_value *obj)
-{
-	static const char *const known[] = { "stacks", "agreeing", "agree_share", "frames_lost",
-					     "modules", NULL };
-	static const char *const module_known[] = { "module", "stacks", "bytes", "frames_lost",
-						    NULL };
-	const struct where w = TOP_LEVEL, sw = { -1, "fp_summary", -1 };
-	const struct json_value *mods;
-	size_t i;
-	int err;
-
-	err = get_object(run, obj, "fp_summary", &w, &obj);
-	if (err || !obj)
-		return err;
-	warn_unknown(run, obj, "fp_summary.", known);
-	run->fp.present = true;
-	/* agree_share is agreeing / stacks, recomputed by the writer */
-	if ((err = get_u64(run, obj, "stacks", &sw, &run->fp.stacks)) ||
-	    (err = get_u64(run, obj, "agreeing", &sw, &run->fp.agreeing)) ||
-	    (err = get_u64(run, obj, "frames_lost", &sw, &run->fp.frames_lost)) ||
-	    (err = get_array(run, obj, "modules", &sw, &mods)))
-		return err;
-	run->r.fp = &run->fp;
-	if (!mods || !mods->array.n)
-		return 0;
-	run->fp.modules = calloc(mods->array.n, sizeof(*run->fp.modules));
-	err = keep_block(run, run->fp.modules);
-	if (err)
-		return err;
-	run->fp.nmodules = mods->array.n;
-	for (i = 0; i < mods->array.n; i++) {
-		const struct json_value *m = mods->array.items[i];
-		struct report_fp_module *fm = &run->fp.modules[i];
-		const struct where mw = { -1, "fp_summary.modules", (long)i };
-
-		if (m->type != JSON_OBJECT)
-			return field_error(run, m, &mw, "", "an object");
-		warn_unknown(run, m, "fp_summary.modules[].", module_known);
-		if ((err = get_str(run, m, "module", &mw, &fm->module)) ||
-		    (err = get_u64(run, m, "stacks", &mw, &fm->stacks)) ||
-		    (err = get_u64(run, m, "bytes", &mw, &fm->bytes)) ||
-		    (err = get_u64(run, m, "frames_lost", &mw, &fm->frames_lost)))
-			return err;
-	}
-	return 0;
-}
-
-/* The "suppressed" list: what each suppression rule took out of the report. */
-static int suppressed_read(struct run *run, const struct json_value *obj)
-{
-	static const char *const known[] = { "rule", "description", "stacks", "bytes",
-					     "allocations", NULL };
-	const struct where w = TOP_LEVEL;
-	const struct json_value *arr;
-	struct report_suppressed *sup;
-	size_t i;
-	int err;
-
-	err = get_array(run, obj, "suppressed", &w, &arr);
-	if (err || !arr || !arr->array.n)
-		return err;
-	sup = calloc(arr->array.n, sizeof(*sup));
-	err = keep_block(run, sup);
-	if (err)
-		return err;
-	for (i = 0; i < arr->array.n; i++) {
-		const struct json_value *x = arr->array.items[i];
-		const struct where xw = { -1, "suppressed", (long)i };
-
-		if (x->type != JSON_OBJECT)
-			return field_error(run, x, &xw, "", "an object");
-		warn_unknown(run, x, "suppressed[].", known);
-		if ((err = get_str(run, x, "rule", &xw, &sup[i].rule)) ||
-		    (err = get_str(run, x, "description", &xw, &sup[i].description)) ||
-		    (err = get_u64(run, x, "stacks", &xw, &sup[i].stacks)) ||
-		    (err = get_u64(run, x, "bytes", &xw, &sup[i].bytes)) ||
-		    (err = get_u64(run, x, "allocations", &xw, &sup[i].allocations)))
-			return err;
-	}
-	run->r.suppressed = sup;
-	run->r.nsuppressed = arr->array.n;
-	return 0;
-}
-
-/* Fills RUN->r from RUN->doc. */
-static int report_read(struct run *run)
-{
-	static const char *const known[] = { "dwleak_report", "pid", "command", "unwind",
-					     "duration_s", "sample_bytes", "totals", "counters",
-					     "fp_summary", "suppressed", "stacks", NULL };
-	static const char *const totals_known[] = { "outstanding_bytes", "outstanding_allocations",
-						    "stacks", "dropped_events", "truncated_stacks",
-						    "unwind_errors", NULL };
-	const struct json_value *doc = run->doc, *totals, *stacks, *version;
-	const struct where w = TOP_LEVEL, tw = { -1, "totals", -1 };
-	struct report *r = &run->r;
-	struct report_totals *t = &r->totals;
-	int64_t pid;
-	size_t i;
-	int err;
-
-	version = json_get(doc, "dwleak_report");
-	if (!version || version->type != JSON_INT || version->i != REPORT_VERSION) {
-		fprintf(stderr, "dwleak: %s: not a dwleak report (%s)\n", run->env->input,
-			!version ? "no \"dwleak_report\": 1 in a top-level object"
-				 : "\"dwleak_report\" is not 1: a format this dwleak does not read");
-		return -EINVAL;
-	}
-	warn_unknown(run, doc, "", known);
-	if ((err = get_int(run, doc, "pid", &w, INT32_MIN, INT32_MAX, 0, &pid)) ||
-	    (err = get_str(run, doc, "command", &w, &r->command)) ||
-	    (err = get_str(run, doc, "unwind", &w, &r->unwind)) ||
-	    (err = get_real(run, doc, "duration_s", &w, &r->duration_s)) ||
-	    (err = get_u64(run, doc, "sample_bytes", &w, &r->sample_bytes)) ||
-	    (err = get_object(run, doc, "totals", &w, &totals)) ||
-	    (err = counters_read(run, doc)) ||
-	    (err = fp_summary_read(run, doc)) ||
-	    (err = suppressed_read(run, doc)) ||
-	    (err = get_array(run, doc, "stacks", &w, &stacks)))
-		return err;
-	r->pid = (int)pid;
-	if (!stacks) {
-		fprintf(stderr, "dwleak: %s: not a dwleak report (no \"stacks\" array)\n",
-			run->env->input);
-		return -EINVAL;
-	}
-	if (stacks->array.n) {
-		r->stacks = calloc(stacks->array.n, sizeof(*r->stacks));
-		err = keep_block(run, r->stacks);
-		if (err)
-			return err;
-	}
-	r->nstacks = stacks->array.n;
-	for (i = 0; i < stacks->array.n; i++) {
-		err = stack_read(run, stacks->array.items[i], (long)i, &r->stacks[i]);
-		if (err)
-			return err;
-	}
-
-	if (!totals) {
-		report_totals_from_stacks(r);
-		return 0;
-	}
-	warn_unknown(run, totals, "totals.", totals_known);
-	if ((err = get_u64(run, totals, "outstanding_bytes", &tw, &t->outstanding_bytes)) ||
-	    (err = get_u64(run, totals, "outstanding_allocations", &tw, &t->outstanding_allocations)) ||
-	    (err = get_u64(run, totals, "stacks", &tw, &t->stacks)) ||
-	    (err = get_u64(run, totals, "dropped_events", &tw, &t->dropped_events)) ||
-	    (err = get_u64(run, totals, "truncated_stacks", &tw, &t->truncated_stacks)) ||
-	    (err = get_u64(run, totals, "unwind_errors", &tw, &t->unwind_errors)))
-		return err;
-	return 0;
+	report_json_free(&run->in);
 }
 
 /* ---- Finding objects ---- */
@@ -803,55 +249,33 @@ static int entry_resolve(struct module_entry *e, uint64_t addr, bool return_addr
 	return 0;
 }
 
-/* Appends N frames at SRC to the array *DST (*NDST used, *CAP allocated). */
-static int frames_append(struct report_frame **dst, size_t *ndst, size_t *cap,
-			 const struct report_frame *src, size_t n)
-{
-	if (*ndst + n > *cap) {
-		size_t c = *cap ? *cap : 8;
-		struct report_frame *g;
-
-		while (*ndst + n > c)
-			c *= 2;
-		g = realloc(*dst, c * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		*dst = g;
-		*cap = c;
-	}
-	memcpy(*dst + *ndst, src, n * sizeof(*src));
-	*ndst += n;
-	return 0;
-}
-
 static bool is_trampoline(const char *function)
 {
 	return function && strcmp(function, SIGNAL_TRAMPOLINE) == 0;
 }
 
 /*
- * Resolves the frame list *FRAMES (*N frames) group by group - a physical
- * frame and the inlined frames before it, which share its address - and
- * replaces it by a kept array of the new frames.  The first group, the
- * signal trampoline and the frame it interrupted are exact pcs; every other
- * group is a return address, as the tracer resolved them.
+ * Appends to RUN->frames the frame list IN (N frames) resolved again group
+ * by group - a physical frame and the inlined frames before it, which share
+ * its address - keeping a group as it was when the report said more than
+ * the objects found here do.  The first group, the signal trampoline and the
+ * frame it interrupted are exact pcs; every other group is a return
+ * address, as the tracer resolved them.
  */
-static int frames_symbolize(struct run *run, const struct report_frame **frames, size_t *n)
+static int frames_symbolize(struct run *run, const struct report_frame *in, size_t n)
 {
-	const struct report_frame *in = *frames;
-	struct report_frame *out = NULL;
-	size_t i = 0, nout = 0, cap = 0, group = 0;
 	bool after_trampoline = false;
+	size_t i = 0, group = 0;
 	int err = 0;
 
-	while (i < *n) {
+	while (i < n) {
 		const struct report_frame *phys;
 		size_t len = 1, k;
 		struct sym_frame *sf = NULL;
 		size_t nsf = 0;
 		bool trampoline;
 
-		while (i + len < *n && in[i + len - 1].inlined &&
+		while (i + len < n && in[i + len - 1].inlined &&
 		       in[i + len].address == in[i].address && str_eq(in[i + len].module, in[i].module))
 			len++;
 		phys = &in[i + len - 1];
@@ -861,67 +285,56 @@ static int frames_symbolize(struct run *run, const struct report_frame **frames,
 			bool exact = group == 0 || trampoline || after_trampoline;
 
 			if (!e)
-				goto nomem;
+				return -ENOMEM;
 			err = entry_resolve(e, phys->elf_address, !exact, &sf, &nsf);
 			if (err)
-				goto fail;
+				return err;
 		}
 		if (nsf && sym_score(sf, nsf) >= report_score(&in[i], len)) {
-			err = keep_resolved(run, sf, nsf);
-			if (err)
-				goto fail;
-			for (k = 0; k < nsf; k++) {
-				struct report_frame f = *phys;
-
-				f.function = sf[k].function;
-				f.offset = sf[k].offset;
-				f.file = sf[k].file;
-				f.line = sf[k].line;
-				f.inlined = sf[k].inlined;
-				trampoline = trampoline || is_trampoline(f.function);
-				err = frames_append(&out, &nout, &cap, &f, 1);
-				if (err)
-					goto fail;
-			}
+			for (k = 0; k < nsf; k++)
+				trampoline = trampoline || is_trampoline(sf[k].function);
+			err = frame_arena_add_names(&run->frames, phys->module, phys->build_id,
+						    phys->address, phys->elf_address, sf, nsf);
 		} else {
 			sym_frames_free(sf, nsf);
-			err = frames_append(&out, &nout, &cap, &in[i], len);
-			if (err)
-				goto fail;
+			err = frame_arena_add_copies(&run->frames, &in[i], len);
 		}
+		if (err)
+			return err;
 		after_trampoline = trampoline;
 		i += len;
 		group++;
 	}
-	if (!out)
-		return 0;
-	err = keep_block(run, out);
-	if (err)
-		return err;
-	*frames = out;
-	*n = nout;
 	return 0;
-nomem:
-	err = -ENOMEM;
-fail:
-	free(out);
-	return err;
 }
 
+/* Resolves every stack's frames and FP frames into RUN->frames, then points
+ * the stacks at them once the arena stopped growing. */
 static int report_symbolize(struct run *run)
 {
-	int err;
+	struct report *r = &run->in.report;
+	struct frame_span *spans = calloc(2 * r->nstacks + 1, sizeof(*spans));
+	int err = spans ? 0 : -ENOMEM;
 
-	for (size_t i = 0; i < run->r.nstacks; i++) {
-		struct report_stack *s = &run->r.stacks[i];
-
-		err = frames_symbolize(run, &s->frames, &s->nframes);
+	for (size_t i = 0; i < r->nstacks && !err; i++) {
+		spans[2 * i] = frame_span_start(&run->frames);
+		err = frames_symbolize(run, r->stacks[i].frames, r->stacks[i].nframes);
+		frame_span_end(&run->frames, &spans[2 * i]);
+		spans[2 * i + 1] = frame_span_start(&run->frames);
 		if (!err)
-			err = frames_symbolize(run, &s->fp_frames, &s->nfp_frames);
-		if (err)
-			return err;
+			err = frames_symbolize(run, r->stacks[i].fp_frames, r->stacks[i].nfp_frames);
+		frame_span_end(&run->frames, &spans[2 * i + 1]);
 	}
-	return 0;
+	for (size_t i = 0; i < r->nstacks && !err; i++) {
+		struct report_stack *s = &r->stacks[i];
+
+		s->frames = frame_span_frames(&run->frames, spans[2 * i]);
+		s->nframes = spans[2 * i].n;
+		s->fp_frames = frame_span_frames(&run->frames, spans[2 * i + 1]);
+		s->nfp_frames = spans[2 * i + 1].n;
+	}
+	free(spans);
+	return err;
 }
 
 /* Says which objects were found nowhere, so the user knows what to add. */
@@ -989,7 +402,7 @@ static int report_output(struct run *run)
 		fprintf(stderr, "dwleak: cannot write %s: %s\n", path, strerror(-err));
 		return err;
 	}
-	err = report_write_json(f, &run->r, 0);
+	err = report_write(f, REPORT_FORMAT_JSON, &run->in.report, 0);
 	if (path) {
 		if (fclose(f) != 0 && !err)
 			err = -EIO;
@@ -1000,6 +413,21 @@ static int report_output(struct run *run)
 		fprintf(stderr, "dwleak: cannot write %s: %s\n", path ? path : "the report to stdout",
 			strerror(-err));
 	return err;
+}
+
+/* Says what reading INPUT gave besides the report: the fields left out of
+ * the output, then, when ERR is -EINVAL, why it is not a report. */
+static void read_messages_print(const char *input, const struct report_json *in, int err)
+{
+	for (size_t i = 0; i < in->nunknown_fields; i++)
+		fprintf(stderr, "dwleak: warning: %s: field '%s' is not known to this dwleak and "
+			"is left out of the output\n", input, in->unknown_fields[i]);
+	if (err != -EINVAL)
+		return;
+	fprintf(stderr, "dwleak: %s", input);
+	if (in->error.line)
+		fprintf(stderr, ":%u:%u", in->error.line, in->error.column);
+	fprintf(stderr, ": %s\n", in->error.message);
 }
 
 /* Parses ARGV into ENV; returns -1 to go on, else an exit status. */
@@ -1041,7 +469,6 @@ int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_env env = { 0 };
 	struct run run = { .env = &env };
-	struct json_error jerr;
 	char *text = NULL;
 	size_t len;
 	int ret, err;
@@ -1056,20 +483,8 @@ int cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "dwleak: cannot read %s: %s\n", env.input, strerror(-err));
 		goto out;
 	}
-	err = json_parse(text, len, &run.doc, &jerr);
-	if (err == -EINVAL) {
-		fprintf(stderr, "dwleak: %s:%u:%u: invalid JSON: %s\n", env.input, jerr.line,
-			jerr.column, jerr.message);
-		goto out;
-	}
-	if (err)
-		goto nomem;
-	if (run.doc->type != JSON_OBJECT) {
-		fprintf(stderr, "dwleak: %s: not a dwleak report (the JSON is %s, not an object)\n",
-			env.input, json_type_name(run.doc->type));
-		goto out;
-	}
-	err = report_read(&run);
+	err = report_json_read(text, len, &run.in);
+	read_messages_print(env.input, &run.in, err);
 	if (err == -ENOMEM)
 		goto nomem;
 	if (err)

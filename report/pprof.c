@@ -1,5 +1,5 @@
 /* The pprof writer: the leak report encoded by hand as a profile.proto
- * message (protobuf wire format: varints and length-delimited fields) and
+ * message (protobuf.c: varints and length-delimited fields) and
  * gzip-compressed with zlib, so dwleak needs no protobuf library. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "pprof.h"
+#include "protobuf.h"
 
 /* Field numbers of perftools.profiles (github.com/google/pprof, proto/profile.proto). */
 enum profile_field {
@@ -40,136 +41,9 @@ enum location_field { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS
 enum line_field { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
 enum function_field { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
 
-enum wire_type { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
 /* Approximated mappings (see mapping_approximate()) cover whole pages. */
 #define PAGE_SIZE_BYTES 4096u
 #define PAGE_DOWN(x) ((x) & ~(uint64_t)(PAGE_SIZE_BYTES - 1))
-
-/* ---- A growable byte buffer ---- */
-
-/*
- * DATA holds LEN bytes in CAP.  A failed allocation sets OOM and turns every
- * later write into a no-op, so encoders check once at the end.
- */
-struct buf {
-	uint8_t *data;
-	size_t len, cap;
-	bool oom;
-};
-
-static bool buf_reserve(struct buf *b, size_t n)
-{
-	size_t cap;
-	uint8_t *p;
-
-	if (b->oom)
-		return false;
-	if (n <= b->cap - b->len)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len < n) {
-		if (cap > SIZE_MAX / 2) {
-			b->oom = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	p = realloc(b->data, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->data = p;
-	b->cap = cap;
-	return true;
-}
-
-static void buf_put(struct buf *b, const void *p, size_t n)
-{
-	if (n && buf_reserve(b, n)) {
-		memcpy(b->data + b->len, p, n);
-		b->len += n;
-	}
-}
-
-static void buf_free(struct buf *b)
-{
-	free(b->data);
-	*b = (struct buf){ 0 };
-}
-
-/* ---- Protobuf wire format ---- */
-
-static void pb_varint(struct buf *b, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
-		v >>= 7;
-	} while (v);
-	buf_put(b, tmp, n);
-}
-
-static size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v > 0x7f) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static void pb_key(struct buf *b, unsigned int field, enum wire_type wt)
-{
-	pb_varint(b, (uint64_t)field << 3 | wt);
-}
-
-/* A varint field (uint64, int64 as two's complement, bool).  Zero is the
- * proto3 default and is left out, as protobuf encoders do. */
-static void pb_uint(struct buf *b, unsigned int field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_key(b, field, WIRE_VARINT);
-	pb_varint(b, v);
-}
-
-/* A length-delimited field: string, bytes or an embedded message. */
-static void pb_bytes(struct buf *b, unsigned int field, const void *p, size_t n)
-{
-	pb_key(b, field, WIRE_LEN);
-	pb_varint(b, n);
-	buf_put(b, p, n);
-}
-
-/* An embedded message encoded in MSG, which is emptied for reuse. */
-static void pb_message(struct buf *b, unsigned int field, struct buf *msg)
-{
-	if (msg->oom)
-		b->oom = true;
-	pb_bytes(b, field, msg->data, msg->len);
-	msg->len = 0;
-}
-
-/* A packed repeated varint field (proto3's default for repeated scalars). */
-static void pb_packed(struct buf *b, unsigned int field, const uint64_t *v, size_t n)
-{
-	size_t len = 0, i;
-
-	if (!n)
-		return;
-	for (i = 0; i < n; i++)
-		len += varint_len(v[i]);
-	pb_key(b, field, WIRE_LEN);
-	pb_varint(b, len);
-	for (i = 0; i < n; i++)
-		pb_varint(b, v[i]);
-}
 
 /* ---- Interning: byte strings to dense ids ---- */
 
@@ -310,8 +184,8 @@ struct profile {
 	struct mapping *mappings;
 	size_t nmappings, mappings_cap;
 	size_t *mapping_order;
-	struct buf samples;       /* the encoded Sample fields */
-	struct buf msg, sub;      /* scratch for embedded messages */
+	struct pb_buf samples;       /* the encoded Sample fields */
+	struct pb_buf msg, sub;      /* scratch for embedded messages */
 };
 
 #define LOC_HEAD_SIZE (sizeof(uint32_t) + sizeof(uint64_t))
@@ -325,9 +199,9 @@ static void profile_free(struct profile *p)
 	intern_free(&p->mapping_keys);
 	free(p->mappings);
 	free(p->mapping_order);
-	buf_free(&p->samples);
-	buf_free(&p->msg);
-	buf_free(&p->sub);
+	pb_buf_free(&p->samples);
+	pb_buf_free(&p->msg);
+	pb_buf_free(&p->sub);
 }
 
 /* Returns the string table index of S (NULL counts as ""), or -ENOMEM. */
@@ -340,13 +214,13 @@ static long str_id(struct profile *p, const char *s)
 static long mapping_of(struct profile *p, const struct report_frame *fr)
 {
 	uint64_t bias = fr->address - fr->elf_address;
-	struct buf *key = &p->sub; /* free until sample_add() adds labels */
+	struct pb_buf *key = &p->sub; /* free until sample_add() adds labels */
 	struct mapping *m;
 	long id;
 
 	key->len = 0;
-	buf_put(key, fr->module, strlen(fr->module) + 1);
-	buf_put(key, &bias, sizeof(bias));
+	pb_buf_put(key, fr->module, strlen(fr->module) + 1);
+	pb_buf_put(key, &bias, sizeof(bias));
 	id = key->oom ? -ENOMEM : intern_get(&p->mapping_keys, key->data, key->len);
 	key->len = 0;
 	if (id < 0)
@@ -396,7 +270,7 @@ static long function_of(struct profile *p, const struct report_frame *fr)
 static long location_of(struct profile *p, const struct report_frame *frames, size_t n)
 {
 	const struct report_frame *phys = &frames[n - 1];
-	struct buf *key = &p->msg;
+	struct pb_buf *key = &p->msg;
 	uint32_t mapping = 0;
 	long id;
 
@@ -408,8 +282,8 @@ static long location_of(struct profile *p, const struct report_frame *frames, si
 		mapping = (uint32_t)m + 1;
 	}
 	key->len = 0;
-	buf_put(key, &mapping, sizeof(mapping));
-	buf_put(key, &phys->address, sizeof(phys->address));
+	pb_buf_put(key, &mapping, sizeof(mapping));
+	pb_buf_put(key, &phys->address, sizeof(phys->address));
 	for (size_t i = 0; i < n; i++) {
 		const struct report_frame *fr = &frames[i];
 		int64_t line = fr->line > 0 ? fr->line : 0;
@@ -422,8 +296,8 @@ static long location_of(struct profile *p, const struct report_frame *frames, si
 		if (fn < 0)
 			return fn;
 		fn32 = (uint32_t)fn;
-		buf_put(key, &fn32, sizeof(fn32));
-		buf_put(key, &line, sizeof(line));
+		pb_buf_put(key, &fn32, sizeof(fn32));
+		pb_buf_put(key, &line, sizeof(line));
 		if (mapping) {
 			struct mapping *m = &p->mappings[mapping - 1];
 
@@ -616,7 +490,7 @@ static int mappings_finish(struct profile *p)
 
 /* ---- The Profile message ---- */
 
-static void mappings_encode(struct profile *p, struct buf *out)
+static void mappings_encode(struct profile *p, struct pb_buf *out)
 {
 	for (size_t i = 0; i < p->nmappings; i++) {
 		const struct mapping *m = &p->mappings[p->mapping_order[i]];
@@ -641,7 +515,7 @@ static void mappings_encode(struct profile *p, struct buf *out)
 	}
 }
 
-static void locations_encode(struct profile *p, struct buf *out)
+static void locations_encode(struct profile *p, struct pb_buf *out)
 {
 	for (size_t i = 0; i < p->locations.n; i++) {
 		const struct ikey *k = &p->locations.keys[i];
@@ -670,7 +544,7 @@ static void locations_encode(struct profile *p, struct buf *out)
 	}
 }
 
-static void functions_encode(struct profile *p, struct buf *out)
+static void functions_encode(struct profile *p, struct pb_buf *out)
 {
 	for (size_t i = 0; i < p->functions.n; i++) {
 		uint32_t key[3];
@@ -729,7 +603,7 @@ static int64_t time_nanos(const struct report *r)
 }
 
 /* Encodes the Profile message of R into OUT. */
-static int profile_encode(const struct report *r, unsigned int top, struct buf *out)
+static int profile_encode(const struct report *r, unsigned int top, struct pb_buf *out)
 {
 	const struct report_stack **order = NULL;
 	struct profile p = { 0 };
@@ -776,7 +650,7 @@ static int profile_encode(const struct report *r, unsigned int top, struct buf *
 	pb_message(out, PROFILE_SAMPLE_TYPE, &p.msg);
 	if (p.samples.oom)
 		out->oom = true;
-	buf_put(out, p.samples.data, p.samples.len);
+	pb_buf_put(out, p.samples.data, p.samples.len);
 	mappings_encode(&p, out);
 	locations_encode(&p, out);
 	functions_encode(&p, out);
@@ -803,7 +677,7 @@ out:
 /* ---- gzip ---- */
 
 /* Compresses IN into *OUT (malloc'ed, *OUTLEN bytes) as one gzip member. */
-static int gzip_compress(const struct buf *in, uint8_t **out, size_t *outlen)
+static int gzip_compress(const struct pb_buf *in, uint8_t **out, size_t *outlen)
 {
 	z_stream zs = { 0 };
 	uLong bound;
@@ -838,7 +712,7 @@ static int gzip_compress(const struct buf *in, uint8_t **out, size_t *outlen)
 
 int report_write_pprof(FILE *f, const struct report *r, unsigned int top)
 {
-	struct buf pb = { 0 };
+	struct pb_buf pb = { 0 };
 	uint8_t *gz = NULL;
 	size_t gzlen = 0;
 	int err;
@@ -846,7 +720,7 @@ int report_write_pprof(FILE *f, const struct report *r, unsigned int top)
 	err = profile_encode(r, top, &pb);
 	if (!err)
 		err = gzip_compress(&pb, &gz, &gzlen);
-	buf_free(&pb);
+	pb_buf_free(&pb);
 	if (err)
 		return err;
 	if (fwrite(gz, 1, gzlen, f) != gzlen || fflush(f) || ferror(f))

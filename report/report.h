@@ -1,5 +1,6 @@
-/* The leak report: one plain data model the tracer fills in, and the writers
- * that turn it into memleak-like text, the JSON of SPEC.md and folded stacks. */
+/* The leak report: one plain data model that the live trace and `dwleak
+ * symbolize` fill in and every format writes.  write.h holds the table of
+ * formats and report_write(), the one entry point to the writers. */
 #ifndef DWLEAK_REPORT_H
 #define DWLEAK_REPORT_H
 
@@ -115,6 +116,10 @@ struct report {
 	size_t nsuppressed;
 };
 
+/* The "dwleak_report" value of the JSON format: what json_write.c writes
+ * and json_read.c reads; a change that old readers cannot read bumps it. */
+#define REPORT_JSON_VERSION 1
+
 /*
  * Sorts R->stacks in place by bytes descending, ties by allocations
  * descending, remaining ties keeping their order (stable).
@@ -138,6 +143,10 @@ int report_stacks_ordered(const struct report *r, const struct report_stack ***o
 void report_totals_from_stacks(struct report *r);
 
 /*
+ * The writers of three formats (pprof.h and svg.h have the others).  New
+ * callers go through report_write() (write.h); these stay public for the
+ * callers that have not moved to it yet.
+ *
  * Each writer writes R to F, showing at most TOP stacks (0 = all) in the
  * order report_sort() gives, without modifying R.  Nothing is written to F
  * before the order is known, so -ENOMEM leaves F untouched.

@@ -18,6 +18,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "symbol_alias.h"
 #include "symbolize.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI entry point); link -lstdc++. */
@@ -44,17 +45,6 @@ struct addr_entry {
 };
 
 /*
- * The name to show for the function symbols starting at ADDR (a dwfl
- * address).  NAME points into libdwfl's copy of the symbol table and lives
- * as long as the module's Dwfl; RANK orders aliases, higher is better.
- */
-struct sym_alias {
-	Dwarf_Addr addr;
-	const char *name;
-	int rank;
-};
-
-/*
  * An object and its Dwfl.  BIAS is what libdwfl adds to the object's ELF
  * addresses (0 for most, but offline reporting may place an ET_DYN higher).
  * BUILD_ID is NULL exactly when the object has none; then DEV/INO/SIZE/MTIME
@@ -75,9 +65,7 @@ struct sym_module {
 	struct addr_entry *cache;
 	size_t cache_cap;
 	size_t cache_len;
-	struct sym_alias *aliases;
-	size_t n_aliases;
-	bool aliases_ready;
+	struct sym_aliases aliases;
 };
 
 /*
@@ -199,7 +187,7 @@ static void module_free(struct sym_module *m)
 		if (m->cache[i].used)
 			sym_frames_free(m->cache[i].frames, m->cache[i].n);
 	free(m->cache);
-	free(m->aliases);
+	sym_aliases_free(&m->aliases);
 	if (m->dwfl)
 		dwfl_end(m->dwfl); /* closes the fd libdwfl consumed */
 	free(m->build_id);
@@ -634,99 +622,6 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
 	return err;
 }
 
-/*
- * How good NAME with binding BIND is as the name of its address: glibc
- * gives one function several names (malloc, __libc_malloc and the local
- * __GI___libc_malloc); users and the report format expect the public one,
- * the way perf picks it.  Fewer leading underscores win (calloc over the
- * global __libc_calloc; malloc over a static binary's global __malloc; a
- * mangled C++ name counts as none), then an exported name (global or
- * weak) over a local one, then global over weak, then the shorter name.
- */
-static int alias_rank(const char *name, unsigned int bind)
-{
-	int exported = bind == STB_GLOBAL || bind == STB_WEAK;
-	size_t underscores = strspn(name, "_"), len = strlen(name);
-
-	/* a C++ name reads best demangled: operator new over tcmalloc's tc_new */
-	if (name[0] == '_' && name[1] == 'Z')
-		underscores = 0;
-
-	if (underscores > 15)
-		underscores = 15;
-	if (len > 4095)
-		len = 4095;
-	return (int)(15 - underscores) << 20 | exported << 16 | (bind == STB_GLOBAL) << 12 |
-	       (int)(4095 - len);
-}
-
-static int alias_cmp(const void *a, const void *b)
-{
-	const struct sym_alias *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return y->rank - x->rank; /* best first */
-}
-
-/* Builds M's alias table from every function symbol libdwfl knows
- * (.symtab, .dynsym, .gnu_debugdata).  Without memory there is none and
- * libdwfl's own choice stands. */
-static void aliases_build(struct sym_module *m)
-{
-	int nsyms = dwfl_module_getsymtab(m->mod);
-	size_t n = 0;
-
-	m->aliases_ready = true;
-	if (nsyms <= 0)
-		return;
-	m->aliases = malloc(nsyms * sizeof(*m->aliases));
-	if (!m->aliases)
-		return;
-	for (int i = 1; i < nsyms; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, NULL, NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
-
-		if (!name || !name[0] || shndx == SHN_UNDEF ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC))
-			continue;
-		m->aliases[n].addr = addr;
-		m->aliases[n].name = name;
-		m->aliases[n].rank = alias_rank(name, GELF_ST_BIND(sym.st_info));
-		n++;
-	}
-	qsort(m->aliases, n, sizeof(*m->aliases), alias_cmp);
-	/* Keep the best name of each address. */
-	m->n_aliases = 0;
-	for (size_t i = 0; i < n; i++)
-		if (m->n_aliases == 0 || m->aliases[m->n_aliases - 1].addr != m->aliases[i].addr)
-			m->aliases[m->n_aliases++] = m->aliases[i];
-}
-
-/* The best name of the function symbols at ADDR, or FALLBACK. */
-static const char *alias_best(struct sym_module *m, Dwarf_Addr addr, const char *fallback)
-{
-	size_t lo = 0, hi;
-
-	if (!m->aliases_ready)
-		aliases_build(m);
-	hi = m->n_aliases;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->aliases[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < m->n_aliases && m->aliases[lo].addr == addr)
-		return m->aliases[lo].name;
-	return fallback;
-}
-
 /* Resolves without the cache; see sym_module_resolve(). */
 static int resolve_uncached(struct sym_module *m, uint64_t addr, bool return_addr,
 			    struct frame_list *fl)
@@ -743,7 +638,7 @@ static int resolve_uncached(struct sym_module *m, uint64_t addr, bool return_add
 
 	symname = dwfl_module_addrinfo(m->mod, pc, &symoff, &sym, NULL, NULL, NULL);
 	if (symname) {
-		symname = alias_best(m, pc - symoff, symname);
+		symname = sym_aliases_best(&m->aliases, m->mod, pc - symoff, symname);
 		offset = symoff + (addr - lookup);
 	}
 	dl = dwfl_module_getsrc(m->mod, pc);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "flamegraph.h"
+#include "svg.h"
 #include "report.h"
 
 static char tmpdir[] = "/tmp/test_flamegraph.XXXXXX";

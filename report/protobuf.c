@@ -1,0 +1,120 @@
+/* Protobuf's wire format, the little of it the pprof writer needs: varint
+ * and length-delimited fields appended to a growable buffer, so dwleak needs
+ * no protobuf library. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "protobuf.h"
+
+/* The wire types used (protobuf encoding guide: "Message Structure"). */
+enum wire_type { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* ---- A growable byte buffer ---- */
+
+static bool pb_buf_reserve(struct pb_buf *b, size_t n)
+{
+	size_t cap;
+	uint8_t *p;
+
+	if (b->oom)
+		return false;
+	if (n <= b->cap - b->len)
+		return true;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->len < n) {
+		if (cap > SIZE_MAX / 2) {
+			b->oom = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	p = realloc(b->data, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->data = p;
+	b->cap = cap;
+	return true;
+}
+
+void pb_buf_put(struct pb_buf *b, const void *p, size_t n)
+{
+	if (n && pb_buf_reserve(b, n)) {
+		memcpy(b->data + b->len, p, n);
+		b->len += n;
+	}
+}
+
+void pb_buf_free(struct pb_buf *b)
+{
+	free(b->data);
+	*b = (struct pb_buf){ 0 };
+}
+
+/* ---- Fields ---- */
+
+static void pb_varint(struct pb_buf *b, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+	pb_buf_put(b, tmp, n);
+}
+
+static size_t varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v > 0x7f) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static void pb_key(struct pb_buf *b, unsigned int field, enum wire_type wt)
+{
+	pb_varint(b, (uint64_t)field << 3 | wt);
+}
+
+void pb_uint(struct pb_buf *b, unsigned int field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_key(b, field, WIRE_VARINT);
+	pb_varint(b, v);
+}
+
+void pb_bytes(struct pb_buf *b, unsigned int field, const void *p, size_t n)
+{
+	pb_key(b, field, WIRE_LEN);
+	pb_varint(b, n);
+	pb_buf_put(b, p, n);
+}
+
+void pb_message(struct pb_buf *b, unsigned int field, struct pb_buf *msg)
+{
+	if (msg->oom)
+		b->oom = true;
+	pb_bytes(b, field, msg->data, msg->len);
+	msg->len = 0;
+}
+
+void pb_packed(struct pb_buf *b, unsigned int field, const uint64_t *v, size_t n)
+{
+	size_t len = 0, i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		len += varint_len(v[i]);
+	pb_key(b, field, WIRE_LEN);
+	pb_varint(b, len);
+	for (i = 0; i < n; i++)
+		pb_varint(b, v[i]);
+}
