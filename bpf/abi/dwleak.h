@@ -39,7 +39,7 @@
 #define DWLEAK_FRAME_EXACT (1ull << 63)
 /* The stack id of allocations whose walk was skipped because another
  * program was using its CPU's walker buffers (a preempted probe, see
- * walker_enter in bpf/dwleak.bpf.c).  Stack ids are hashes of 64 bits. */
+ * walker_enter in bpf/guard.bpf.h).  Stack ids are hashes of 64 bits. */
 #define DWLEAK_STACK_WALKER_BUSY 1ull
 /* The stack id of every allocation under DWLEAK_BENCH_NO_WALK (bench/:
  * what dwleak's bookkeeping costs without the walk). */
