@@ -161,6 +161,38 @@ static int sample_take(struct thread_state *ts, __u64 size)
 	return 1;
 }
 
+/*
+ * The one place that decides which walks a probe makes, for every probe
+ * that walks: none when the walker's buffers are busy (counted), none
+ * under DWLEAK_BENCH_NO_WALK, else the DWARF walk, the frame-pointer walk
+ * or both (--unwind); and what stack ids stand for walks not made.
+ * OWN: the caller holds the buffers (walker_enter) and leaves them after;
+ * it may have taken the snapshot SN already, and gets it back as the
+ * walks left it.  *STACK_ID and *FP_STACK_ID come in 0; an id no walk
+ * gives stays 0 (setting both here as well only makes clang lay out
+ * alloc_enter differently).
+ */
+static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u32 tgid, struct snap_ctx *sn,
+					  bool own, __u64 *stack_id, __u64 *fp_stack_id)
+{
+	if (!own) {
+		count(CNT_WALKER_BUSY);
+		*stack_id = DWLEAK_STACK_WALKER_BUSY;
+		*fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
+		return;
+	}
+	if (bench_no_walk) {
+		*stack_id = DWLEAK_STACK_NOT_WALKED;
+		return;
+	}
+	if (unwind_mode & UNWIND_MODE_DWARF)
+		*stack_id = stack_walk(regs, kind, tgid, sn);
+	if (unwind_mode & UNWIND_MODE_FP)
+		*fp_stack_id = fp_walk(regs, kind, sn);
+	if (!(unwind_mode & UNWIND_MODE_DWARF))
+		*stack_id = *fp_stack_id;
+}
+
 /* An allocator call's entry.  Returns 1 when nothing is left to do at its
  * return (SESSION: the return probe can be cancelled), else 0. */
 static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 size, __u64 arg,
@@ -219,20 +251,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 		count(CNT_ALLOC_CALLS);
 		if (sample_bytes)
 			own = walker_enter();
-		if (!own) {
-			count(CNT_WALKER_BUSY);
-			c->stack_id = DWLEAK_STACK_WALKER_BUSY;
-			c->fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
-		} else if (bench_no_walk) {
-			c->stack_id = DWLEAK_STACK_NOT_WALKED;
-		} else {
-			if (unwind_mode & UNWIND_MODE_DWARF)
-				c->stack_id = stack_walk(ctx, kind, tgid, &sn);
-			if (unwind_mode & UNWIND_MODE_FP)
-				c->fp_stack_id = fp_walk(ctx, kind, &sn);
-			if (!(unwind_mode & UNWIND_MODE_DWARF))
-				c->stack_id = c->fp_stack_id;
-		}
+		walk_dispatch(ctx, kind, tgid, &sn, own, &c->stack_id, &c->fp_stack_id);
 	} else {
 		count(CNT_NESTED_CALLS);
 	}

@@ -60,8 +60,10 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 
 /* Walks rbp from the probe.  Like perf since Linux 6.11 for uprobes at a
  * function's entry, the return address at [rsp] is taken as the caller's
- * frame first (no frame has been set up there yet). */
-static __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
+ * frame first (no frame has been set up there yet).  Not inlined: called
+ * from one place (walk_dispatch), clang would copy it into every program,
+ * for a walk made only for comparison. */
+static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
 {
 	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind, .n = 2, .snap = *sn };
 	struct stack_trace *st;

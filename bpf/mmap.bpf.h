@@ -29,6 +29,7 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	__u32 tgid = current_tgid();
 	struct snap_ctx sn = {};
 	__u64 flags;
+	bool own;
 
 	if (!track_mmap || tgid != target_tgid ||
 	    (id != NR_MMAP && id != NR_MUNMAP && id != NR_MREMAP))
@@ -53,18 +54,11 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	ts->sc.new_len = regs->dx;
 	ts->sc.stack_id = 0;
 	ts->sc.fp_stack_id = 0;
-	if (id == NR_MMAP && !walker_enter()) {
-		count(CNT_WALKER_BUSY);
-		ts->sc.stack_id = DWLEAK_STACK_WALKER_BUSY;
-		ts->sc.fp_stack_id = (unwind_mode & UNWIND_MODE_FP) ? DWLEAK_STACK_WALKER_BUSY : 0;
-	} else if (id == NR_MMAP) {
-		if (unwind_mode & UNWIND_MODE_DWARF)
-			ts->sc.stack_id = stack_walk(regs, ALLOC_MMAP, tgid, &sn);
-		if (unwind_mode & UNWIND_MODE_FP)
-			ts->sc.fp_stack_id = fp_walk(regs, ALLOC_MMAP, &sn);
-		if (!(unwind_mode & UNWIND_MODE_DWARF))
-			ts->sc.stack_id = ts->sc.fp_stack_id;
-		walker_leave();
+	if (id == NR_MMAP) {
+		own = walker_enter();
+		walk_dispatch(regs, ALLOC_MMAP, tgid, &sn, own, &ts->sc.stack_id, &ts->sc.fp_stack_id);
+		if (own)
+			walker_leave();
 		stack_learn(ts, &sn);
 	}
 	ts->sc.nr = (__u32)id;

@@ -41,8 +41,9 @@
  * program was using its CPU's walker buffers (a preempted probe, see
  * walker_enter in bpf/guard.bpf.h).  Stack ids are hashes of 64 bits. */
 #define DWLEAK_STACK_WALKER_BUSY 1ull
-/* The stack id of every allocation under DWLEAK_BENCH_NO_WALK (bench/:
- * what dwleak's bookkeeping costs without the walk). */
+/* The stack id of every allocation (and --mmap region) under
+ * DWLEAK_BENCH_NO_WALK (bench/: what dwleak's bookkeeping costs without
+ * the walk). */
 #define DWLEAK_STACK_NOT_WALKED 2ull
 /* Values of the BPF program's guard_preempt. */
 enum preempt_guard {
