@@ -1,6 +1,7 @@
 /* Allocator bookkeeping: each call's entry and return, paired per thread
- * (pending calls, nesting, sampling), and the records that tell user
- * space what now holds what.
+ * (pending calls, nesting, sampling), the records that tell user space
+ * what now holds what, and the one walk dispatch every probe that walks
+ * goes through.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_CALLS_BPF_H
 #define DWLEAK_CALLS_BPF_H

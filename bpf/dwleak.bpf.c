@@ -42,8 +42,8 @@ volatile __u32 rule_gen = 0;
 /*
  * The parts, each a header with one concern, in the order they build on
  * each other (each also includes the parts it uses, under include guards).
- * They define functions, which headers otherwise should not: nothing but
- * this file includes them, so the program stays ONE translation unit, in
+ * They define functions, which headers otherwise should not: nothing
+ * outside this program includes them, so the program stays ONE translation unit, in
  * which clang sees every static function and inlines as it did when all
  * was one file (`make bpf-insns` prints the same counts), and the verifier
  * still checks each global function once.  They use the settings above.
@@ -56,7 +56,7 @@ volatile __u32 rule_gen = 0;
 #include "stacks.bpf.h"	   /* storing a walked stack */
 #include "walk.bpf.h"	   /* the DWARF walk, its rule cache and walk memo */
 #include "fp_walk.bpf.h"   /* the frame-pointer walk */
-#include "calls.bpf.h"	   /* allocator bookkeeping, sampling, records */
+#include "calls.bpf.h"	   /* allocator bookkeeping, records, the one walk dispatch */
 #include "mmap.bpf.h"	   /* --mmap: the memory syscalls */
 #include "linker.bpf.h"	   /* the dynamic linker's hook */
 
