@@ -1,6 +1,8 @@
 /* Layouts shared by the BPF program (bpf/dwleak.bpf.c) and user space
- * (bpf/, unwinder/, cli/): map keys and values, events, counters and limits.
- * Fixed-width types only; every struct's size is asserted. */
+ * (bpf/, unwinder/, cli/): map keys and values, events, counters and limits,
+ * and the lists that give the counters and walk ends the names users see
+ * (the BPF side uses only the enums).  Fixed-width types only; every
+ * struct's size is asserted. */
 #ifndef DWLEAK_SHARED_H
 #define DWLEAK_SHARED_H
 
@@ -39,10 +41,11 @@
 #define DWLEAK_FRAME_EXACT (1ull << 63)
 /* The stack id of allocations whose walk was skipped because another
  * program was using its CPU's walker buffers (a preempted probe, see
- * walker_enter in bpf/dwleak.bpf.c).  Stack ids are hashes of 64 bits. */
+ * walker_enter in bpf/guard.bpf.h).  Stack ids are hashes of 64 bits. */
 #define DWLEAK_STACK_WALKER_BUSY 1ull
-/* The stack id of every allocation under DWLEAK_BENCH_NO_WALK (bench/:
- * what dwleak's bookkeeping costs without the walk). */
+/* The stack id of every allocation (and --mmap region) under
+ * DWLEAK_BENCH_NO_WALK (bench/: what dwleak's bookkeeping costs without
+ * the walk). */
 #define DWLEAK_STACK_NOT_WALKED 2ull
 /* Values of the BPF program's guard_preempt. */
 enum preempt_guard {
@@ -133,21 +136,38 @@ struct page_key {
 
 /* --- Stacks and allocations ----------------------------------------- */
 
-/* Why a walk ended. */
+/* Why a walk ended: X(enum, counter name, reason).  The counter, at
+ * CNT_WALK_END_BASE + the enum, counts the walks that ended so; the reason
+ * is what a report says of a stack the walk cut short (NULL for the three
+ * ends that are not errors).  Both are the names users see. */
+#define WALK_END_LIST(X)                                                                        \
+	/* reached a frame whose return address is undefined */                                 \
+	X(WALK_END_OK, "walks_complete", NULL)                                                  \
+	/* return address 0: the conventional end of the stack */                               \
+	X(WALK_END_ZERO_RA, "walks_ended_zero_ra", NULL)                                        \
+	/* DWLEAK_MAX_FRAMES reached */                                                         \
+	X(WALK_END_TRUNCATED, "walks_truncated", NULL)                                          \
+	X(WALK_ERR_NO_MAPPING, "walk_err_no_mapping",                                           \
+	  "pc in no file-backed mapping (JIT or anonymous code)")                               \
+	/* the file has no table loaded (yet) */                                                \
+	X(WALK_ERR_NO_TABLE, "walk_err_no_table", "no unwind table for this object")            \
+	X(WALK_ERR_NO_FDE, "walk_err_no_fde", "no CFI for this pc")                             \
+	X(WALK_ERR_UNSUPPORTED, "walk_err_unsupported",                                         \
+	  "CFI rule the walker does not support")                                               \
+	X(WALK_ERR_READ, "walk_err_read", "stack memory unreadable")                            \
+	/* the rule needs rbp, but the caller's rbp was lost */                                 \
+	X(WALK_ERR_RBP_UNKNOWN, "walk_err_rbp_unknown", "frame needs rbp, which was lost")      \
+	/* a uretprobe trampoline that is not dwleak's */                                       \
+	X(WALK_ERR_TRAMPOLINE, "walk_err_trampoline", "another tool's uretprobe trampoline")    \
+	/* the mmap lock was contended: no mapping found */                                     \
+	X(WALK_ERR_VMA_BUSY, "walk_err_vma_busy", "mapping lookup contended")
+
+#define WALK_END_ENUM(e, name, reason) e,
 enum walk_end {
-	WALK_END_OK = 0,	 /* reached a frame whose return address is undefined */
-	WALK_END_ZERO_RA,	 /* return address 0: conventional end of stack */
-	WALK_END_TRUNCATED,	 /* DWLEAK_MAX_FRAMES reached */
-	WALK_ERR_NO_MAPPING,	 /* pc in no file-backed mapping (JIT, anonymous code) */
-	WALK_ERR_NO_TABLE,	 /* file has no table loaded (yet) */
-	WALK_ERR_NO_FDE,	 /* table has no rule for pc */
-	WALK_ERR_UNSUPPORTED,	 /* rule the walker cannot follow */
-	WALK_ERR_READ,		 /* user memory unreadable */
-	WALK_ERR_RBP_UNKNOWN,	 /* rule needs rbp but the caller's rbp was lost */
-	WALK_ERR_TRAMPOLINE,	 /* a uretprobe trampoline that is not dwleak's */
-	WALK_ERR_VMA_BUSY,	 /* mmap lock contended: mapping not found */
+	WALK_END_LIST(WALK_END_ENUM)
 	WALK_END_COUNT,
 };
+#undef WALK_END_ENUM
 
 struct stack_trace {
 	__u32 nframes;
@@ -244,36 +264,82 @@ struct thread_state {
 
 /* --- Counters (per-CPU array, summed by user space) ------------------ */
 
+/*
+ * The counters, in enum order: X(enum, name) each, the name being what
+ * --stats and the reports print; in the walk ends' place (CNT_WALK_END_BASE
+ * + enum walk_end) the list puts its second argument, which is meant to
+ * expand WALK_END_LIST.  User space builds its tables from the two lists:
+ *
+ *	#define COUNTER_NAME(e, name) [e] = name,
+ *	#define WALK_END_COUNTER_NAME(e, name, reason) [CNT_WALK_END_BASE + e] = name,
+ *	static const char *const counter_names[CNT_COUNT] = {
+ *		DWLEAK_COUNTER_LIST(COUNTER_NAME, WALK_END_LIST(WALK_END_COUNTER_NAME))
+ *	};
+ *	#define WALK_END_REASON(e, name, reason) [e] = reason,
+ *	static const char *const walk_end_reasons[WALK_END_COUNT] = {
+ *		WALK_END_LIST(WALK_END_REASON)
+ *	};
+ */
+#define DWLEAK_COUNTER_LIST(X, WALK_ENDS)                                                       \
+	/* outer allocator calls seen */                                                        \
+	X(CNT_ALLOC_CALLS, "alloc_calls")                                                       \
+	X(CNT_FREE_CALLS, "free_calls")                                                         \
+	/* allocator calls inside another: counted once */                                      \
+	X(CNT_NESTED_CALLS, "nested_calls")                                                     \
+	/* returned NULL / error: nothing recorded (realloc's old block stays forgotten) */     \
+	X(CNT_FAILED_ALLOCS, "failed_allocs")                                                   \
+	/* free of an address allocated before attach (user space) */                           \
+	X(CNT_FREE_UNKNOWN, "frees_of_untracked")                                               \
+	/* alloc_events record not written: ring full */                                        \
+	X(CNT_RING_FULL, "alloc_events_lost")                                                   \
+	/* stack not stored: stacks map full */                                                 \
+	X(CNT_STACKS_FULL, "stacks_map_full")                                                   \
+	/* more than DWLEAK_MAX_PENDING nested calls */                                         \
+	X(CNT_PENDING_FULL, "pending_calls_full")                                               \
+	/* a return with no entry, or an entry whose return never came */                       \
+	X(CNT_PENDING_LOST, "returns_unmatched")                                                \
+	/* address returned again without a free seen (user space) */                           \
+	X(CNT_REPLACED, "allocs_replaced")                                                      \
+	/* in-place resizes (xallocx) applied (user space) */                                   \
+	X(CNT_RESIZED, "allocs_resized")                                                        \
+	/* --sample-bytes: allocations not sampled (no walk) */                                 \
+	X(CNT_UNSAMPLED, "allocs_not_sampled")                                                  \
+	/* --mmap: memory syscalls seen outside the allocator */                                \
+	X(CNT_MMAP_CALLS, "mmap_calls")                                                         \
+	/* --mmap: made inside an allocator call: counted by it */                              \
+	X(CNT_MMAP_IN_ALLOC, "mmap_calls_in_allocator")                                         \
+	/* return addresses recovered from our own uretprobes */                                \
+	X(CNT_TRAMPOLINE_FIXED, "uretprobe_returns_recovered")                                  \
+	/* a mapping not recorded for naming frames: map full */                                \
+	X(CNT_MAPPINGS_FULL, "mappings_map_full")                                               \
+	X(CNT_FRAMES, "frames_walked")                                                          \
+	/* frames whose rule was searched in the tables */                                      \
+	X(CNT_RULE_CACHE_MISSES, "rule_cache_misses")                                           \
+	X(CNT_WALKS, "walks")                                                                   \
+	/* walks found remembered (walk_memo), not made again */                                \
+	X(CNT_WALKS_MEMO, "walks_remembered")                                                   \
+	/* reads of user stack memory into the snapshot */                                      \
+	X(CNT_STACK_READS, "stack_reads")                                                       \
+	/* walks skipped: the CPU's walker buffers were in use */                               \
+	X(CNT_WALKER_BUSY, "walks_skipped_walker_busy")                                         \
+	/* frame-pointer walks (--unwind fp/both) */                                            \
+	X(CNT_FP_WALKS, "fp_walks")                                                             \
+	X(CNT_FP_FRAMES, "fp_frames_walked")                                                    \
+	/* how walks ended: CNT_WALK_END_BASE + enum walk_end */                                \
+	WALK_ENDS                                                                               \
+	X(CNT_EVENTS_LOST, "events_lost")
+
+/* Each walk end's counter is also named CNT_ and its walk_end name
+ * (CNT_WALK_ERR_READ); CNT_WALK_END_BASE is the first of them. */
+#define DWLEAK_COUNTER_ENUM(e, name) e,
+#define DWLEAK_WALK_END_COUNTER_ENUM(e, name, reason) CNT_##e,
 enum dwleak_counter {
-	CNT_ALLOC_CALLS = 0,	/* outer allocator calls seen */
-	CNT_FREE_CALLS,
-	CNT_NESTED_CALLS,	/* allocator calls inside another: counted once */
-	CNT_FAILED_ALLOCS,	/* returned NULL / error: nothing recorded (a failed
-				 * realloc's old block was already forgotten) */
-	CNT_FREE_UNKNOWN,	/* free of an address allocated before attach (user space) */
-	CNT_RING_FULL,		/* alloc_events record not written: ring full */
-	CNT_STACKS_FULL,	/* stack not stored: stacks map full */
-	CNT_PENDING_FULL,	/* more than DWLEAK_MAX_PENDING nested calls */
-	CNT_PENDING_LOST,	/* a return with no entry, or an entry whose return never came */
-	CNT_REPLACED,		/* address returned again without a free seen (user space) */
-	CNT_RESIZED,		/* in-place resizes (xallocx) applied (user space) */
-	CNT_UNSAMPLED,		/* --sample-bytes: allocations not sampled (no walk) */
-	CNT_MMAP_CALLS,		/* --mmap: memory syscalls seen outside the allocator */
-	CNT_MMAP_IN_ALLOC,	/* --mmap: made inside an allocator call: counted by it */
-	CNT_TRAMPOLINE_FIXED,	/* return addresses recovered from our own uretprobes */
-	CNT_MAPPINGS_FULL,	/* a mapping not recorded for naming frames: map full */
-	CNT_FRAMES,		/* frames walked */
-	CNT_RULE_CACHE_MISSES,	/* frames whose rule was searched in the tables */
-	CNT_WALKS,
-	CNT_WALKS_MEMO,		/* walks found remembered (walk_memo), not made again */
-	CNT_STACK_READS,	/* reads of user stack memory into the snapshot */
-	CNT_WALKER_BUSY,	/* walks skipped: the CPU's walker buffers were in use */
-	CNT_FP_WALKS,		/* frame-pointer walks (--unwind fp/both) */
-	CNT_FP_FRAMES,
-	CNT_WALK_END_BASE,	/* + enum walk_end: how walks ended */
-	CNT_EVENTS_LOST = CNT_WALK_END_BASE + WALK_END_COUNT,
+	DWLEAK_COUNTER_LIST(DWLEAK_COUNTER_ENUM, WALK_END_LIST(DWLEAK_WALK_END_COUNTER_ENUM))
 	CNT_COUNT,
+	CNT_WALK_END_BASE = CNT_WALK_END_OK, /* + enum walk_end: how walks ended */
 };
+#undef DWLEAK_COUNTER_ENUM
+#undef DWLEAK_WALK_END_COUNTER_ENUM
 
 /* --- Events to user space (ring buffer) ------------------------------ */
 
@@ -312,6 +378,8 @@ struct event {
 	__u32 pad;
 };
 
+_Static_assert(CNT_EVENTS_LOST == CNT_WALK_END_BASE + WALK_END_COUNT,
+	       "one counter per walk end, between the counters before and after");
 _Static_assert(sizeof(struct file_key) == 16, "file_key layout");
 _Static_assert(sizeof(struct table_info) == 16 + 24 * DWLEAK_MAX_SEGMENTS, "table_info layout");
 _Static_assert(sizeof(struct page_key) == 8, "page_key layout");

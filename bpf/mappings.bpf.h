@@ -1,0 +1,307 @@
+/* Which mapping holds an address: for a pc, its mapping (from the table
+ * user space published for the process, else bpf_find_vma), that
+ * mapping's unwind table and the row in force there; for the stack
+ * pointer, the end of the stack, which bounds every read of it.
+ * Part of dwleak.bpf.c's one translation unit (see there). */
+#ifndef DWLEAK_MAPPINGS_BPF_H
+#define DWLEAK_MAPPINGS_BPF_H
+
+#include "maps.bpf.h"
+#include "walk_ctx.bpf.h"
+
+#define EBUSY 16 /* bpf_find_vma: mmap lock contended */
+
+/* The mapping table in use for process TGID, or NULL. */
+static __always_inline struct proc_mappings *proc_maps_get(__u32 tgid)
+{
+	__u32 zero = 0, *cur = bpf_map_lookup_elem(&proc_maps_cur, &zero), slot;
+	struct proc_mappings *pm;
+
+	if (!cur)
+		return NULL;
+	slot = *cur & 1;
+	pm = bpf_map_lookup_elem(&proc_maps, &slot);
+	return pm && pm->tgid == tgid ? pm : NULL;
+}
+
+/* What bpf_find_vma's callback (vma_cb) reports of a mapping. */
+struct vma_found {
+	__u64 start;
+	__u64 end;
+	__u64 pgoff;
+	struct file_key file;
+	__u32 has_file;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct vma_found *f)
+{
+	struct file *file = BPF_CORE_READ(vma, vm_file);
+
+	f->start = BPF_CORE_READ(vma, vm_start);
+	f->end = BPF_CORE_READ(vma, vm_end);
+	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	if (!file)
+		return 0;
+	f->file.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	f->file.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	f->has_file = 1;
+	return 0;
+}
+
+/* Asks user space for the table of F's file (met at PC), once per file. */
+static __always_inline void request_table(struct walk_ctx *w, struct vma_found *f, __u64 pc)
+{
+	struct event *e;
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(&requested, &f->file, &one, BPF_NOEXIST))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		bpf_map_delete_elem(&requested, &f->file);
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = EVENT_NEED_TABLE;
+	e->tgid = w->tgid;
+	e->file = f->file;
+	e->pc = pc;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Keeps the mapping F for naming frames, even after the process exits. */
+static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_found *f)
+{
+	struct mapping_key k = { .tgid = w->tgid, .start = f->start };
+	struct mapping_seen v = { .end = f->end, .pgoff = f->pgoff, .file = f->file };
+
+	if (!bpf_map_lookup_elem(&mappings, &k) && bpf_map_update_elem(&mappings, &k, &v, BPF_ANY))
+		count(CNT_MAPPINGS_FULL);
+}
+
+/*
+ * The searches are global (non-inlined) functions, verified once on their
+ * own: inlined into the walker's bpf_loop callback, their loops exceeded
+ * the verifier's 1M instruction limit (E2BIG on Linux 6.18).  The row
+ * search runs as a plain bounded loop (cheaper than a bpf_loop callback
+ * per step); the mapping search needs bpf_loop to verify.
+ */
+/* A binary search's state, advanced one step at a time. */
+struct search_ctx {
+	__u32 lo;	/* ends as the number of entries at or before key */
+	__u32 hi;
+	__u32 base;	/* rows: first_row of the page */
+	__u32 tgid;	/* mappings: the process */
+	__u64 key;
+};
+
+static long map_search_step(__u64 i, struct search_ctx *c)
+{
+	struct proc_mappings *pm = proc_maps_get(c->tgid);
+	__u32 mid;
+
+	if (!pm || c->lo >= c->hi)
+		return 1;
+	mid = c->lo + (c->hi - c->lo) / 2;
+	if (pm->m[mid & (DWLEAK_MAX_PROC_MAPPINGS - 1)].start <= c->key)
+		c->lo = mid + 1;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* Index of the mapping of process TGID that holds PC, or -1. */
+__noinline long proc_map_find(__u32 tgid, __u64 pc)
+{
+	struct proc_mappings *pm = proc_maps_get(tgid);
+	struct search_ctx c = { .tgid = tgid, .key = pc };
+	__u32 i;
+
+	if (!pm)
+		return -1;
+	c.hi = pm->n < DWLEAK_MAX_PROC_MAPPINGS ? pm->n : DWLEAK_MAX_PROC_MAPPINGS;
+	/* bpf_loop here: as a plain loop this search alone exceeds the
+	 * verifier's limit (its state does not prune on Linux 6.18) */
+	bpf_loop(DWLEAK_MAPPING_SEARCH_STEPS, map_search_step, &c, 0);
+	if (c.lo == 0)
+		return -1;
+	i = (c.lo - 1) & (DWLEAK_MAX_PROC_MAPPINGS - 1);
+	return pc < pm->m[i].end ? i : -1;
+}
+
+/* Looks PC up in the mappings user space told us about; fills slot S. */
+static int slot_from_proc_maps(struct walk_ctx *w, __u64 pc, struct vma_slot *s)
+{
+	long i = proc_map_find(w->tgid, pc);
+	struct proc_mappings *pm;
+	struct proc_mapping *m;
+
+	if (i < 0)
+		return -1;
+	pm = proc_maps_get(w->tgid);
+	if (!pm)
+		return -1;
+	m = &pm->m[i & (DWLEAK_MAX_PROC_MAPPINGS - 1)];
+	if (pc < m->start || pc >= m->end)
+		return -1; /* user space republished twice during this lookup */
+	s->start = m->start;
+	s->end = m->end;
+	s->bias = m->bias;
+	s->table_id = m->table_id;
+	s->rule_base = m->rule_base;
+	s->state = SLOT_TABLE;
+	return 0;
+}
+
+/* Fills a cache slot for the mapping holding PC: from the process's
+ * mapping table, else from the kernel's VMA (a mapping user space has not
+ * seen yet).  Returns the slot index, or -1 with w->end set. */
+static int slot_fill(struct walk_ctx *w, __u64 pc)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct vma_found f = {};
+	struct table_info *ti;
+	struct vma_slot *s;
+	__u64 off;
+	__u32 i, idx;
+	long err;
+
+	idx = w->next_slot++ & (DWLEAK_VMA_CACHE - 1);
+	s = &w->slot[idx];
+	if (!slot_from_proc_maps(w, pc, s))
+		return idx;
+	err = bpf_find_vma(task, pc, vma_cb, &f, 0);
+	if (err) {
+		w->end = err == -EBUSY ? WALK_ERR_VMA_BUSY : WALK_ERR_NO_MAPPING;
+		s->state = SLOT_EMPTY;
+		return -1;
+	}
+	s->start = f.start;
+	s->end = f.end;
+	s->state = SLOT_ANON;
+	if (!f.has_file)
+		return idx;
+	remember_mapping(w, &f);
+	ti = bpf_map_lookup_elem(&tables, &f.file);
+	if (!ti) {
+		s->state = SLOT_NO_TABLE;
+		request_table(w, &f, pc);
+		return idx;
+	}
+	off = pc - f.start + f.pgoff;
+	for (i = 0; i < DWLEAK_MAX_SEGMENTS && i < ti->nsegs; i++) {
+		if (off < ti->segs[i].off_start || off >= ti->segs[i].off_end)
+			continue;
+		s->bias = f.start - f.pgoff - ti->segs[i].vaddr_delta;
+		s->table_id = ti->table_id;
+		s->rule_base = ti->rule_base;
+		s->state = SLOT_TABLE;
+		return idx;
+	}
+	s->state = SLOT_NO_TABLE; /* executable code outside the table's segments */
+	return idx;
+}
+
+static int slot_find(struct walk_ctx *w, __u64 pc)
+{
+	int i;
+
+	for (i = 0; i < DWLEAK_VMA_CACHE; i++) {
+		if (w->slot[i].state != SLOT_EMPTY && pc >= w->slot[i].start && pc < w->slot[i].end)
+			return i;
+	}
+	return slot_fill(w, pc);
+}
+
+static long row_search_step(__u64 i, struct search_ctx *c)
+{
+	struct unwind_row *row;
+	__u32 mid, idx;
+
+	if (c->lo >= c->hi)
+		return 1;
+	mid = c->lo + (c->hi - c->lo) / 2;
+	idx = c->base + mid;
+	row = bpf_map_lookup_elem(&rows, &idx);
+	if (!row)
+		return 1;
+	if (row->pc_low <= c->key)
+		c->lo = mid + 1;
+	else
+		c->hi = mid;
+	return 0;
+}
+
+/* Index of the row in force at ELF address PC in table TABLE_ID, or -1. */
+__noinline long row_find(__u32 table_id, __u64 pc)
+{
+	struct page_key k = { .table_id = table_id, .page = (__u32)(pc >> UNWIND_PAGE_SHIFT) };
+	struct search_ctx c = { .key = pc & (UNWIND_PAGE_SIZE - 1) };
+	struct unwind_page *pg;
+
+	pg = bpf_map_lookup_elem(&pages, &k);
+	if (!pg)
+		return -1;
+	c.hi = pg->nrows;
+	c.base = pg->first_row;
+	/* a plain bounded loop: this function is verified on its own, and a
+	 * bpf_loop callback per step cost ~20 ns x 17 a frame */
+	for (int i = 0; i < DWLEAK_ROW_SEARCH_STEPS; i++)
+		if (row_search_step(i, &c))
+			break;
+	if (c.lo == 0 || c.lo > pg->nrows)
+		return -1;
+	return c.base + c.lo - 1;
+}
+
+/* The rule for ELF address PC in table TABLE_ID, or NULL (no FDE). */
+static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
+{
+	struct unwind_row *row;
+	long r = row_find(table_id, pc);
+	__u32 idx;
+
+	if (r < 0)
+		return NULL;
+	idx = (__u32)r;
+	row = bpf_map_lookup_elem(&rows, &idx);
+	if (!row)
+		return NULL;
+	idx = rule_base + row->rule;
+	return bpf_map_lookup_elem(&rules, &idx);
+}
+
+/* --- The thread's stack mapping: how far a stack read may go --- */
+
+/* The end of the mapping that holds the thread's stack pointer SP, found
+ * once per thread (and again when SP leaves it: a signal stack, growth),
+ * so stack reads can go up to it without running off the end. */
+static __u64 stack_limit(struct thread_state *ts, __u64 sp)
+{
+	struct vma_found f = {};
+
+	if (sp >= ts->stack_lo && sp < ts->stack_hi) {
+		if (!ts->read_hi)
+			return ts->stack_hi;
+		return sp < ts->read_hi ? ts->read_hi : 0;
+	}
+	ts->read_hi = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), sp, vma_cb, &f, 0)) {
+		ts->stack_lo = ts->stack_hi = 0; /* busy: one page at a time this call */
+		return 0;
+	}
+	ts->stack_lo = f.start;
+	ts->stack_hi = f.end;
+	return f.end;
+}
+
+/* Remembers where a read of this thread's stack failed (see snap_take). */
+static __always_inline void stack_learn(struct thread_state *ts, struct snap_ctx *sn)
+{
+	if (sn->failed && (!ts->read_hi || sn->limit < ts->read_hi))
+		ts->read_hi = sn->limit;
+}
+
+
+#endif

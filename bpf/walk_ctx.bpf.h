@@ -1,0 +1,50 @@
+/* One DWARF walk's state: its registers, the walk_memo slot it records
+ * into, its stack snapshot and its cache of the mappings it met.  A type
+ * of its own because two parts step it: mappings.bpf.h fills the cache,
+ * walk.bpf.h the rest.
+ * Part of dwleak.bpf.c's one translation unit (see there). */
+#ifndef DWLEAK_WALK_CTX_BPF_H
+#define DWLEAK_WALK_CTX_BPF_H
+
+#include "snap.bpf.h"
+
+/* A mapping the walk met (slot_fill). */
+struct vma_slot {
+	__u64 start;
+	__u64 end;
+	__u64 bias; /* ELF address = pc - bias */
+	__u32 table_id;
+	__u32 rule_base;
+	__u32 state; /* enum slot_state */
+	__u32 pad;
+};
+
+enum slot_state { SLOT_EMPTY = 0, SLOT_TABLE, SLOT_NO_TABLE, SLOT_ANON };
+
+struct walk_ctx {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u64 hash;
+	__u64 tramp;	 /* this mm's uretprobe trampoline, 0 if none */
+	__u32 n;
+	__u32 end;	 /* enum walk_end */
+	__u32 bp_ok;	 /* the frame's rbp is known */
+	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
+	__u32 tgid;
+	__u32 next_slot;
+	__u32 misses;	 /* rule_cache misses */
+	__u32 memo_idx;	 /* walk_memo slot being filled */
+	__u64 sp0;	 /* rsp at the start */
+	__u32 nrec;	 /* words recorded in the slot */
+	__u8 rec;	 /* still recording (the walk can be remembered) */
+	__u8 bp_reg;	 /* bp is still the start's rbp register */
+	__u8 use_bp0;	 /* a rule used it */
+	__u8 bp_unrec;	 /* bp was restored from the stack word at bp_addr, and
+			  * no rule has used it yet: not recorded (see bp_use) */
+	__u64 bp_addr;
+	struct snap_ctx snap;
+	struct vma_slot slot[DWLEAK_VMA_CACHE];
+};
+
+#endif
