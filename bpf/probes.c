@@ -443,44 +443,17 @@ void probes_close(struct probes *p)
 	free(p);
 }
 
+#define COUNTER_NAME(e, name) [e] = name,
+#define WALK_END_COUNTER_NAME(e, name, reason) [CNT_WALK_END_BASE + e] = name,
 static const char *const counter_names[CNT_COUNT] = {
-	[CNT_ALLOC_CALLS] = "alloc_calls",
-	[CNT_FREE_CALLS] = "free_calls",
-	[CNT_NESTED_CALLS] = "nested_calls",
-	[CNT_FAILED_ALLOCS] = "failed_allocs",
-	[CNT_FREE_UNKNOWN] = "frees_of_untracked",
-	[CNT_RING_FULL] = "alloc_events_lost",
-	[CNT_STACKS_FULL] = "stacks_map_full",
-	[CNT_PENDING_FULL] = "pending_calls_full",
-	[CNT_PENDING_LOST] = "returns_unmatched",
-	[CNT_REPLACED] = "allocs_replaced",
-	[CNT_TRAMPOLINE_FIXED] = "uretprobe_returns_recovered",
-	[CNT_MAPPINGS_FULL] = "mappings_map_full",
-	[CNT_RESIZED] = "allocs_resized",
-	[CNT_UNSAMPLED] = "allocs_not_sampled",
-	[CNT_MMAP_CALLS] = "mmap_calls",
-	[CNT_MMAP_IN_ALLOC] = "mmap_calls_in_allocator",
-	[CNT_FRAMES] = "frames_walked",
-	[CNT_RULE_CACHE_MISSES] = "rule_cache_misses",
-	[CNT_WALKS] = "walks",
-	[CNT_WALKS_MEMO] = "walks_remembered",
-	[CNT_STACK_READS] = "stack_reads",
-	[CNT_WALKER_BUSY] = "walks_skipped_walker_busy",
-	[CNT_FP_WALKS] = "fp_walks",
-	[CNT_FP_FRAMES] = "fp_frames_walked",
-	[CNT_WALK_END_BASE + WALK_END_OK] = "walks_complete",
-	[CNT_WALK_END_BASE + WALK_END_ZERO_RA] = "walks_ended_zero_ra",
-	[CNT_WALK_END_BASE + WALK_END_TRUNCATED] = "walks_truncated",
-	[CNT_WALK_END_BASE + WALK_ERR_NO_MAPPING] = "walk_err_no_mapping",
-	[CNT_WALK_END_BASE + WALK_ERR_NO_TABLE] = "walk_err_no_table",
-	[CNT_WALK_END_BASE + WALK_ERR_NO_FDE] = "walk_err_no_fde",
-	[CNT_WALK_END_BASE + WALK_ERR_UNSUPPORTED] = "walk_err_unsupported",
-	[CNT_WALK_END_BASE + WALK_ERR_READ] = "walk_err_read",
-	[CNT_WALK_END_BASE + WALK_ERR_RBP_UNKNOWN] = "walk_err_rbp_unknown",
-	[CNT_WALK_END_BASE + WALK_ERR_TRAMPOLINE] = "walk_err_trampoline",
-	[CNT_WALK_END_BASE + WALK_ERR_VMA_BUSY] = "walk_err_vma_busy",
-	[CNT_EVENTS_LOST] = "events_lost",
+	DWLEAK_COUNTER_LIST(COUNTER_NAME, WALK_END_LIST(WALK_END_COUNTER_NAME))
 };
+#undef COUNTER_NAME
+#undef WALK_END_COUNTER_NAME
+
+#define WALK_END_REASON(e, name, reason) [e] = reason,
+static const char *const walk_end_reasons[WALK_END_COUNT] = { WALK_END_LIST(WALK_END_REASON) };
+#undef WALK_END_REASON
 
 const char *probes_counter_name(unsigned int i)
 {
@@ -489,15 +462,5 @@ const char *probes_counter_name(unsigned int i)
 
 const char *probes_walk_end_reason(uint32_t end)
 {
-	switch (end) {
-	case WALK_ERR_NO_MAPPING: return "pc in no file-backed mapping (JIT or anonymous code)";
-	case WALK_ERR_NO_TABLE: return "no unwind table for this object";
-	case WALK_ERR_NO_FDE: return "no CFI for this pc";
-	case WALK_ERR_UNSUPPORTED: return "CFI rule the walker does not support";
-	case WALK_ERR_READ: return "stack memory unreadable";
-	case WALK_ERR_RBP_UNKNOWN: return "frame needs rbp, which was lost";
-	case WALK_ERR_TRAMPOLINE: return "another tool's uretprobe trampoline";
-	case WALK_ERR_VMA_BUSY: return "mapping lookup contended";
-	default: return NULL;
-	}
+	return end < WALK_END_COUNT ? walk_end_reasons[end] : NULL;
 }

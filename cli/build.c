@@ -8,58 +8,6 @@
 #include "build.h"
 #include "compare.h"
 #include "probes.h"
-#include "symbolize.h"
-
-struct report_frame *frame_arena_push(struct frame_arena *a)
-{
-	struct report_frame *g;
-
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 1024;
-
-		g = realloc(a->frames, cap * sizeof(*g));
-		if (!g)
-			return NULL;
-		a->frames = g;
-		a->cap = cap;
-	}
-	memset(&a->frames[a->n], 0, sizeof(a->frames[0]));
-	return &a->frames[a->n++];
-}
-
-int frame_arena_keep(struct frame_arena *a, struct sym_frame *f, size_t n)
-{
-	if (a->nres == a->capres) {
-		size_t cap = a->capres ? a->capres * 2 : 256;
-		struct sym_frame **s = realloc(a->syms, cap * sizeof(*s));
-		size_t *c = s ? realloc(a->nsyms, cap * sizeof(*c)) : NULL;
-
-		if (s)
-			a->syms = s;
-		if (c)
-			a->nsyms = c;
-		if (!s || !c) {
-			sym_frames_free(f, n);
-			return -ENOMEM;
-		}
-		a->capres = cap;
-	}
-	a->syms[a->nres] = f;
-	a->nsyms[a->nres++] = n;
-	return 0;
-}
-
-void frame_arena_free(struct frame_arena *a)
-{
-	size_t i;
-
-	for (i = 0; i < a->nres; i++)
-		sym_frames_free(a->syms[i], a->nsyms[i]);
-	free(a->syms);
-	free(a->nsyms);
-	free(a->frames);
-	memset(a, 0, sizeof(*a));
-}
 
 void growth_free(struct growth *g)
 {
@@ -103,7 +51,7 @@ void build_free(struct built *b)
 {
 	frame_arena_free(&b->arena);
 	free(b->stacks);
-	free(b->first_frame);
+	free(b->spans);
 	fp_summary_free(&b->fp);
 	free(b->supp);
 	memset(b, 0, sizeof(*b));
@@ -163,7 +111,7 @@ static const char *kind_name(uint32_t kind)
 }
 
 static int stack_build(const struct build_opts *o, const struct stack_source *src, struct built *b,
-		       const struct ledger_stack *g, struct report_stack *rs, size_t *first)
+		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
 {
 	const struct report_frame *fr;
 	int err, end;
@@ -174,28 +122,28 @@ static int stack_build(const struct build_opts *o, const struct stack_source *sr
 	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;
 	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, g->stack_id, g->bytes, o->now_s) : NAN;
 	rs->fp_divergence = -1;
-	first[0] = b->arena.n;
+	span[0] = frame_span_start(&b->arena);
 	err = frames_of(src, b, g->stack_id, &end);
 	if (err)
 		return err;
-	fr = b->arena.frames + first[0];
+	frame_span_end(&b->arena, &span[0]);
+	fr = b->arena.frames + span[0].first;
 	/* libstdc++'s operator new is malloc's caller: C++ allocated it */
-	if (b->arena.n > first[0] + 1 && fr[1].function && !strncmp(fr[1].function, "operator new", 12) &&
-	    is_c_alloc(g->kind))
+	if (span[0].n > 1 && fr[1].function && !strncmp(fr[1].function, "operator new", 12) && is_c_alloc(g->kind))
 		rs->allocator = kind_name(ALLOC_NEW);
 	rs->truncated = end == WALK_END_TRUNCATED;
 	rs->unwind_error = end_reason(end);
 	/* the dynamic linker runs initializers from _dl_start_user, hand-written
 	 * code without CFI: the root of those stacks, not a lost frame */
-	if (end == WALK_ERR_NO_FDE && b->arena.n > first[0] && b->arena.frames[b->arena.n - 1].function &&
-	    !strcmp(b->arena.frames[b->arena.n - 1].function, "_dl_start_user"))
+	if (end == WALK_ERR_NO_FDE && span[0].n && fr[span[0].n - 1].function &&
+	    !strcmp(fr[span[0].n - 1].function, "_dl_start_user"))
 		rs->unwind_error = NULL;
-	first[1] = b->arena.n;
+	span[1] = frame_span_start(&b->arena);
 	if (g->fp_stack_id && o->unwind_mode != UNWIND_MODE_FP) {
 		err = frames_of(src, b, g->fp_stack_id, &end);
 		rs->fp_complete = end == WALK_END_OK;
 	}
-	first[2] = b->arena.n;
+	frame_span_end(&b->arena, &span[1]);
 	return err;
 }
 
@@ -242,25 +190,23 @@ int build_report(const struct ledger_stacks *t, const struct build_opts *o, cons
 	if (o->counters)
 		memcpy(b->counters, o->counters, sizeof(b->counters));
 	b->stacks = calloc(t->n + 1, sizeof(*b->stacks));
-	b->first_frame = calloc(3 * (t->n + 1), sizeof(*b->first_frame));
-	if (!b->stacks || !b->first_frame)
+	b->spans = calloc(2 * (t->n + 1), sizeof(*b->spans));
+	if (!b->stacks || !b->spans)
 		return -ENOMEM;
 	for (i = 0; i < t->cap; i++) {
 		if (!t->slots[i].count)
 			continue;
-		err = stack_build(o, src, b, &t->slots[i], &b->stacks[k], &b->first_frame[3 * k]);
+		err = stack_build(o, src, b, &t->slots[i], &b->stacks[k], &b->spans[2 * k]);
 		if (err)
 			return err;
 		k++;
 	}
 	/* frames were appended to one growing array: point stacks in now */
 	for (i = 0; i < k; i++) {
-		const size_t *ff = &b->first_frame[3 * i];
-
-		b->stacks[i].frames = b->arena.frames + ff[0];
-		b->stacks[i].nframes = ff[1] - ff[0];
-		b->stacks[i].fp_frames = b->arena.frames + ff[1];
-		b->stacks[i].nfp_frames = ff[2] - ff[1];
+		b->stacks[i].frames = frame_span_frames(&b->arena, b->spans[2 * i]);
+		b->stacks[i].nframes = b->spans[2 * i].n;
+		b->stacks[i].fp_frames = frame_span_frames(&b->arena, b->spans[2 * i + 1]);
+		b->stacks[i].nfp_frames = b->spans[2 * i + 1].n;
 	}
 	b->r.pid = o->pid;
 	b->r.command = o->command;

@@ -11,27 +11,10 @@
 #include <stdint.h>
 
 #include "dwleak.h"
+#include "frames.h"
 #include "ledger.h"
 #include "report.h"
 #include "suppress.h"
-
-struct sym_frame;
-
-/* A growing array of report frames, and the symbolizer results whose
- * strings they borrow (freed with the arena). */
-struct frame_arena {
-	struct report_frame *frames; /* every frame of every stack */
-	size_t n, cap;
-	struct sym_frame **syms;
-	size_t *nsyms;
-	size_t nres, capres;
-};
-
-/* A new zeroed frame at the end of A (valid until the next push), or NULL. */
-struct report_frame *frame_arena_push(struct frame_arena *a);
-/* Hands the N frames F (from sym_module_resolve) to A, which frees them. */
-int frame_arena_keep(struct frame_arena *a, struct sym_frame *f, size_t n);
-void frame_arena_free(struct frame_arena *a);
 
 /* Where walks and names come from. */
 struct stack_source {
@@ -75,7 +58,7 @@ struct built {
 	struct report r;
 	struct report_stack *stacks;
 	struct frame_arena arena;
-	size_t *first_frame; /* per stack: 3 indexes into arena.frames (frames, fp_frames, end) */
+	struct frame_span *spans; /* per stack: its frames, then its FP walk's */
 	struct report_fp_summary fp;
 	struct report_suppressed *supp;
 	uint64_t counters[CNT_COUNT];

@@ -108,9 +108,7 @@ static int trace_usage_error(const char *fmt, const char *arg)
 /* Applies one option C (argument ARG) to ENV; 0 or an exit status. */
 static int option_apply(struct env *env, int c, const char *arg)
 {
-	static const char *const formats[] = { "text", "json", "folded", "pprof", "svg", NULL };
 	long long v;
-	size_t i;
 
 	switch (c) {
 	case 'p':
@@ -137,11 +135,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 			       ? trace_usage_error("--unwind takes dwarf, fp or both, not '%s'", arg)
 			       : 0;
 	case OPT_FORMAT:
-		env->format = arg;
-		for (i = 0; formats[i]; i++)
-			if (!strcmp(arg, formats[i]))
-				return 0;
-		return trace_usage_error("unknown --format '%s'", arg);
+		if (report_format_parse(arg, &env->format))
+			return usage_error("dwleak", "unknown --format '%s' (it takes text, json, folded, pprof or svg)", arg);
+		return 0;
 	case OPT_SAMPLE_BYTES:
 		return parse_count(arg, 0, LLONG_MAX, &env->sample_bytes)
 			       ? trace_usage_error("invalid --sample-bytes '%s'", arg)
@@ -206,7 +202,7 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 {
 	int c, ret;
 
-	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = "text" };
+	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT };
 	opterr = 0; /* reported below, with the usual hint */
 	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", trace_options, NULL)) != -1) {
 		if (c == 'h') {

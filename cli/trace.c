@@ -22,11 +22,9 @@
 
 #include "allocator.h"
 #include "build.h"
-#include "flamegraph.h"
 #include "ledger.h"
 #include "objects.h"
 #include "output.h"
-#include "pprof.h"
 #include "probes.h"
 #include "report.h"
 #include "stats.h"
@@ -199,19 +197,6 @@ static int probes_go(struct tracer *tr)
 
 /* --- Reports --- */
 
-static int report_format_write(FILE *f, const char *fmt, const struct report *r, unsigned int top)
-{
-	if (!strcmp(fmt, "json"))
-		return report_write_json(f, r, top);
-	if (!strcmp(fmt, "folded"))
-		return report_write_folded(f, r, top);
-	if (!strcmp(fmt, "pprof"))
-		return report_write_pprof(f, r, top);
-	if (!strcmp(fmt, "svg"))
-		return report_write_svg(f, r, top);
-	return report_write_text(f, r, top);
-}
-
 /* Writes a report of what is outstanding now to F: the final one (in
  * --format, then --stats), or an --interval one (text).  Returns 0, 1
  * when the final report is over --fail-on-leak, or a negative errno. */
@@ -254,7 +239,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	err = err ?: trace_names_open(&names, tr->probes, tr->uw, tr->sym, (uint32_t)tr->tgt.pid, &src);
 	err = err ?: build_report(&stacks, &o, &src, &b);
 	if (!err) {
-		err = report_format_write(f, final ? env->format : "text", &b.r, (unsigned int)env->top);
+		err = report_write(f, final ? env->format : REPORT_FORMAT_TEXT, &b.r, (unsigned int)env->top);
 		fflush(f);
 	}
 	if (final && env->stats) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "options.h"
+#include "write.h"
 
 /* Tracing settings, each with its default. */
 struct env {
@@ -17,7 +18,7 @@ struct env {
 	long top;		  /* -t: stacks per report, 0 = all (default 10) */
 	uint32_t unwind;	  /* --unwind: enum unwind_mode (default dwarf) */
 	double min_age_s;	  /* --min-age: 0 = every outstanding allocation */
-	const char *format;	  /* --format: text (default), json, folded, pprof, svg */
+	enum report_format format; /* --format (default text) */
 	const char *output;	  /* -o: NULL = stdout */
 	bool mmap;		  /* --mmap: also track anonymous mmap/munmap */
 	long long sample_bytes;	  /* --sample-bytes: 0 = track every allocation */

@@ -29,35 +29,11 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 	struct trace_names *n = ctx;
 	const struct probes_mapping *m = mapping_find(n, pc);
 	struct unwind_object *o = m ? unwinder_find(n->uw, &m->file) : NULL;
-	struct sym_module *mod = NULL;
-	struct sym_frame *sf = NULL;
-	struct report_frame *rf;
-	uint64_t elf = pc;
-	size_t nsf = 0, i;
 
-	if (o) {
-		elf = unwind_object_elf_addr(o, m->start, m->pgoff, pc);
-		if (symbolizer_module(n->sym, o->path, o->fd, &mod) == 0 &&
-		    sym_module_resolve(mod, elf, return_addr, &sf, &nsf) == 0 && frame_arena_keep(a, sf, nsf))
-			return -ENOMEM;
-	}
-	for (i = 0; i < (nsf ? nsf : 1); i++) {
-		rf = frame_arena_push(a);
-		if (!rf)
-			return -ENOMEM;
-		rf->address = pc;
-		rf->elf_address = elf;
-		rf->module = o ? o->path : NULL;
-		rf->build_id = o && o->build_id[0] ? o->build_id : NULL;
-		if (nsf) {
-			rf->function = sf[i].function;
-			rf->offset = sf[i].offset;
-			rf->file = sf[i].file;
-			rf->line = sf[i].line;
-			rf->inlined = sf[i].inlined;
-		}
-	}
-	return 0;
+	if (!o)
+		return frame_arena_add_pc(a, n->sym, NULL, -1, NULL, pc, pc, return_addr);
+	return frame_arena_add_pc(a, n->sym, o->path, o->fd, o->build_id[0] ? o->build_id : NULL, pc,
+				  unwind_object_elf_addr(o, m->start, m->pgoff, pc), return_addr);
 }
 
 int trace_names_open(struct trace_names *n, const struct probes *p, const struct unwinder *uw,
