@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 #include "cmd_symbolize.h"
+#include "options.h"
 #include "frames.h"
 #include "json_read.h"
 #include "report.h"
 #include "symbolize.h"
 #include "write.h"
 
-#define EXIT_USAGE 2
 /* The kernel's signal trampoline: its own frame and the interrupted one
  * after it were recorded at exact pcs, not return addresses. */
 #define SIGNAL_TRAMPOLINE "__restore_rt"
@@ -94,12 +94,9 @@ static const char symbolize_usage[] =
 	"Exit status: 0 success, 2 a usage error, an unreadable or invalid report, or\n"
 	"an output that could not be written.\n";
 
-static int usage_error(const char *fmt, const char *arg)
+static int symbolize_usage_error(const char *fmt, const char *arg)
 {
-	fputs("dwleak symbolize: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\nTry 'dwleak symbolize --help' for more information.\n", stderr);
-	return EXIT_USAGE;
+	return usage_error("dwleak symbolize", fmt, arg);
 }
 
 static void run_free(struct run *run)
@@ -440,11 +437,8 @@ static int options_parse(struct symbolize_env *env, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "D:o:h", symbolize_options, NULL)) != -1) {
 		switch (c) {
 		case 'D':
-			if (!optarg[0] || strchr(optarg, ':'))
-				return usage_error("--debug-dir '%s': give a directory whose name "
-						   "has no ':'", optarg);
-			if (debug_dirs_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
-				return usage_error("%s", "out of memory");
+			if (debug_dir_option("dwleak symbolize", &env->debug_dirs, &env->ndebug_dirs, optarg))
+				return EXIT_USAGE;
 			break;
 		case 'o':
 			env->output = optarg;
@@ -453,14 +447,14 @@ static int options_parse(struct symbolize_env *env, int argc, char **argv)
 			fputs(symbolize_usage, stdout);
 			return 0;
 		default:
-			return usage_error("unknown option or missing argument '%s'",
+			return symbolize_usage_error("unknown option or missing argument '%s'",
 					   argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-		return usage_error("%s", "no REPORT.json given");
+		return symbolize_usage_error("%s", "no REPORT.json given");
 	if (argc - optind > 1)
-		return usage_error("one REPORT.json at a time, not also '%s'", argv[optind + 1]);
+		return symbolize_usage_error("one REPORT.json at a time, not also '%s'", argv[optind + 1]);
 	env->input = argv[optind];
 	return -1;
 }
@@ -493,7 +487,7 @@ int cmd_symbolize(int argc, char **argv)
 	/* Resolve every frame group, then write */
 	err = symbolizer_new(env.debug_dirs, &run.sym);
 	if (err == -EINVAL) {
-		ret = usage_error("%s", "a --debug-dir is empty or contains ':'");
+		ret = symbolize_usage_error("%s", "a --debug-dir is empty or contains ':'");
 		goto out;
 	}
 	if (!err)

@@ -288,9 +288,8 @@ static int options_parse(struct tables_env *env, int argc, char **argv)
 			env->debug_file = optarg;
 			break;
 		case OPT_DEBUG_DIR:
-			if (debug_dir_add(&env->debug_dirs, &env->ndebug_dirs, optarg))
-				return usage_error("dwleak tables", "--debug-dir '%s': give a directory whose "
-						   "name is not empty and has no ':'", optarg);
+			if (debug_dir_option("dwleak tables", &env->debug_dirs, &env->ndebug_dirs, optarg))
+				return EXIT_USAGE;
 			break;
 		case OPT_NO_CACHE:
 			env->no_cache = true;

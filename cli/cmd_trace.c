@@ -157,10 +157,7 @@ static int option_apply(struct env *env, int c, const char *arg)
 		env->mmap = true;
 		return 0;
 	case OPT_DEBUG_DIR:
-		if (debug_dir_add(&env->debug_dirs, &env->ndebug_dirs, arg))
-			return trace_usage_error("--debug-dir '%s': give a directory whose name is not empty and "
-						 "has no ':'", arg);
-		return 0;
+		return debug_dir_option("dwleak", &env->debug_dirs, &env->ndebug_dirs, arg);
 	case OPT_STATS:
 		env->stats = true;
 		return 0;

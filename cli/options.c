@@ -35,11 +35,14 @@ int parse_seconds(const char *s, double *out)
 	return errno || end == s || *end || !(*out >= 0) ? -EINVAL : 0;
 }
 
-int debug_dir_add(const char ***dirs, size_t *n, const char *dir)
+int debug_dir_option(const char *command, const char ***dirs, size_t *n, const char *dir)
 {
 	if (!dir[0] || strchr(dir, ':'))
-		return -EINVAL;
-	return debug_dirs_add(dirs, n, dir);
+		return usage_error(command, "--debug-dir '%s': give a directory whose name is not empty and "
+					    "has no ':'", dir);
+	if (debug_dirs_add(dirs, n, dir))
+		return usage_error(command, "%s", "out of memory");
+	return 0;
 }
 
 static const struct {

@@ -21,9 +21,10 @@ int parse_count(const char *s, long long min, long long max, long long *out);
 int parse_seconds(const char *s, double *out);
 
 /* Appends --debug-dir DIR to the NULL-terminated list *DIRS of *N entries
- * (borrowed; realloc'd).  Returns 0, -EINVAL when DIR is empty or holds a
- * ':' (libdwfl's path separator), -ENOMEM. */
-int debug_dir_add(const char ***dirs, size_t *n, const char *dir);
+ * (DIR is borrowed; the list realloc'd) for COMMAND's options.  Returns 0,
+ * or EXIT_USAGE after saying why: DIR is empty or holds a ':' (libdwfl's
+ * path separator), or no memory was left. */
+int debug_dir_option(const char *command, const char ***dirs, size_t *n, const char *dir);
 
 /* --unwind: enum unwind_mode <-> "dwarf", "fp", "both".  Parse returns 0
  * or -EINVAL; name returns NULL for an unknown mode. */
