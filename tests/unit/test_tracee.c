@@ -80,29 +80,37 @@ static void follow(struct tracee_set *s, char *kinds, size_t cap, int *statuses,
 	kinds[k] = 0;
 }
 
-static void test_tree(void)
+/* Runs ARGV held, seized and followed to its end (see follow). */
+static void run_followed(char *const argv[], char *kinds, size_t cap, int *statuses, size_t *nstat)
 {
-	char *argv[] = { "/bin/sh", "-c", "/bin/true; /bin/sh -c 'exit 3'; exit 7", NULL };
 	struct tracee_options o = { .follow = true };
 	struct tracee_set *s;
-	int fd, statuses[8];
-	size_t nstat;
-	char kinds[32];
 	pid_t pid;
+	int fd;
 
 	CHECK(tracee_set_new(&o, &s) == 0);
 	pid = spawn_held(argv, &fd);
 	CHECK(tracee_seize_thread(s, pid, pid) == 0);
 	CHECK(write(fd, "x", 1) == 1);
 	close(fd);
-	follow(s, kinds, sizeof(kinds), statuses, &nstat);
+	follow(s, kinds, cap, statuses, nstat);
+	tracee_set_free(s);
+}
+
+static void test_tree(void)
+{
+	char *argv[] = { "/bin/sh", "-c", "/bin/true; /bin/sh -c 'exit 3'; exit 7", NULL };
+	int statuses[8];
+	size_t nstat;
+	char kinds[32];
+
+	run_followed(argv, kinds, sizeof(kinds), statuses, &nstat);
 	/* sh execs; forks /bin/true, which execs and exits 0; forks the inner
 	 * sh, which execs and exits 3; exits 7 */
 	EXPECT(!strcmp(kinds, "efexfexx"), "events %s, want efexfexx", kinds);
 	EXPECT(nstat == 3 && WIFEXITED(statuses[0]) && WEXITSTATUS(statuses[0]) == 0 &&
 		       WEXITSTATUS(statuses[1]) == 3 && WEXITSTATUS(statuses[2]) == 7,
 	       "exit statuses");
-	tracee_set_free(s);
 }
 
 /* A program with 4 threads spinning: stopped whole, resumed. */
@@ -178,22 +186,13 @@ static int signal_child(void)
 static void test_signal_passed(void)
 {
 	char *argv[] = { "/proc/self/exe", "--signal", NULL };
-	struct tracee_options o = { .follow = true };
-	struct tracee_set *s;
-	int fd, statuses[4];
+	int statuses[4];
 	size_t nstat;
 	char kinds[8];
-	pid_t pid;
 
-	CHECK(tracee_set_new(&o, &s) == 0);
-	pid = spawn_held(argv, &fd);
-	CHECK(tracee_seize_thread(s, pid, pid) == 0);
-	CHECK(write(fd, "x", 1) == 1);
-	close(fd);
-	follow(s, kinds, sizeof(kinds), statuses, &nstat);
+	run_followed(argv, kinds, sizeof(kinds), statuses, &nstat);
 	EXPECT(nstat == 1 && WIFEXITED(statuses[0]) && WEXITSTATUS(statuses[0]) == 0,
 	       "the handler did not run under the tracer");
-	tracee_set_free(s);
 }
 
 int main(int argc, char **argv)
