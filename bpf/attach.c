@@ -307,6 +307,63 @@ void attach_close(struct attach_set *set)
 	set->nfds = set->nlinks = 0;
 }
 
+/* Sets being closed in the background (attach_close_async). */
+static pthread_mutex_t closers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t closers_done = PTHREAD_COND_INITIALIZER;
+static unsigned int closers;
+
+static void *close_set(void *arg)
+{
+	struct attach_set *set = arg;
+
+	attach_close(set);
+	free(set);
+	pthread_mutex_lock(&closers_lock);
+	if (--closers == 0)
+		pthread_cond_broadcast(&closers_done);
+	pthread_mutex_unlock(&closers_lock);
+	return NULL;
+}
+
+void attach_close_async(struct attach_set *set)
+{
+	struct attach_set *moved = malloc(sizeof(*moved));
+	pthread_attr_t attr;
+	pthread_t t;
+	bool started = false;
+
+	if (moved && !pthread_attr_init(&attr)) {
+		*moved = *set;
+		pthread_mutex_lock(&closers_lock);
+		closers++;
+		pthread_mutex_unlock(&closers_lock);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		started = !pthread_create(&t, &attr, close_set, moved);
+		pthread_attr_destroy(&attr);
+		if (!started) {
+			pthread_mutex_lock(&closers_lock);
+			closers--;
+			pthread_mutex_unlock(&closers_lock);
+		}
+	}
+	if (!started) {
+		free(moved);
+		attach_close(set);
+		return;
+	}
+	set->fds = NULL;
+	set->links = NULL;
+	set->nfds = set->nlinks = 0;
+}
+
+void attach_close_wait(void)
+{
+	pthread_mutex_lock(&closers_lock);
+	while (closers)
+		pthread_cond_wait(&closers_done, &closers_lock);
+	pthread_mutex_unlock(&closers_lock);
+}
+
 int attach_session(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid,
 		   const uint64_t *offs, const uint64_t *cookies, size_t n)
 {

@@ -76,4 +76,11 @@ int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const
 /* Detaches everything; SET can be reused. */
 void attach_close(struct attach_set *set);
 
+/* The same in a background thread: closing a link waits for the kernel's
+ * RCU grace periods (tens of ms), which a tracer handling a process tree's
+ * events must not; SET is left empty at once, for reuse.
+ * attach_close_wait() returns once every such close is done. */
+void attach_close_async(struct attach_set *set);
+void attach_close_wait(void);
+
 #endif

@@ -25,7 +25,8 @@ static __always_inline __u64 ring_flags(void)
 	return BPF_RB_NO_WAKEUP;
 }
 
-static void emit_alloc(__u32 type, __u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id, __u32 kind)
+static void emit_alloc(__u32 type, __u32 tgid, __u64 addr, __u64 size, __u64 stack_id, __u64 fp_stack_id,
+		       __u32 kind)
 {
 	struct alloc_event *e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
 
@@ -35,6 +36,8 @@ static void emit_alloc(__u32 type, __u64 addr, __u64 size, __u64 stack_id, __u64
 	}
 	e->type = type;
 	e->kind = kind;
+	e->tgid = tgid;
+	e->pad = 0;
 	e->addr = addr;
 	e->size = size;
 	e->stack_id = stack_id;
@@ -42,9 +45,9 @@ static void emit_alloc(__u32 type, __u64 addr, __u64 size, __u64 stack_id, __u64
 	bpf_ringbuf_submit(e, ring_flags());
 }
 
-/* ADDR is released (or, for realloc, about to be moved): sent before the
- * allocator can hand the block out again. */
-static void emit_free(__u64 addr)
+/* ADDR is released in process TGID (or, for realloc, about to be moved):
+ * sent before the allocator can hand the block out again. */
+static void emit_free(__u32 tgid, __u64 addr)
 {
 	struct free_event *e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
 
@@ -53,7 +56,7 @@ static void emit_free(__u64 addr)
 		return;
 	}
 	e->type = AEV_FREE;
-	e->pad = 0;
+	e->tgid = tgid;
 	e->addr = addr;
 	bpf_ringbuf_submit(e, ring_flags());
 }
@@ -63,10 +66,11 @@ static __always_inline __u32 current_tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
-/* Whether an allocator probe fired in the target (see tgid_by_link). */
-static __always_inline bool probe_in_target(void)
+/* Whether an allocator probe fired in the process its link was made for
+ * (COOKIE says which; see tgid_by_link). */
+static __always_inline bool probe_in_target(__u64 cookie)
 {
-	return tgid_by_link || current_tgid() == target_tgid;
+	return tgid_by_link || current_tgid() == DWLEAK_COOKIE_TGID(cookie);
 }
 
 /* Drops pending calls that cannot be live any more: the stack grows down,
@@ -173,8 +177,8 @@ static int sample_take(struct thread_state *ts, __u64 size)
  * gives stays 0 (setting both here as well only makes clang lay out
  * alloc_enter differently).
  */
-static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u32 tgid, struct snap_ctx *sn,
-					  bool own, __u64 *stack_id, __u64 *fp_stack_id)
+static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u32 tgid, __u32 pslot,
+					  struct snap_ctx *sn, bool own, __u64 *stack_id, __u64 *fp_stack_id)
 {
 	if (!own) {
 		count(CNT_WALKER_BUSY);
@@ -187,7 +191,7 @@ static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u3
 		return;
 	}
 	if (unwind_mode & UNWIND_MODE_DWARF)
-		*stack_id = stack_walk(regs, kind, tgid, sn);
+		*stack_id = stack_walk(regs, kind, tgid, pslot, sn);
 	if (unwind_mode & UNWIND_MODE_FP)
 		*fp_stack_id = fp_walk(regs, kind, sn);
 	if (!(unwind_mode & UNWIND_MODE_DWARF))
@@ -202,12 +206,12 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 	__u32 kind = DWLEAK_COOKIE_KIND(cookie);
 	struct thread_state *ts;
 	struct pending_call *c;
-	__u32 tgid = target_tgid, d;
+	__u32 tgid = DWLEAK_COOKIE_TGID(cookie), d;
 	__u64 sp = PT_REGS_SP(ctx), ra = 0;
 	struct snap_ctx sn = {};
 	bool own;
 
-	if (!probe_in_target())
+	if (!probe_in_target(cookie))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -245,14 +249,14 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 	 * stays forgotten: counted in failed_allocs) */
 	if (c->outer && arg &&
 	    (kind == ALLOC_REALLOC || kind == ALLOC_REALLOCARRAY || kind == ALLOC_RALLOCX))
-		emit_free(arg);
+		emit_free(tgid, arg);
 	if (c->outer && !c->sampled) {
 		count(CNT_UNSAMPLED);
 	} else if (c->outer) {
 		count(CNT_ALLOC_CALLS);
 		if (sample_bytes)
 			own = walker_enter();
-		walk_dispatch(ctx, kind, tgid, &sn, own, &c->stack_id, &c->fp_stack_id);
+		walk_dispatch(ctx, kind, tgid, thread_proc_slot(ts, tgid), &sn, own, &c->stack_id, &c->fp_stack_id);
 	} else {
 		count(CNT_NESTED_CALLS);
 	}
@@ -270,8 +274,9 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 	return 0;
 }
 
-/* The call in C returned RET: tell user space what now holds what. */
-static void alloc_done(struct pending_call *c, __u64 ret)
+/* The call in C, in process TGID, returned RET: tell user space what now
+ * holds what. */
+static void alloc_done(struct pending_call *c, __u32 tgid, __u64 ret)
 {
 	__u64 addr = ret;
 
@@ -280,7 +285,7 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		/* returns the real size; at least SIZE means the resize happened
 		 * (sampled or not: the block may be a sampled one) */
 		if (ret >= c->size)
-			emit_alloc(AEV_RESIZE, c->arg, c->size, 0, 0, c->kind);
+			emit_alloc(AEV_RESIZE, tgid, c->arg, c->size, 0, 0, c->kind);
 		return;
 	case ALLOC_REALLOC:
 	case ALLOC_REALLOCARRAY:
@@ -300,17 +305,17 @@ static void alloc_done(struct pending_call *c, __u64 ret)
 		break;
 	}
 	if (addr && c->sampled)
-		emit_alloc(AEV_ALLOC, addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
+		emit_alloc(AEV_ALLOC, tgid, addr, c->size, c->stack_id, c->fp_stack_id, c->kind);
 }
 
 static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ret)
 {
+	__u64 cookie = bpf_get_attach_cookie(ctx), sp = PT_REGS_SP(ctx);
 	struct pending_call c;
 	struct thread_state *ts;
-	__u64 sp = PT_REGS_SP(ctx);
 	__u32 i, d;
 
-	if (!probe_in_target())
+	if (!probe_in_target(cookie))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (!ts)
@@ -328,7 +333,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ret)
 		c = ts->calls[k];
 		ts->depth = d - 1 - i;
 		if (c.outer)
-			alloc_done(&c, ret);
+			alloc_done(&c, DWLEAK_COOKIE_TGID(cookie), ret);
 		return 0;
 	}
 	count(CNT_PENDING_LOST);

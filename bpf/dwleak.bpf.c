@@ -12,25 +12,21 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Set through the skeleton's rodata before load. */
-const volatile __u32 target_tgid = 0;
+/* Set through the skeleton's rodata before load.  The traced processes
+ * are in the procs map, filled as they come. */
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
 const volatile __u64 sample_bytes = 0; /* --sample-bytes N; 0 = every allocation */
 const volatile __u32 track_mmap = 0;   /* --mmap */
-/* The dynamic linker's _dl_debug_state and _r_debug (ELF addresses), and
- * whether to stop the process there until its new tables are loaded. */
-const volatile __u64 dl_state_vaddr = 0;
-const volatile __u64 r_debug_vaddr = 0;
-const volatile __u32 stop_on_dl_state = 0;
 /* Wake the alloc_events reader after every this many records a CPU wrote
  * (a power of two; user space sizes it to a quarter of the ring over all
  * CPUs); between wakeups it drains on its own timer, and records cost no
  * wakeup.  A per-CPU count, not bpf_ringbuf_query: a helper call costs
  * ~15-20 ns here, and there is one per record. */
 const volatile __u64 alloc_ring_wake = 1 << 14;
-/* The allocator probes are uprobe_multi links created with the target's
- * pid, which run programs only for its threads (same_thread_group, Linux
- * 6.12+): they need no tgid check of their own, a helper call per probe. */
+/* The allocator probes are uprobe_multi links created with each traced
+ * process's pid, which run programs only for its threads
+ * (same_thread_group, Linux 6.12+): they need no tgid check of their own,
+ * a helper call per probe.  Each link's cookie carries its process. */
 const volatile __u32 tgid_by_link = 0;
 const volatile __u32 guard_preempt = PREEMPT_GUARD_OFF; /* enum preempt_guard */
 const volatile __u32 bench_no_walk = 0; /* everything but the walk (bench/) */
@@ -97,10 +93,15 @@ int BPF_KPROBE(alloc_session)
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr)
 {
-	if (!ptr || !probe_in_target())
+	__u64 cookie;
+
+	if (!ptr)
+		return 0;
+	cookie = bpf_get_attach_cookie(ctx);
+	if (!probe_in_target(cookie))
 		return 0;
 	count(CNT_FREE_CALLS);
-	emit_free(ptr);
+	emit_free(DWLEAK_COOKIE_TGID(cookie), ptr);
 	return 0;
 }
 

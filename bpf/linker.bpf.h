@@ -15,22 +15,30 @@
  * The dynamic linker calls _dl_debug_state (the debugger hook) before and
  * after it maps or unmaps objects, at start-up and at every dlopen and
  * dlclose.  After (r_state RT_CONSISTENT) we tell user space to load the
- * new objects' tables; for a command we started, we also stop it until
- * that is done, so even the first allocation from new code has a complete
- * stack.  No stop without a delivered event: nobody would resume it.
+ * new objects' tables (at start-up, also to find the allocator and probe
+ * it: glibc's malloc is first called after this point); where user space
+ * asked for it (PROC_STOP_AT_DL_STATE: processes it follows with ptrace),
+ * the calling thread also stops until that is done, so even the first
+ * allocation from new code has a complete stack.  No stop without a
+ * delivered event: nobody would resume it.
  */
 static __always_inline int linker_state_changed(struct pt_regs *ctx)
 {
-	__u64 bias = PT_REGS_IP(ctx) - dl_state_vaddr;
-	struct event *e;
+	__u32 tgid = current_tgid();
+	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
 	int state = RT_CONSISTENT;
+	struct event *e;
+	__u64 bias;
+	bool stop;
 
-	if (current_tgid() != target_tgid)
+	if (!pi || !pi->dl_state_vaddr)
 		return 0;
-	if (r_debug_vaddr &&
-	    !bpf_probe_read_user(&state, sizeof(state), (void *)(bias + r_debug_vaddr + R_DEBUG_STATE_OFF)) &&
+	bias = PT_REGS_IP(ctx) - pi->dl_state_vaddr;
+	if (pi->r_debug_vaddr &&
+	    !bpf_probe_read_user(&state, sizeof(state), (void *)(bias + pi->r_debug_vaddr + R_DEBUG_STATE_OFF)) &&
 	    state != RT_CONSISTENT)
 		return 0;
+	stop = pi->flags & PROC_STOP_AT_DL_STATE;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count(CNT_EVENTS_LOST);
@@ -38,11 +46,14 @@ static __always_inline int linker_state_changed(struct pt_regs *ctx)
 	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->type = EVENT_MAPS_CHANGED;
-	e->tgid = target_tgid;
-	e->stopped = stop_on_dl_state;
+	e->tgid = tgid;
+	e->stopped = stop;
 	bpf_ringbuf_submit(e, 0);
-	if (stop_on_dl_state)
-		bpf_send_signal(SIGSTOP);
+	/* this thread only: under ptrace, the tracer sees its
+	 * signal-delivery-stop (si_code SI_KERNEL) and resumes it without
+	 * the signal; the other threads run on */
+	if (stop)
+		bpf_send_signal_thread(SIGSTOP);
 	return 0;
 }
 

@@ -11,17 +11,34 @@
 
 #define EBUSY 16 /* bpf_find_vma: mmap lock contended */
 
-/* The mapping table in use for process TGID, or NULL. */
-static __always_inline struct proc_mappings *proc_maps_get(__u32 tgid)
+/* The mapping table in use in slot PSLOT, when it is process TGID's; NULL
+ * when the process has no slot (or user space is handing the slot over). */
+static __always_inline struct proc_mappings *proc_maps_get(__u32 pslot, __u32 tgid)
 {
-	__u32 zero = 0, *cur = bpf_map_lookup_elem(&proc_maps_cur, &zero), slot;
+	__u32 *cur, buf;
 	struct proc_mappings *pm;
 
+	if (pslot >= DWLEAK_MAX_PROC_SLOTS)
+		return NULL;
+	cur = bpf_map_lookup_elem(&proc_maps_cur, &pslot);
 	if (!cur)
 		return NULL;
-	slot = *cur & 1;
-	pm = bpf_map_lookup_elem(&proc_maps, &slot);
+	buf = 2 * pslot + (*cur & 1);
+	pm = bpf_map_lookup_elem(&proc_maps, &buf);
 	return pm && pm->tgid == tgid ? pm : NULL;
+}
+
+/* The proc_maps slot of the calling thread's process TGID, looked up in
+ * the procs map once per thread and kept in its state TS. */
+static __always_inline __u32 thread_proc_slot(struct thread_state *ts, __u32 tgid)
+{
+	struct proc_info *pi;
+
+	if (!ts->proc_slot) {
+		pi = bpf_map_lookup_elem(&procs, &tgid);
+		ts->proc_slot = (pi ? pi->slot : DWLEAK_NO_SLOT) + 1;
+	}
+	return ts->proc_slot - 1;
 }
 
 /* What bpf_find_vma's callback (vma_cb) reports of a mapping. */
@@ -93,12 +110,14 @@ struct search_ctx {
 	__u32 hi;
 	__u32 base;	/* rows: first_row of the page */
 	__u32 tgid;	/* mappings: the process */
+	__u32 pslot;	/* mappings: its slot */
+	__u32 pad;
 	__u64 key;
 };
 
 static long map_search_step(__u64 i, struct search_ctx *c)
 {
-	struct proc_mappings *pm = proc_maps_get(c->tgid);
+	struct proc_mappings *pm = proc_maps_get(c->pslot, c->tgid);
 	__u32 mid;
 
 	if (!pm || c->lo >= c->hi)
@@ -111,11 +130,11 @@ static long map_search_step(__u64 i, struct search_ctx *c)
 	return 0;
 }
 
-/* Index of the mapping of process TGID that holds PC, or -1. */
-__noinline long proc_map_find(__u32 tgid, __u64 pc)
+/* Index of the mapping of process TGID (slot PSLOT) that holds PC, or -1. */
+__noinline long proc_map_find(__u32 tgid, __u32 pslot, __u64 pc)
 {
-	struct proc_mappings *pm = proc_maps_get(tgid);
-	struct search_ctx c = { .tgid = tgid, .key = pc };
+	struct proc_mappings *pm = proc_maps_get(pslot, tgid);
+	struct search_ctx c = { .tgid = tgid, .pslot = pslot, .key = pc };
 	__u32 i;
 
 	if (!pm)
@@ -133,13 +152,13 @@ __noinline long proc_map_find(__u32 tgid, __u64 pc)
 /* Looks PC up in the mappings user space told us about; fills slot S. */
 static int slot_from_proc_maps(struct walk_ctx *w, __u64 pc, struct vma_slot *s)
 {
-	long i = proc_map_find(w->tgid, pc);
+	long i = proc_map_find(w->tgid, w->pslot, pc);
 	struct proc_mappings *pm;
 	struct proc_mapping *m;
 
 	if (i < 0)
 		return -1;
-	pm = proc_maps_get(w->tgid);
+	pm = proc_maps_get(w->pslot, w->tgid);
 	if (!pm)
 		return -1;
 	m = &pm->m[i & (DWLEAK_MAX_PROC_MAPPINGS - 1)];

@@ -20,21 +20,32 @@ struct {
 	__type(value, struct unwind_page);
 } pages SEC(".maps");
 
-/* The target's executable mappings, kept by user space in two buffers:
- * it rewrites the one not in use, then flips proc_maps_cur, so a walker
- * never reads a table half rewritten.  Arrays, not a hash keyed by tgid:
- * their lookups compile to an address computation, and the search
- * (proc_map_find) makes one per step. */
+/* The traced processes (filled by user space): where each one's mapping
+ * table is, and its dynamic linker's hook.  Looked up once per thread
+ * (thread_state.proc_slot), at each _dl_debug_state and --mmap syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, DWLEAK_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct proc_info);
+} procs SEC(".maps");
+
+/* Each slot's executable mappings, kept by user space in two buffers
+ * (2 * slot and 2 * slot + 1): it rewrites the one not in use, then flips
+ * the slot's proc_maps_cur, so a walker never reads a table half
+ * rewritten.  Arrays, not a hash keyed by tgid: their lookups compile to
+ * an address computation, and the search (proc_map_find) makes one per
+ * step. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 2 * DWLEAK_MAX_PROC_SLOTS);
 	__type(key, __u32);
 	__type(value, struct proc_mappings);
 } proc_maps SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, DWLEAK_MAX_PROC_SLOTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } proc_maps_cur SEC(".maps");
@@ -90,7 +101,7 @@ struct {
 struct rule_cache_slot {
 	__u64 pc;	/* the address looked up; 0 = empty */
 	__u32 gen;	/* rule_gen when filled */
-	__u32 pad;
+	__u32 tgid;	/* in which process: another may map other code there */
 	struct unwind_rule rule;
 };
 
@@ -126,7 +137,7 @@ struct walk_memo {
 	__u8 end;
 	__u16 pad;
 	__u32 span;	/* bytes above sp0 the walk used (its last CFA) */
-	__u32 pad2;
+	__u32 tgid;	/* the process it walked */
 	__u32 off[WALK_MEMO_WORDS]; /* bytes above sp0 */
 	__u64 val[WALK_MEMO_WORDS];
 };

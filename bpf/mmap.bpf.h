@@ -31,8 +31,8 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	__u64 flags;
 	bool own;
 
-	if (!track_mmap || tgid != target_tgid ||
-	    (id != NR_MMAP && id != NR_MUNMAP && id != NR_MREMAP))
+	if (!track_mmap || (id != NR_MMAP && id != NR_MUNMAP && id != NR_MREMAP) ||
+	    !bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -56,7 +56,8 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	ts->sc.fp_stack_id = 0;
 	if (id == NR_MMAP) {
 		own = walker_enter();
-		walk_dispatch(regs, ALLOC_MMAP, tgid, &sn, own, &ts->sc.stack_id, &ts->sc.fp_stack_id);
+		walk_dispatch(regs, ALLOC_MMAP, tgid, thread_proc_slot(ts, tgid), &sn, own, &ts->sc.stack_id,
+			      &ts->sc.fp_stack_id);
 		if (own)
 			walker_leave();
 		stack_learn(ts, &sn);
@@ -65,14 +66,15 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* The syscall pending on this thread returned RET: what changed. */
+/* The syscall pending on this thread returned RET: what changed.  Only a
+ * traced process's threads have a state with a syscall pending. */
 static __always_inline int mmap_syscall_exit(long ret)
 {
 	struct thread_state *ts;
 	struct mmap_event *e;
 	__u32 nr;
 
-	if (!track_mmap || current_tgid() != target_tgid)
+	if (!track_mmap)
 		return 0;
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (!ts || !ts->sc.nr)
@@ -95,6 +97,8 @@ static __always_inline int mmap_syscall_exit(long ret)
 	e->fp_stack_id = ts->sc.fp_stack_id;
 	e->ts = bpf_ktime_get_ns();
 	e->op = nr == NR_MMAP ? MMAP_OP_MAP : nr == NR_MUNMAP ? MMAP_OP_UNMAP : MMAP_OP_REMAP;
+	e->tgid = current_tgid();
+	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

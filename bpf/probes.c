@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "allocator.h"
@@ -36,9 +37,8 @@ struct probes {
 	struct dwleak_bpf *skel;
 	struct ring_buffer *rb;
 	struct probes_settings set;
-	struct dl_hook dl; /* set.dl points here */
 	struct probes_events ev;
-	struct attach_set links;
+	bool multi; /* uprobe_multi links work here (attach_multi_supported) */
 	struct bpf_link *mmap_links[2];
 	struct probes_info info;
 	bool session; /* allocator entry and return as one uprobe session program */
@@ -84,7 +84,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  */
 static void probe_mode_choose(struct probes *p)
 {
-	bool multi = p->links.multi, want = p->set.session >= 0 ? p->set.session == 1 : p->set.sample_bytes > 0;
+	bool multi = p->multi, want = p->set.session >= 0 ? p->set.session == 1 : p->set.sample_bytes > 0;
 	const char *why;
 
 	/* the session probe attaches and detaches a link (tens of ms): only
@@ -165,14 +165,17 @@ static int settings_apply(struct probes *p)
 	bpf_program__set_autoload(s->progs.alloc_exit, !p->session);
 	if (p->session)
 		attach_prepare_session(s->progs.alloc_session);
-	attach_prepare(&p->links, s->progs.alloc_enter_any);
-	attach_prepare(&p->links, s->progs.alloc_exit);
-	attach_prepare(&p->links, s->progs.free_enter);
-	attach_prepare(&p->links, s->progs.dl_state);
+	if (p->multi) {
+		struct attach_set multi = { .multi = true };
+
+		attach_prepare(&multi, s->progs.alloc_enter_any);
+		attach_prepare(&multi, s->progs.alloc_exit);
+		attach_prepare(&multi, s->progs.free_enter);
+		attach_prepare(&multi, s->progs.dl_state);
+	}
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap);
 	bpf_program__set_autoload(s->progs.mmap_exit, p->set.mmap);
-	s->rodata->target_tgid = (uint32_t)p->set.pid;
 	s->rodata->sample_bytes = p->set.sample_bytes;
 	s->rodata->track_mmap = p->set.mmap;
 	s->rodata->alloc_ring_wake = ring_wake_records();
@@ -180,11 +183,6 @@ static int settings_apply(struct probes *p)
 	s->rodata->guard_preempt = p->info.guard;
 	s->rodata->bench_no_walk = p->set.no_walk;
 	s->rodata->unwind_mode = p->set.unwind_mode;
-	if (p->dl.found) {
-		s->rodata->dl_state_vaddr = p->dl.state_vaddr;
-		s->rodata->r_debug_vaddr = p->dl.r_debug_vaddr;
-		s->rodata->stop_on_dl_state = p->set.stop_at_dl_state;
-	}
 	rows = p->set.rows * 2 > ROWS_MIN ? p->set.rows * 2 : ROWS_MIN;
 	rules = p->set.rules * 2 > RULES_MIN ? p->set.rules * 2 : RULES_MIN;
 	p->rows_cap = (uint32_t)rows;
@@ -229,18 +227,9 @@ int probes_open(const struct probes_settings *s, const struct probes_events *ev,
 	if (!p)
 		return -ENOMEM;
 	p->set = *s;
-	if (s->dl) {
-		p->dl = *s->dl;
-		p->dl.path = s->dl->path ? strdup(s->dl->path) : NULL;
-		if (s->dl->path && !p->dl.path) {
-			free(p);
-			return -ENOMEM;
-		}
-	}
-	p->set.dl = &p->dl;
 	p->ev = *ev;
 	libbpf_set_print(libbpf_print);
-	p->links.multi = attach_multi_supported();
+	p->multi = attach_multi_supported();
 	probe_mode_choose(p);
 	guard_choose(p);
 	p->skel = dwleak_bpf__open();
@@ -280,77 +269,130 @@ void probes_unwinder_maps(const struct probes *p, struct unwinder_maps *out)
 	};
 }
 
-/* One allocator object's probes: its returns (RETURNS), or its entries
- * and frees.  The cookie tells the shared programs which function fired. */
-static int object_attach(struct probes *p, const struct alloc_object *o, bool returns)
+/* One allocator object's probes for PP's process: its returns (RETURNS),
+ * or its entries and frees.  The cookie tells the shared programs which
+ * function fired, and in which process. */
+static int object_attach(struct probes *p, struct probes_proc *pp, const struct alloc_object *o, bool returns)
 {
 	uint64_t *offs = calloc(4 * (o->nfuncs + 1), sizeof(*offs));
 	uint64_t *cookies = offs + o->nfuncs + 1, *free_offs = cookies + o->nfuncs + 1;
 	uint64_t *free_cookies = free_offs + o->nfuncs + 1;
 	struct dwleak_bpf *s = p->skel;
-	pid_t pid = p->set.pid;
+	struct attach_set *links = &pp->links;
+	pid_t pid = pp->pid;
 	size_t i, n = 0, nf = 0;
 	int err = 0;
 
 	if (!offs)
 		return -ENOMEM;
-
 	for (i = 0; i < o->nfuncs; i++) {
 		const struct alloc_func *f = &o->funcs[i];
 
 		if (alloc_kind_frees(f->kind)) {
 			free_offs[nf] = f->file_off + f->site_off;
-			free_cookies[nf++] = DWLEAK_COOKIE(f->kind, f->size);
+			free_cookies[nf++] = DWLEAK_COOKIE(f->kind, f->size, (uint32_t)pid);
 		} else {
 			offs[n] = f->file_off;
-			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size);
+			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size, (uint32_t)pid);
 		}
 	}
 	if (returns && p->session && n)
-		err = attach_session(&p->links, s->progs.alloc_session, o->path, pid, offs, cookies, n);
+		err = attach_session(links, s->progs.alloc_session, o->path, pid, offs, cookies, n);
 	else if (returns && !p->session && n)
-		err = attach_uprobes(&p->links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true);
+		err = attach_uprobes(links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true);
 	if (!returns && n && !p->session)
-		err = attach_uprobes(&p->links, s->progs.alloc_enter_any, o->path, pid, offs, cookies, n, false);
+		err = attach_uprobes(links, s->progs.alloc_enter_any, o->path, pid, offs, cookies, n, false);
 	if (!returns && !err && nf)
-		err = attach_uprobes(&p->links, s->progs.free_enter, o->path, pid, free_offs, free_cookies, nf,
-				     false);
+		err = attach_uprobes(links, s->progs.free_enter, o->path, pid, free_offs, free_cookies, nf, false);
 	free(offs);
 	return err;
 }
 
-int probes_attach(struct probes *p, const struct allocator *a, char *what, size_t len, int *no_hook)
+int probes_attach_syscalls(struct probes *p)
 {
-	const struct dl_hook *dl = p->set.dl;
+	if (!p->set.mmap)
+		return 0;
+	p->mmap_links[0] = bpf_program__attach(p->skel->progs.mmap_enter);
+	p->mmap_links[1] = p->mmap_links[0] ? bpf_program__attach(p->skel->progs.mmap_exit) : NULL;
+	return p->mmap_links[1] ? 0 : -errno;
+}
+
+int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
+		    bool stop_at_dl_state)
+{
+	struct proc_info pi = { .slot = slot };
+	uint32_t key = (uint32_t)pid;
+
+	if (dl && dl->found) {
+		pi.dl_state_vaddr = dl->state_vaddr;
+		pi.r_debug_vaddr = dl->r_debug_vaddr;
+		pi.flags = stop_at_dl_state ? PROC_STOP_AT_DL_STATE : 0;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.procs), &key, &pi, BPF_ANY))
+		return errno == E2BIG || errno == ENOSPC ? -E2BIG : -errno;
+	pp->pid = pid;
+	pp->added = true;
+	pp->links.multi = p->multi;
+	return 0;
+}
+
+int probes_proc_attach_linker(struct probes *p, struct probes_proc *pp, const struct dl_hook *dl)
+{
+	if (!dl || !dl->found || !dl->state_off || !dl->path)
+		return -ENOENT;
+	return attach_uprobes(&pp->links, p->skel->progs.dl_state, dl->path, pp->pid, &dl->state_off, NULL, 1,
+			      false);
+}
+
+int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct allocator *a, char *what,
+		       size_t len)
+{
 	size_t i;
 	int pass, err;
 
 	for (pass = 0; pass < 2; pass++) {
 		for (i = 0; i < a->nobjs; i++) {
-			err = object_attach(p, &a->objs[i], pass == 0);
+			err = object_attach(p, pp, &a->objs[i], pass == 0);
 			if (err) {
 				snprintf(what, len, "uprobes to %s", a->objs[i].name);
 				return err;
 			}
 		}
 	}
-	if (p->set.mmap) {
-		p->mmap_links[0] = bpf_program__attach(p->skel->progs.mmap_enter);
-		p->mmap_links[1] = p->mmap_links[0] ? bpf_program__attach(p->skel->progs.mmap_exit) : NULL;
-		if (!p->mmap_links[1]) {
-			snprintf(what, len, "the syscall tracepoints for --mmap (the kernel needs BTF raw tracepoints)");
-			return -errno;
-		}
-	}
-	if (no_hook)
-		*no_hook = 0;
-	if (dl->found && dl->state_off && dl->path) {
-		err = attach_uprobes(&p->links, p->skel->progs.dl_state, dl->path, p->set.pid, &dl->state_off, NULL,
-				     1, false);
-		if (err && no_hook)
-			*no_hook = err;
-	}
 	return 0;
+}
+
+void probes_proc_detach(struct probes *p, struct probes_proc *pp)
+{
+	(void)p;
+	attach_close_async(&pp->links);
+}
+
+void probes_proc_remove(struct probes *p, struct probes_proc *pp)
+{
+	uint32_t key = (uint32_t)pp->pid;
+
+	probes_proc_detach(p, pp);
+	if (pp->added)
+		bpf_map_delete_elem(bpf_map__fd(p->skel->maps.procs), &key);
+	pp->added = false;
+}
+
+int probes_thread_forget(struct probes *p, pid_t tid)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, tid, 0), err = 0;
+
+	if (pidfd < 0)
+		return -errno;
+	if (bpf_map_delete_elem(bpf_map__fd(p->skel->maps.threads), &pidfd) && errno != ENOENT)
+		err = -errno;
+	close(pidfd);
+	return err;
+}
+
+int probes_epoll_fd(const struct probes *p)
+{
+	return ring_buffer__epoll_fd(p->rb);
 }
 
 int probes_poll(struct probes *p, int timeout_ms)
@@ -434,12 +476,11 @@ void probes_close(struct probes *p)
 {
 	if (!p)
 		return;
-	attach_close(&p->links);
+	attach_close_wait();
 	bpf_link__destroy(p->mmap_links[0]);
 	bpf_link__destroy(p->mmap_links[1]);
 	ring_buffer__free(p->rb);
 	dwleak_bpf__destroy(p->skel);
-	free(p->dl.path);
 	free(p);
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "attach.h"
 #include "dwleak.h"
 #include "objects.h"
 #include "preempt.h"
@@ -19,19 +20,12 @@
 struct allocator;
 struct unwinder_maps;
 
-/* How the programs are set up; fixed at load. */
+/* How the programs are set up; fixed at load.  The processes they trace
+ * are added and removed afterwards (probes_proc_add). */
 struct probes_settings {
-	pid_t pid;		/* the process the programs trace */
 	uint64_t sample_bytes;	/* --sample-bytes N; 0 = every allocation */
 	bool mmap;		/* --mmap: the memory syscall tracepoints too */
 	uint32_t unwind_mode;	/* enum unwind_mode: which walks run */
-	/* the dynamic linker's hook of PID; with STOP_AT_DL_STATE the process
-	 * stops itself (SIGSTOP) each time the hook says the objects are
-	 * consistent, until the caller loaded their tables and sent SIGCONT:
-	 * for a command started by us, so even its first allocation from a new
-	 * object has a complete stack */
-	const struct dl_hook *dl;
-	bool stop_at_dl_state;
 	uint64_t rows, rules;	/* what the tables known now need: the maps get
 				 * room for twice as much (libraries loaded later) */
 	int session;		/* 1/0: force uprobe sessions on/off; -1: choose */
@@ -50,8 +44,8 @@ struct probes_events {
 	/* --mmap: an anonymous mapping made, removed or moved */
 	void (*mmap)(void *ctx, const struct mmap_event *e);
 	/* process TGID's objects changed: a walk met one with no table, or the
-	 * dynamic linker finished (un)loading; STOPPED: it stopped itself and
-	 * waits for SIGCONT (see stop_at_dl_state) */
+	 * dynamic linker finished (un)loading; STOPPED: the thread that called
+	 * it stopped itself (SIGSTOP) and waits (see probes_proc_add) */
 	void (*objects_changed)(void *ctx, uint32_t tgid, bool stopped);
 };
 
@@ -79,8 +73,8 @@ struct probes;
 bool probes_privileged(void);
 
 /*
- * Opens, configures and loads the programs as S says (S and S->dl are
- * copied), with EV for the events.  Returns 0 and *OUT, or a negative
+ * Opens, configures and loads the programs as S says (S is copied), with
+ * EV for the events.  Returns 0 and *OUT, or a negative
  * errno: the kernel refused the programs (DWLEAK_DEBUG=1 shows libbpf's
  * and the verifier's messages on stderr) or a map.  Free with
  * probes_close().
@@ -90,16 +84,58 @@ int probes_open(const struct probes_settings *s, const struct probes_events *ev,
 /* The maps the unwinder fills (fds stay P's) and their capacities. */
 void probes_unwinder_maps(const struct probes *p, struct unwinder_maps *out);
 
+/* With --mmap, attaches the memory syscall tracepoints (once, for every
+ * traced process).  Returns 0 or a negative errno. */
+int probes_attach_syscalls(struct probes *p);
+
+/* One traced process's part of the programs: its entry in the procs map
+ * and its links.  Owned by the caller (one per process); zeroed to start. */
+struct probes_proc {
+	pid_t pid;
+	bool added;		/* in the procs map */
+	struct attach_set links; /* its allocator and linker probes */
+};
+
 /*
- * Attaches everything: allocator A's functions (return probes first: an
- * entry seen before its function's return probe exists would wait for a
- * return that never comes), the memory syscall tracepoints with --mmap,
- * and the dynamic linker's hook.  Returns 0, or a negative errno with
- * WHAT (LEN bytes) saying what could not be attached.  A hook that cannot
- * be probed is not an error: *NO_HOOK (may be NULL) is then set, and new
- * objects are found by rescans.
+ * Tells the programs of process PID: its mapping table slot SLOT (from
+ * unwinder_slot_take, or DWLEAK_NO_SLOT) and its dynamic linker's hook DL
+ * (may be NULL).  With STOP_AT_DL_STATE the thread that calls the hook
+ * stops itself (SIGSTOP, si_code SI_KERNEL) each time the objects are
+ * consistent, until the caller has loaded their tables and resumed it:
+ * for processes followed with ptrace, so even a first allocation from a
+ * new object has a complete stack.  Returns 0 or a negative errno
+ * (-E2BIG: DWLEAK_MAX_PROCS processes are traced already).
  */
-int probes_attach(struct probes *p, const struct allocator *a, char *what, size_t len, int *no_hook);
+int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
+		    bool stop_at_dl_state);
+
+/* Probes PP's dynamic linker hook DL->state_off of DL->path.  Returns 0 or
+ * a negative errno (new objects are then found by rescans only). */
+int probes_proc_attach_linker(struct probes *p, struct probes_proc *pp, const struct dl_hook *dl);
+
+/*
+ * Probes allocator A's functions for PP's process (return probes first:
+ * an entry seen before its function's return probe exists would wait for
+ * a return that never comes).  Returns 0, or a negative errno with WHAT
+ * (LEN bytes) saying what could not be attached.
+ */
+int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct allocator *a, char *what,
+		       size_t len);
+
+/* Removes PP's probes (in the background: see attach_close_async); its
+ * procs entry stays (an exec keeps the process). */
+void probes_proc_detach(struct probes *p, struct probes_proc *pp);
+
+/* Forgets PP's process: its probes and its procs entry. */
+void probes_proc_remove(struct probes *p, struct probes_proc *pp);
+
+/* Forgets the per-thread state of thread TID (its pending calls, stack
+ * bounds): after it exec'd a new image.  Returns 0 or a negative errno. */
+int probes_thread_forget(struct probes *p, pid_t tid);
+
+/* An fd that polls readable when events wait (for the caller's own
+ * epoll set, beside its other fds); probes_poll(P, 0) then delivers them. */
+int probes_epoll_fd(const struct probes *p);
 
 /* Waits up to TIMEOUT_MS for events and delivers them.  Returns the
  * number delivered, or a negative errno (-EINTR: a signal came). */

@@ -315,7 +315,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
 	lookup = w->exact_pc ? w->pc : w->pc - 1;
 	cs = rule_cache_get(lookup);
-	if (cs && cs->pc == lookup && cs->gen == gen) {
+	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
 		rule = cs->rule;
 	} else {
 		w->misses++;
@@ -324,6 +324,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 		if (cs) {
 			cs->pc = lookup;
 			cs->gen = gen;
+			cs->tgid = w->tgid;
 			cs->rule = rule;
 		}
 	}
@@ -354,17 +355,20 @@ static __always_inline __u32 walk_memo_idx(__u64 pc, __u64 sp)
 	return (__u32)(((pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS));
 }
 
-/* True when the walk remembered in slot IDX started at PC, SP, BP under
- * the rules in force now and every word it read still holds its value. */
-__noinline int memo_match(__u32 idx, __u64 pc, __u64 sp, __u64 bp, struct snap_ctx *sn)
+/* True when the walk remembered in slot IDX started where S does (pc, sp,
+ * rbp if a rule used it, the process) under the rules in force now and
+ * every word it read still holds its value. */
+__noinline int memo_match(__u32 idx, const struct walk_start *s, struct snap_ctx *sn)
 {
 	struct walk_memo *m = bpf_map_lookup_elem(&walk_memo, &idx);
 	struct stack_snap *snap;
 	__u32 i, zero = 0;
-	__u64 v;
+	__u64 v, sp;
 
-	if (!m || !sn || m->pc0 != pc || m->sp0 != sp || m->gen != rule_gen || (m->use_bp0 && m->bp0 != bp))
+	if (!m || !s || !sn || m->pc0 != s->pc || m->sp0 != s->sp || m->gen != rule_gen ||
+	    m->tgid != s->tgid || (m->use_bp0 && m->bp0 != s->bp))
 		return 0;
+	sp = s->sp;
 	/* one lookup of the snapshot, not one a word: ~4 ns each */
 	snap = bpf_map_lookup_elem(&stack_snap, &zero);
 	if (!snap)
@@ -381,9 +385,9 @@ __noinline int memo_match(__u32 idx, __u64 pc, __u64 sp, __u64 bp, struct snap_c
 	return 1;
 }
 
-/* Walks the user stack from CTX (a walk_memo miss, slot MEMO_IDX), stores
+/* Walks the user stack from S (a walk_memo miss, slot MEMO_IDX), stores
  * it and remembers it in that slot when it can.  Returns the stack id. */
-static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn,
+static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, struct snap_ctx *sn,
 					__u32 memo_idx)
 {
 	struct walk_ctx w = {};
@@ -391,9 +395,11 @@ static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 t
 	struct stack_trace *st;
 	__u32 zero = 0, gen = rule_gen;
 
-	w.pc = PT_REGS_IP(ctx);
-	w.sp = PT_REGS_SP(ctx);
-	w.bp = ctx->bp;
+	if (!s || !sn)
+		return 0;
+	w.pc = s->pc;
+	w.sp = s->sp;
+	w.bp = s->bp;
 	w.memo_idx = memo_idx;
 	m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
 	if (m)
@@ -403,7 +409,8 @@ static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 t
 	w.bp_reg = 1;
 	w.bp_ok = 1;
 	w.exact_pc = 1;
-	w.tgid = tgid;
+	w.tgid = s->tgid;
+	w.pslot = s->pslot;
 	w.hash = 0xcbf29ce484222325ull ^ kind;
 	w.tramp = uretprobe_trampoline();
 	w.end = WALK_END_TRUNCATED;
@@ -426,7 +433,8 @@ static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 t
 	if (!stack_store(w.hash, st) && w.rec && w.nrec <= WALK_MEMO_WORDS && m &&
 	    (w.end == WALK_END_OK || w.end == WALK_END_ZERO_RA || w.end == WALK_END_TRUNCATED)) {
 		m->sp0 = w.sp0;
-		m->bp0 = ctx->bp;
+		m->bp0 = s->bp;
+		m->tgid = s->tgid;
 		m->use_bp0 = w.use_bp0;
 		m->gen = gen;
 		m->nwords = w.nrec;
@@ -434,7 +442,7 @@ static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 t
 		m->end = w.end;
 		m->stack_id = w.hash;
 		m->span = (__u32)(w.sp - w.sp0);
-		m->pc0 = PT_REGS_IP(ctx);
+		m->pc0 = s->pc;
 	}
 	*sn = w.snap; /* it may have moved up the stack */
 	sn->want = w.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
@@ -445,13 +453,14 @@ static __noinline __u64 stack_walk_full(struct pt_regs *ctx, __u32 kind, __u32 t
  * stack id (a hash of its frames, kind and end).  The remembered walk's
  * check is inline: it is the common case, and a call costs a return
  * thunk here. */
-static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, struct snap_ctx *sn)
+static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, __u32 pslot,
+					struct snap_ctx *sn)
 {
-	__u64 pc = PT_REGS_IP(ctx), sp = PT_REGS_SP(ctx);
-	__u32 idx = walk_memo_idx(pc, sp);
+	struct walk_start s = { PT_REGS_IP(ctx), PT_REGS_SP(ctx), ctx->bp, tgid, pslot };
+	__u32 idx = walk_memo_idx(s.pc, s.sp);
 	struct walk_memo *m;
 
-	if (memo_match(idx, pc, sp, ctx->bp, sn)) {
+	if (memo_match(idx, &s, sn)) {
 		m = bpf_map_lookup_elem(&walk_memo, &idx);
 		if (m) {
 			count(CNT_WALKS);
@@ -462,7 +471,7 @@ static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 t
 			return m->stack_id;
 		}
 	}
-	return stack_walk_full(ctx, kind, tgid, sn, idx);
+	return stack_walk_full(&s, kind, sn, idx);
 }
 
 #endif

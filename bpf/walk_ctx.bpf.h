@@ -21,6 +21,15 @@ struct vma_slot {
 
 enum slot_state { SLOT_EMPTY = 0, SLOT_TABLE, SLOT_NO_TABLE, SLOT_ANON };
 
+/* Where a walk starts: the registers at the probe, and whose they are. */
+struct walk_start {
+	__u64 pc;
+	__u64 sp;
+	__u64 bp;
+	__u32 tgid;
+	__u32 pslot; /* the process's proc_maps slot (thread_proc_slot), or DWLEAK_NO_SLOT */
+};
+
 struct walk_ctx {
 	__u64 pc;
 	__u64 sp;
@@ -32,6 +41,7 @@ struct walk_ctx {
 	__u32 bp_ok;	 /* the frame's rbp is known */
 	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
 	__u32 tgid;
+	__u32 pslot;	 /* the process's proc_maps slot, or DWLEAK_NO_SLOT */
 	__u32 next_slot;
 	__u32 misses;	 /* rule_cache misses */
 	__u32 memo_idx;	 /* walk_memo slot being filled */

@@ -12,36 +12,45 @@
 void growth_free(struct growth *g)
 {
 	free(g->ids);
+	free(g->pids);
 	free(g->bytes);
 	memset(g, 0, sizeof(*g));
 }
 
-static double growth_of(const struct growth *g, uint64_t id, uint64_t bytes, double now)
+static double growth_of(const struct growth *g, int pid, uint64_t id, uint64_t bytes, double now)
 {
 	size_t i;
 
 	if (!g->t_prev || now <= g->t_prev)
 		return NAN;
 	for (i = 0; i < g->n; i++)
-		if (g->ids[i] == id)
+		if (g->ids[i] == id && g->pids[i] == pid)
 			return ((double)bytes - (double)g->bytes[i]) / (now - g->t_prev);
 	return (double)bytes / (now - g->t_prev);
 }
 
-static void growth_remember(struct growth *g, const struct ledger_stacks *t, double now)
+static void growth_remember(struct growth *g, const struct build_proc *procs, size_t nprocs, double now)
 {
-	size_t i, k = 0;
+	size_t i, p, k = 0, n = 0;
 
 	growth_free(g);
-	g->ids = calloc(t->n + 1, sizeof(*g->ids));
-	g->bytes = calloc(t->n + 1, sizeof(*g->bytes));
-	if (!g->ids || !g->bytes)
+	for (p = 0; p < nprocs; p++)
+		n += procs[p].stacks->n;
+	g->ids = calloc(n + 1, sizeof(*g->ids));
+	g->pids = calloc(n + 1, sizeof(*g->pids));
+	g->bytes = calloc(n + 1, sizeof(*g->bytes));
+	if (!g->ids || !g->pids || !g->bytes)
 		return;
-	for (i = 0; i < t->cap; i++) {
-		if (!t->slots[i].count)
-			continue;
-		g->ids[k] = t->slots[i].stack_id;
-		g->bytes[k++] = (int64_t)t->slots[i].bytes;
+	for (p = 0; p < nprocs; p++) {
+		const struct ledger_stacks *t = procs[p].stacks;
+
+		for (i = 0; i < t->cap; i++) {
+			if (!t->slots[i].count)
+				continue;
+			g->ids[k] = t->slots[i].stack_id;
+			g->pids[k] = procs[p].pid;
+			g->bytes[k++] = (int64_t)t->slots[i].bytes;
+		}
 	}
 	g->n = k;
 	g->t_prev = now;
@@ -110,9 +119,10 @@ static const char *kind_name(uint32_t kind)
 	return kind < ALLOC_KIND_COUNT ? names[kind] : "unknown";
 }
 
-static int stack_build(const struct build_opts *o, const struct stack_source *src, struct built *b,
+static int stack_build(const struct build_opts *o, const struct build_proc *bp, struct built *b,
 		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
 {
+	const struct stack_source *src = bp->src;
 	const struct report_frame *fr;
 	int err, end;
 
@@ -120,7 +130,7 @@ static int stack_build(const struct build_opts *o, const struct stack_source *sr
 	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = kind_name(g->kind);
 	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;
-	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, g->stack_id, g->bytes, o->now_s) : NAN;
+	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, bp->pid, g->stack_id, g->bytes, o->now_s) : NAN;
 	rs->fp_divergence = -1;
 	span[0] = frame_span_start(&b->arena);
 	err = frames_of(src, b, g->stack_id, &end);
@@ -180,26 +190,31 @@ static uint64_t dropped_of(const uint64_t *c, uint64_t lost_records)
 	       c[CNT_MAPPINGS_FULL];
 }
 
-int build_report(const struct ledger_stacks *t, const struct build_opts *o, const struct stack_source *src,
-		 struct built *b)
+int build_report(const struct build_proc *procs, size_t nprocs, const struct build_opts *o, struct built *b)
 {
-	size_t i, k = 0;
+	size_t i, p, k = 0, total = 0;
 	int err = 0;
 
 	memset(b, 0, sizeof(*b));
 	if (o->counters)
 		memcpy(b->counters, o->counters, sizeof(b->counters));
-	b->stacks = calloc(t->n + 1, sizeof(*b->stacks));
-	b->spans = calloc(2 * (t->n + 1), sizeof(*b->spans));
+	for (p = 0; p < nprocs; p++)
+		total += procs[p].stacks->n;
+	b->stacks = calloc(total + 1, sizeof(*b->stacks));
+	b->spans = calloc(2 * (total + 1), sizeof(*b->spans));
 	if (!b->stacks || !b->spans)
 		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
-		if (!t->slots[i].count)
-			continue;
-		err = stack_build(o, src, b, &t->slots[i], &b->stacks[k], &b->spans[2 * k]);
-		if (err)
-			return err;
-		k++;
+	for (p = 0; p < nprocs; p++) {
+		const struct ledger_stacks *t = procs[p].stacks;
+
+		for (i = 0; i < t->cap; i++) {
+			if (!t->slots[i].count)
+				continue;
+			err = stack_build(o, &procs[p], b, &t->slots[i], &b->stacks[k], &b->spans[2 * k]);
+			if (err)
+				return err;
+			k++;
+		}
 	}
 	/* frames were appended to one growing array: point stacks in now */
 	for (i = 0; i < k; i++) {
@@ -227,6 +242,6 @@ int build_report(const struct ledger_stacks *t, const struct build_opts *o, cons
 		b->r.ncounters = CNT_COUNT;
 	}
 	if (o->growth)
-		growth_remember(o->growth, t, o->now_s);
+		growth_remember(o->growth, procs, nprocs, o->now_s);
 	return 0;
 }

@@ -27,10 +27,12 @@ struct stack_source {
 	int (*name)(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr);
 };
 
-/* Bytes per stack at the previous --interval report, for growth; owned by
- * the caller across reports (zeroed to start; growth_free at the end). */
+/* Bytes per stack (of a process) at the previous --interval report, for
+ * growth; owned by the caller across reports (zeroed to start;
+ * growth_free at the end). */
 struct growth {
 	uint64_t *ids;
+	int *pids;
 	int64_t *bytes;
 	size_t n;
 	double t_prev;
@@ -38,8 +40,17 @@ struct growth {
 
 void growth_free(struct growth *g);
 
-struct build_opts {
+/* One process's part of a report: its aggregated stacks, named through
+ * its stack source. */
+struct build_proc {
 	int pid;
+	const char *command;
+	const struct ledger_stacks *stacks;
+	const struct stack_source *src;
+};
+
+struct build_opts {
+	int pid;		/* the process dwleak started or attached to */
 	const char *command;
 	uint32_t unwind_mode;	/* enum unwind_mode */
 	const char *unwind_name; /* "dwarf", "fp" or "both", for the report */
@@ -66,12 +77,11 @@ struct built {
 
 /*
  * Builds into B (free with build_free, also after an error) the report of
- * the aggregated STACKS, naming frames through SRC as O says.  Every
- * string B->r holds is owned by B or borrowed from O and SRC, which must
- * outlive it.  Returns 0 or -ENOMEM.
+ * the aggregated stacks of the N processes PROCS, naming frames through
+ * each one's source, as O says.  Every string B->r holds is owned by B or
+ * borrowed from O and PROCS, which must outlive it.  Returns 0 or -ENOMEM.
  */
-int build_report(const struct ledger_stacks *stacks, const struct build_opts *o, const struct stack_source *src,
-		 struct built *b);
+int build_report(const struct build_proc *procs, size_t n, const struct build_opts *o, struct built *b);
 
 void build_free(struct built *b);
 

@@ -27,6 +27,8 @@ enum trace_opt_key {
 	OPT_VERSION,
 	OPT_STATS,
 	OPT_NO_DEFAULT_SUPP,
+	OPT_FOLLOW_FORKS,
+	OPT_NO_FOLLOW_FORKS,
 };
 
 static const struct option trace_options[] = {
@@ -47,6 +49,8 @@ static const struct option trace_options[] = {
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP },
+	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -104,6 +108,10 @@ static int trace_usage_error(const char *fmt, const char *arg)
 {
 	return usage_error("dwleak", fmt, arg);
 }
+
+/* Whether --follow-forks or --no-follow-forks was given (else the
+ * default: follow with -- CMD, not with -p). */
+static bool follow_given;
 
 /* Applies one option C (argument ARG) to ENV; 0 or an exit status. */
 static int option_apply(struct env *env, int c, const char *arg)
@@ -164,6 +172,11 @@ static int option_apply(struct env *env, int c, const char *arg)
 	case OPT_NO_DEFAULT_SUPP:
 		env->no_default_suppressions = true;
 		return 0;
+	case OPT_FOLLOW_FORKS:
+	case OPT_NO_FOLLOW_FORKS:
+		env->follow_forks = c == OPT_FOLLOW_FORKS;
+		follow_given = true;
+		return 0;
 	default:
 		return trace_usage_error("%s", "unknown option");
 	}
@@ -221,6 +234,8 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 	if (!env->pid == !env->cmd)
 		return trace_usage_error("%s", env->pid ? "give either -p PID or -- CMD, not both"
 							: "nothing to trace: give -p PID or -- CMD");
+	if (!follow_given)
+		env->follow_forks = env->cmd != NULL;
 	ret = env_knobs_read(env);
 	return ret ? ret : -1;
 }

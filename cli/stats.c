@@ -20,7 +20,7 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 						: "always found busy",
 		pi->guard_forced ? ", as DWLEAK_PREEMPT_GUARD says" : "", preempt_model_name(pi->preempt.model),
 		pi->preempt.source);
-	for (i = 0; i < a->nobjs; i++) {
+	for (i = 0; a && i < a->nobjs; i++) {
 		const struct alloc_object *o = &a->objs[i];
 
 		for (k = 0; k < o->nfuncs; k++)

@@ -1,41 +1,34 @@
 /* The tracer's lifecycle: the phases of `dwleak -p PID` and `dwleak --
  * CMD`, each a function, wiring the parts that own the state (target/,
- * unwinder/, bpf/probes, the ledger, the report builder):
+ * unwinder/, bpf/probes, the processes and their ledgers, the report
+ * builder):
  *
- *   check -> target (objects, allocator, tables) -> probes (load, fill the
- *   table maps, attach) -> release a started command -> poll (records into
- *   the ledger, table requests, rescans, interval reports, target exit,
- *   signals) -> final report -> cleanup.
+ *   checks -> probes loaded (no process yet) -> the target: a pid probed
+ *   where it runs, or a command forked, held, seized with ptrace and
+ *   released -> poll (records into each process's ledger; forks, execs,
+ *   the linker's stops and exits through trace_procs.c; rescans;
+ *   interval reports; signals) -> final report -> cleanup.
  *
- * struct tracer holds the owners; only this file and the other cli/
- * files print. */
+ * struct tracer (tracer.h) holds the owners; only cli/ prints. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "allocator.h"
-#include "build.h"
 #include "ledger.h"
-#include "objects.h"
 #include "output.h"
-#include "probes.h"
-#include "report.h"
 #include "stats.h"
-#include "suppress.h"
-#include "symbolize.h"
-#include "table_cache.h"
-#include "target.h"
-#include "trace.h"
 #include "trace_names.h"
+#include "trace_procs.h"
 #include "trace_target.h"
-#include "unwinder.h"
+#include "tracer.h"
 
 #define RESCAN_INTERVAL_S 1.0
 #define POLL_MS 100
@@ -47,29 +40,7 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-/* What the probes asked for since the poll loop last looked. */
-struct pending {
-	bool rescan; /* objects changed: load tables, republish mappings */
-	bool resume; /* the target stopped itself until that is done */
-};
-
-struct tracer {
-	const struct env *env;
-	struct target tgt;	    /* the process */
-	struct proc_objects objs;   /* its objects in lookup order, its dynamic linker */
-	struct allocator alloc;	    /* who provides malloc and operator new, and where */
-	struct table_cache *cache;
-	struct unwinder *uw;	    /* the objects and their tables */
-	struct symbolizer *sym;
-	struct probes *probes;	    /* the BPF programs */
-	struct ledger ledger;	    /* outstanding allocations */
-	struct suppressions supp;
-	struct growth growth;	    /* --interval: bytes per stack at the last report */
-	struct pending pending;
-	double t_start, t_traced;   /* CLOCK_MONOTONIC s: started, probes live */
-};
-
-static uint64_t now_ns(void)
+uint64_t tracer_now_ns(void)
 {
 	struct timespec ts;
 
@@ -77,12 +48,10 @@ static uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-static double now_s(void)
+double tracer_now_s(void)
 {
-	return (double)now_ns() / 1e9;
+	return (double)tracer_now_ns() / 1e9;
 }
-
-/* --- Checks before anything is touched --- */
 
 static int suppressions_setup(struct tracer *tr)
 {
@@ -101,47 +70,55 @@ static int suppressions_setup(struct tracer *tr)
 
 /* --- The probes' events --- */
 
+static uint64_t records_now; /* when the records being applied were drained */
+
 static void on_record(void *ctx, const void *data, size_t size)
 {
+	const struct free_event *f = data;
 	struct tracer *tr = ctx;
+	struct proc *p;
 
-	ledger_record(&tr->ledger, data, size);
+	if (size < sizeof(*f) || !(p = procs_find(&tr->procs, (pid_t)f->tgid)))
+		return;
+	p->ledger.now_ns = records_now;
+	ledger_record(&p->ledger, data, size);
 }
 
 static void on_mmap(void *ctx, const struct mmap_event *e)
 {
 	struct tracer *tr = ctx;
+	struct proc *p = procs_find(&tr->procs, (pid_t)e->tgid);
 
-	ledger_mmap(&tr->ledger, e);
+	if (p)
+		ledger_mmap(&p->ledger, e);
 }
 
 static void on_objects_changed(void *ctx, uint32_t tgid, bool stopped)
 {
 	struct tracer *tr = ctx;
+	struct proc *p = procs_find(&tr->procs, (pid_t)tgid);
 
-	(void)tgid;
-	tr->pending.rescan = true;
-	tr->pending.resume |= stopped;
+	/* a stop is handled when ptrace reports it (TRACEE_STOP_ASKED) */
+	(void)stopped;
+	if (p)
+		p->refresh = true;
 }
 
 /* Applies every record the probes have written so far. */
 static void records_drain(struct tracer *tr)
 {
-	tr->ledger.now_ns = now_ns();
+	records_now = tracer_now_ns();
 	probes_drain(tr->probes);
 }
 
-/* Phase: open, configure and load the programs, and fill the table maps. */
+/* Phase: open, configure and load the programs and the tables known now. */
 static int probes_setup(struct tracer *tr)
 {
 	const struct env *env = tr->env;
 	struct probes_settings set = {
-		.pid = tr->tgt.pid,
 		.sample_bytes = (uint64_t)env->sample_bytes,
 		.mmap = env->mmap,
 		.unwind_mode = env->unwind,
-		.dl = &tr->objs.dl,
-		.stop_at_dl_state = tr->tgt.spawned,
 		.session = env->uprobe_session,
 		.guard = env->preempt_guard,
 		.no_walk = env->bench_no_walk,
@@ -160,36 +137,46 @@ static int probes_setup(struct tracer *tr)
 	}
 	probes_unwinder_maps(tr->probes, &maps);
 	unwinder_set_maps(tr->uw, &maps);
-	err = unwinder_load_pending(tr->uw);
-	if (err < 0) {
-		fprintf(stderr, "dwleak: cannot load unwind tables into BPF maps: %s\n", strerror(-err));
-		return err;
-	}
-	trace_tables_warn(tr->uw);
-	if (!env->cmd && unwinder_publish(tr->uw, tr->tgt.pid, NULL) < 0) {
-		fprintf(stderr, "dwleak: cannot read the memory maps of pid %d\n", tr->tgt.pid);
-		return -EIO;
-	}
-	return 0;
+	err = probes_attach_syscalls(tr->probes);
+	if (err)
+		fprintf(stderr, "dwleak: cannot attach to the syscall tracepoints for --mmap: %s; "
+				"the kernel needs BTF raw tracepoints\n", strerror(-err));
+	return err;
 }
 
-/* Phase: attach, then let a started command run. */
-static int probes_go(struct tracer *tr)
+/* Phase: the target.  -p: probed where it runs (and seized, to follow its
+ * forks); -- CMD: forked, held before its execve, seized, released: its
+ * exec is the first event the poll loop handles. */
+static int target_start(struct tracer *tr)
 {
-	char what[PATH_MAX + 64] = "";
-	int no_hook = 0, err;
+	const struct env *env = tr->env;
+	struct tracee_options to = { .follow = env->follow_forks };
+	int err;
 
-	err = probes_attach(tr->probes, &tr->alloc, what, sizeof(what), &no_hook);
+	if ((env->cmd || env->follow_forks) && (err = tracee_set_new(&to, &tr->tracees)))
+		return err;
+	if (!env->cmd) {
+		err = trace_pid_check(env) ?: target_attach(&tr->tgt, (pid_t)env->pid);
+		if (!err && tr->tracees && (err = tracee_seize_process(tr->tracees, (pid_t)env->pid)))
+			fprintf(stderr, "dwleak: cannot follow pid %ld's forks with ptrace: %s%s\n", env->pid,
+				strerror(-err), err == -EPERM ? " (is a debugger attached? see TracerPid in "
+								"/proc/PID/status)" : "");
+		return err ?: proc_attach_running(tr, (pid_t)env->pid);
+	}
+	err = trace_command_check(env) ?: target_spawn(&tr->tgt, env->cmd);
+	if (err)
+		return err;
+	if (!procs_add(&tr->procs, tr->tgt.pid, 0))
+		return -ENOMEM;
+	tr->procs.v[0]->command = strdup(tr->tgt.command);
+	err = tracee_seize_thread(tr->tracees, tr->tgt.pid, tr->tgt.pid);
 	if (err) {
-		fprintf(stderr, "dwleak: cannot attach %s: %s\n", what, strerror(-err));
+		fprintf(stderr, "dwleak: cannot follow %s with ptrace: %s (kernel.yama.ptrace_scope=3 forbids "
+				"it)\n", env->cmd[0], strerror(-err));
 		return err;
 	}
-	if (no_hook)
-		fprintf(stderr, "dwleak: warning: cannot probe %s's _dl_debug_state (%s); "
-				"libraries loaded later are found by a rescan every %.0f s\n",
-			tr->objs.dl.path, strerror(-no_hook), RESCAN_INTERVAL_S);
 	if (target_release(&tr->tgt)) {
-		fprintf(stderr, "dwleak: cannot start %s\n", tr->env->cmd[0]);
+		fprintf(stderr, "dwleak: cannot start %s\n", env->cmd[0]);
 		return -EIO;
 	}
 	return 0;
@@ -204,8 +191,12 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 {
 	const struct env *env = tr->env;
 	static const char *counter_names[CNT_COUNT];
-	uint64_t counters[CNT_COUNT], now = now_ns();
-	struct ledger_stacks stacks = { 0 };
+	uint64_t counters[CNT_COUNT] = { 0 }, now = tracer_now_ns();
+	size_t n = tr->procs.n, i;
+	struct ledger_stacks *stacks = calloc(n + 1, sizeof(*stacks));
+	struct trace_names *names = calloc(n + 1, sizeof(*names));
+	struct stack_source *srcs = calloc(n + 1, sizeof(*srcs));
+	struct build_proc *bps = calloc(n + 1, sizeof(*bps));
 	struct build_opts o = {
 		.pid = tr->tgt.pid,
 		.command = tr->tgt.command,
@@ -219,25 +210,27 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		.supp = &tr->supp,
 		.counters = counters,
 		.counter_names = counter_names,
-		.lost_records = tr->ledger.oom,
 	};
-	struct stack_source src;
-	struct trace_names names;
 	struct built b = { 0 };
-	unsigned int i;
-	int err;
+	int err = stacks && names && srcs && bps ? 0 : -ENOMEM;
 
 	for (i = 0; i < CNT_COUNT; i++)
-		counter_names[i] = probes_counter_name(i);
+		counter_names[i] = probes_counter_name((unsigned int)i);
 	records_drain(tr);
 	probes_counters(tr->probes, counters);
-	/* counted where the records are applied */
-	counters[CNT_FREE_UNKNOWN] = tr->ledger.allocs.free_unknown;
-	counters[CNT_REPLACED] = tr->ledger.allocs.replaced;
-	counters[CNT_RESIZED] = tr->ledger.allocs.resized;
-	err = ledger_aggregate(&tr->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks);
-	err = err ?: trace_names_open(&names, tr->probes, tr->uw, tr->sym, (uint32_t)tr->tgt.pid, &src);
-	err = err ?: build_report(&stacks, &o, &src, &b);
+	for (i = 0; !err && i < n; i++) {
+		struct proc *p = tr->procs.v[i];
+
+		/* counted where the records are applied */
+		counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
+		counters[CNT_REPLACED] += p->ledger.allocs.replaced;
+		counters[CNT_RESIZED] += p->ledger.allocs.resized;
+		o.lost_records += p->ledger.oom;
+		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
+		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
+		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i] };
+	}
+	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
 		err = report_write(f, final ? env->format : REPORT_FORMAT_TEXT, &b.r, (unsigned int)env->top);
 		fflush(f);
@@ -248,83 +241,192 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 
 		unwinder_stats(tr->uw, &us);
 		probes_info(tr->probes, &pi);
-		stats_print(stderr, &us, &pi, &tr->alloc, counters);
+		stats_print(stderr, &us, &pi, n ? &tr->procs.v[0]->alloc : NULL, counters);
 	}
 	if (final && env->fail_on_leak && !err && b.r.totals.outstanding_bytes > (uint64_t)env->fail_bytes)
 		err = 1;
 	build_free(&b);
-	trace_names_free(&names);
-	ledger_stacks_free(&stacks);
+	for (i = 0; names && stacks && i < n; i++) {
+		trace_names_free(&names[i]);
+		ledger_stacks_free(&stacks[i]);
+	}
+	free(stacks);
+	free(names);
+	free(srcs);
+	free(bps);
 	return err;
 }
 
 /* --- Polling --- */
 
-static void exit_status_say(const struct target *t)
+/* How the command ended, said on stderr; with -p, only that it exited. */
+static void exit_status_say(const struct tracer *tr)
 {
-	int st = t->exit_status;
+	const struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+	int st;
 
-	if (t->spawned && !t->exited && t->release_fd < 0)
-		fprintf(stderr, "dwleak: stopped tracing; %s (pid %d) keeps running\n", t->command, t->pid);
-	if (!t->spawned && t->exited)
-		fprintf(stderr, "dwleak: pid %d (%s) exited; reporting what it never freed\n", t->pid, t->command);
-	if (!t->spawned || !t->exited)
+	if (!top)
 		return;
-	if (WIFEXITED(st))
-		fprintf(stderr, "dwleak: %s exited with status %d\n", t->command, WEXITSTATUS(st));
+	if (!top->exited) {
+		if (tr->tgt.spawned && tr->tgt.release_fd < 0)
+			fprintf(stderr, "dwleak: stopped tracing; %s (pid %d) keeps running\n", top->command,
+				top->pid);
+		return;
+	}
+	st = top->exit_status;
+	if (!tr->tgt.spawned)
+		fprintf(stderr, "dwleak: pid %d (%s) exited; reporting what it never freed\n", top->pid,
+			top->command);
+	else if (WIFEXITED(st))
+		fprintf(stderr, "dwleak: %s exited with status %d\n", tr->tgt.command, WEXITSTATUS(st));
 	else if (WIFSIGNALED(st))
-		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", t->command, WTERMSIG(st),
+		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", tr->tgt.command, WTERMSIG(st),
 			strsignal(WTERMSIG(st)));
 }
 
 /* A failing command is never a pass: dwleak exits with its status (128+N
  * for signal N), after the report; 0 when it succeeded (or with -p). */
-static int command_status(const struct target *t)
+static int command_status(const struct tracer *tr)
 {
-	if (!t->spawned || !t->exited)
+	const struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+
+	if (!tr->tgt.spawned || !top || !top->exited)
 		return 0;
-	if (WIFEXITED(t->exit_status))
-		return WEXITSTATUS(t->exit_status);
-	if (WIFSIGNALED(t->exit_status))
-		return 128 + WTERMSIG(t->exit_status);
+	if (WIFEXITED(top->exit_status))
+		return WEXITSTATUS(top->exit_status);
+	if (WIFSIGNALED(top->exit_status))
+		return 128 + WTERMSIG(top->exit_status);
 	return 0;
 }
 
-/* Phase: poll until the duration ends, the target exits or a signal
+/* Handles what ptrace reports until nothing is pending.  Returns 0, or a
+ * negative errno when dwleak cannot go on. */
+static int tracee_events(struct tracer *tr)
+{
+	struct tracee_event ev;
+	int ret, err = 0;
+
+	while (!err && (ret = tracee_next(tr->tracees, &ev)) > 0) {
+		switch (ev.kind) {
+		case TRACEE_FORK:
+			err = proc_on_fork(tr, ev.pid, ev.child, ev.vfork);
+			if (procs_find(&tr->procs, ev.child) && !procs_find(&tr->procs, ev.child)->not_followed)
+				tracee_resume(tr->tracees, ev.child);
+			tracee_resume(tr->tracees, ev.tid);
+			break;
+		case TRACEE_EXEC:
+			err = proc_on_exec(tr, ev.pid);
+			tracee_resume(tr->tracees, ev.tid);
+			break;
+		case TRACEE_STOP_ASKED:
+			records_drain(tr);
+			err = proc_on_linker_stop(tr, ev.pid);
+			tracee_resume(tr->tracees, ev.tid);
+			break;
+		case TRACEE_EXIT:
+			records_drain(tr); /* its last records, before its pid can be reused */
+			proc_on_exit(tr, ev.pid, ev.status);
+			break;
+		default:
+			tracee_resume(tr->tracees, ev.tid);
+		}
+	}
+	return err ?: (ret < 0 ? ret : 0);
+}
+
+/* True while something is left to trace. */
+static bool tree_alive(struct tracer *tr)
+{
+	struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+
+	if (tr->tracees)
+		return procs_alive(&tr->procs) > 0;
+	if (top && !top->exited && kill(top->pid, 0) && errno == ESRCH)
+		top->exited = true;
+	return top && !top->exited;
+}
+
+/* Loads tables where objects changed, or everywhere when ALL. */
+static void tables_refresh(struct tracer *tr, bool all)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < tr->procs.n; i++) {
+		struct proc *p = tr->procs.v[i];
+
+		if (p->exited || p->not_followed || !(p->refresh || all))
+			continue;
+		p->refresh = false;
+		err = proc_tables_refresh(tr, p);
+		if (err)
+			fprintf(stderr, "dwleak: warning: loading new unwind tables for pid %d failed: %s\n", p->pid,
+				strerror(-err));
+	}
+}
+
+/* An epoll set of the probes' events and, when following, SIGCHLD (a
+ * tracee stopped or exited: it waits for us, so no timer delay). */
+static int wakeups_open(struct tracer *tr, int *sigfd)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	sigset_t chld;
+
+	*sigfd = -1;
+	if (ep < 0)
+		return -errno;
+	e.data.fd = probes_epoll_fd(tr->probes);
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, e.data.fd, &e))
+		goto fail;
+	if (tr->tracees) {
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		*sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+		e.data.fd = *sigfd;
+		if (*sigfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, *sigfd, &e))
+			goto fail;
+	}
+	return ep;
+fail:
+	if (*sigfd >= 0)
+		close(*sigfd);
+	close(ep);
+	return -errno;
+}
+
+/* Phase: poll until the duration ends, the last process exits or a signal
  * comes; rescans when objects change, --interval reports. */
 static int poll_loop(struct tracer *tr)
 {
 	const struct env *env = tr->env;
-	double deadline = env->duration_s > 0 ? tr->t_traced + env->duration_s : 0;
-	double next_report = env->interval_s > 0 ? tr->t_traced + env->interval_s : 0;
-	/* a started command maps its libraries right away: look soon, then
-	 * back off to the steady interval */
-	double scan_every = 0.02;
-	double next_scan = tr->t_traced + scan_every;
-	double now;
-	int err;
+	double t0 = tracer_now_s(), deadline = env->duration_s > 0 ? t0 + env->duration_s : 0;
+	double next_report = env->interval_s > 0 ? t0 + env->interval_s : 0;
+	double next_scan = t0 + RESCAN_INTERVAL_S, now;
+	struct epoll_event evs[4];
+	struct signalfd_siginfo si;
+	int ep, sigfd, err = 0;
 
-	while (!stop_signal) {
-		err = probes_poll(tr->probes, next_scan > now_s() + POLL_MS / 1e3 ? POLL_MS : 10);
-		if (err < 0 && err != -EINTR)
-			return err;
-		records_drain(tr); /* alloc_events records come without wakeups */
-		now = now_s();
-		if (!target_alive(&tr->tgt))
+	ep = wakeups_open(tr, &sigfd);
+	if (ep < 0)
+		return ep;
+	while (!stop_signal && !err) {
+		if (epoll_wait(ep, evs, 4, POLL_MS) < 0 && errno != EINTR) {
+			err = -errno;
 			break;
-		if (tr->pending.rescan || now >= next_scan) {
-			tr->pending.rescan = false;
-			scan_every = scan_every * 2 < RESCAN_INTERVAL_S ? scan_every * 2 : RESCAN_INTERVAL_S;
-			next_scan = now + scan_every;
-			err = trace_tables_refresh(tr->uw, tr->probes, tr->tgt.pid);
-			if (err)
-				fprintf(stderr, "dwleak: warning: loading new unwind tables failed: %s\n",
-					strerror(-err));
-			if (tr->pending.resume) {
-				tr->pending.resume = false;
-				kill(tr->tgt.pid, SIGCONT);
-			}
 		}
+		while (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si))
+			;
+		probes_poll(tr->probes, 0);
+		records_drain(tr); /* alloc_events records come without wakeups */
+		if (tr->tracees)
+			err = tracee_events(tr);
+		now = tracer_now_s();
+		tables_refresh(tr, now >= next_scan);
+		if (now >= next_scan)
+			next_scan = now + RESCAN_INTERVAL_S;
+		if (!tree_alive(tr))
+			break;
 		if (next_report && now >= next_report) {
 			next_report += env->interval_s;
 			report_now(tr, stdout, false);
@@ -332,34 +434,38 @@ static int poll_loop(struct tracer *tr)
 		if (deadline && now >= deadline)
 			break;
 	}
-	return 0;
+	if (sigfd >= 0)
+		close(sigfd);
+	close(ep);
+	return err;
 }
 
 /* --- Lifecycle --- */
 
 static void tracer_cleanup(struct tracer *tr)
 {
+	size_t i;
+
+	for (i = 0; tr->probes && i < tr->procs.n; i++)
+		probes_proc_remove(tr->probes, &tr->procs.v[i]->pp);
+	tracee_set_free(tr->tracees); /* what still runs runs on, untraced */
 	probes_close(tr->probes);
-	ledger_free(&tr->ledger);
+	procs_free(&tr->procs);
 	suppressions_free(&tr->supp);
 	growth_free(&tr->growth);
 	symbolizer_free(tr->sym);
 	unwinder_free(tr->uw);
 	table_cache_close(tr->cache);
-	if (tr->tgt.spawned && !tr->tgt.exited && tr->tgt.release_fd < 0)
-		kill(tr->tgt.pid, SIGCONT); /* never leave it stopped at a _dl_debug_state */
 	target_abort(&tr->tgt);
 	target_free(&tr->tgt);
-	allocator_free(&tr->alloc);
-	proc_objects_free(&tr->objs);
 }
 
 int trace_run(const struct env *env)
 {
 	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
-	struct unwinder_stats us;
 	int err, ret = EXIT_USAGE;
-	FILE *out = NULL;
+	sigset_t chld;
+	FILE *out;
 
 	/* phase: checks, and a bad suppressions file is a usage error before
 	 * anything runs */
@@ -371,14 +477,18 @@ int trace_run(const struct env *env)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	tr.t_start = now_s();
+	/* tracees' stops come as SIGCHLD, read from a signalfd */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	tr.t_start = tracer_now_s();
 	out = output_open(env->output);
 	if (!out)
 		return EXIT_USAGE;
 	if (suppressions_setup(&tr))
 		goto out;
 
-	/* phase: target and tables */
+	/* phase: the programs, then the target */
 	table_cache_open(NULL, &tr.cache);
 	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
 	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
@@ -386,22 +496,18 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
 		goto out;
 	}
-	if (trace_target_setup(env, &tr.tgt, &tr.objs, &tr.alloc, tr.uw))
+	if (probes_setup(&tr) || target_start(&tr))
 		goto out;
-
-	/* phase: probes loaded, tables in their maps, attached; the command runs */
-	if (probes_setup(&tr) || probes_go(&tr))
-		goto out;
-	tr.t_traced = now_s();
-	unwinder_stats(tr.uw, &us);
-	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n",
-		tr.tgt.pid, tr.alloc.description, us.loaded, (tr.t_traced - tr.t_start) * 1e3);
+	if (!env->cmd && !tr.announced)
+		goto out; /* -p: the process could not be probed (said why) */
 
 	/* phase: poll */
 	err = poll_loop(&tr);
 	if (err)
 		fprintf(stderr, "dwleak: polling failed: %s; reporting what was seen\n", strerror(-err));
-	exit_status_say(&tr.tgt);
+	if (!tr.t_traced)
+		tr.t_traced = tr.t_start;
+	exit_status_say(&tr);
 
 	/* phase: final report */
 	err = report_now(&tr, out, true);
@@ -409,7 +515,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: cannot write the report: %s\n", strerror(-err));
 		goto out;
 	}
-	ret = command_status(&tr.tgt) ?: (err == 1 ? EXIT_LEAK : 0);
+	ret = command_status(&tr) ?: (err == 1 ? EXIT_LEAK : 0);
 out:
 	output_close(out);
 	tracer_cleanup(&tr);

@@ -568,6 +568,48 @@ int allocator_detect(char *const *paths, char *const *names, size_t n, size_t np
 	return err;
 }
 
+static char *strdup_or_null(const char *s, int *err)
+{
+	char *d = s ? strdup(s) : NULL;
+
+	if (s && !d)
+		*err = -ENOMEM;
+	return d;
+}
+
+int allocator_copy(struct allocator *dst, const struct allocator *src)
+{
+	size_t i;
+	int err = 0;
+
+	memset(dst, 0, sizeof(*dst));
+	dst->family = src->family;
+	dst->preloaded = src->preloaded;
+	dst->in_executable = src->in_executable;
+	dst->description = strdup_or_null(src->description, &err);
+	dst->objs = calloc(src->nobjs + 1, sizeof(*dst->objs));
+	dst->not_covered = calloc(src->nnot_covered + 1, sizeof(*dst->not_covered));
+	if (!dst->objs || !dst->not_covered)
+		err = -ENOMEM;
+	for (i = 0; !err && i < src->nobjs; i++) {
+		struct alloc_object *o = &dst->objs[dst->nobjs++];
+
+		o->path = strdup_or_null(src->objs[i].path, &err);
+		o->name = strdup_or_null(src->objs[i].name, &err);
+		o->funcs = calloc(src->objs[i].nfuncs + 1, sizeof(*o->funcs));
+		if (!o->funcs)
+			err = -ENOMEM;
+		else
+			memcpy(o->funcs, src->objs[i].funcs, src->objs[i].nfuncs * sizeof(*o->funcs));
+		o->nfuncs = o->cap = o->funcs ? src->objs[i].nfuncs : 0;
+	}
+	for (i = 0; !err && i < src->nnot_covered; i++)
+		dst->not_covered[dst->nnot_covered++] = strdup_or_null(src->not_covered[i], &err);
+	if (err)
+		allocator_free(dst);
+	return err;
+}
+
 void allocator_free(struct allocator *a)
 {
 	size_t i;

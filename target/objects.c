@@ -147,107 +147,6 @@ int proc_objects_of_pid(pid_t pid, struct proc_objects *out)
 	return err;
 }
 
-static int paths_add(char ***paths, size_t *n, const char *p)
-{
-	char **grown;
-	size_t i;
-
-	for (i = 0; i < *n; i++)
-		if (!strcmp((*paths)[i], p))
-			return 0;
-	grown = realloc(*paths, (*n + 2) * sizeof(*grown));
-	if (!grown)
-		return -ENOMEM;
-	*paths = grown;
-	grown[*n] = strdup(p);
-	if (!grown[*n])
-		return -ENOMEM;
-	grown[++*n] = NULL;
-	return 0;
-}
-
-/* Parses one line of the loader's trace output: "name => /path (0x...)"
- * or "/path (0x...)". */
-static const char *trace_line_path(char *line)
-{
-	char *p = strstr(line, "=> "), *end;
-
-	p = p ? p + 3 : line;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p != '/')
-		return NULL;
-	end = strstr(p, " (0x");
-	if (end)
-		*end = 0;
-	return p;
-}
-
-/* The shared libraries PROG will load, as ldd lists them (through the
- * dynamic loader's trace mode), after PROG itself. */
-static int program_libs(const char *prog, char ***paths, size_t *n)
-{
-	char *cmd, *line = NULL;
-	size_t cap = 0;
-	const char *p;
-	int err = 0;
-	FILE *f;
-
-	*paths = NULL;
-	*n = 0;
-	err = paths_add(paths, n, prog);
-	if (err)
-		return err;
-	/* ldd runs the program's own loader in trace mode: no user code runs */
-	if (asprintf(&cmd, "ldd '%s' 2>/dev/null", prog) < 0)
-		return -ENOMEM;
-	f = popen(cmd, "re");
-	free(cmd);
-	if (!f)
-		return 0; /* a static program: only itself */
-	while (getline(&line, &cap, f) > 0) {
-		line[strcspn(line, "\n")] = 0;
-		p = trace_line_path(line);
-		if (p && access(p, R_OK) == 0) {
-			char *real = realpath(p, NULL);
-
-			err = paths_add(paths, n, real ? real : p);
-			free(real);
-			if (err)
-				break;
-		}
-	}
-	free(line);
-	pclose(f);
-	return err;
-}
-
-int proc_objects_of_program(const char *prog, const char *ld_preload, struct proc_objects *out)
-{
-	size_t i;
-	int err;
-
-	memset(out, 0, sizeof(*out));
-	err = program_libs(prog, &out->paths, &out->n);
-	for (i = 1; !err && i < out->n; i++) {
-		if (!out->dl.path && is_ld_so(out->paths[i]) && !(out->dl.path = strdup(out->paths[i])))
-			err = -ENOMEM;
-	}
-	out->names = err ? NULL : calloc(out->n + 1, sizeof(*out->names));
-	for (i = 0; out->names && i < out->n; i++)
-		if (!(out->names[i] = strdup(out->paths[i])))
-			break;
-	if (!err && !(out->names && i == out->n))
-		err = -ENOMEM;
-	if (err) {
-		proc_objects_free(out);
-		return err;
-	}
-	dl_hook_find(&out->dl);
-	out->npreload = ld_preload_count(ld_preload);
-	return 0;
-}
-
 static void strings_free(char **s)
 {
 	size_t i;
@@ -255,6 +154,34 @@ static void strings_free(char **s)
 	for (i = 0; s && s[i]; i++)
 		free(s[i]);
 	free(s);
+}
+
+static char **strings_copy(char *const *src, size_t n)
+{
+	char **dst = calloc(n + 1, sizeof(*dst));
+	size_t i;
+
+	for (i = 0; dst && i < n; i++) {
+		if (!(dst[i] = strdup(src[i]))) {
+			strings_free(dst);
+			return NULL;
+		}
+	}
+	return dst;
+}
+
+int proc_objects_copy(struct proc_objects *dst, const struct proc_objects *src)
+{
+	*dst = *src;
+	dst->paths = strings_copy(src->paths, src->n);
+	dst->names = strings_copy(src->names, src->n);
+	dst->dl.path = src->dl.path ? strdup(src->dl.path) : NULL;
+	dst->first_replaced = NULL;
+	if (!dst->paths || !dst->names || (src->dl.path && !dst->dl.path)) {
+		proc_objects_free(dst);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void proc_objects_free(struct proc_objects *o)

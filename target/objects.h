@@ -2,8 +2,8 @@
  * lookup order (executable, LD_PRELOAD'ed libraries, then the rest in load
  * order): what allocator detection follows to find who really provides
  * malloc; and the dynamic linker's debugger hook, where new objects are
- * announced.  For a running process from its link map, for a command not
- * started yet from its loader's trace mode. */
+ * announced; read from the link map of the running process (or, before
+ * its dynamic linker made one, from its mappings). */
 #ifndef DWLEAK_OBJECTS_H
 #define DWLEAK_OBJECTS_H
 
@@ -42,13 +42,8 @@ struct proc_objects {
  */
 int proc_objects_of_pid(pid_t pid, struct proc_objects *out);
 
-/*
- * The objects program PROG (a resolved path) will map when started with
- * LD_PRELOAD value LD_PRELOAD (may be NULL), in the loader's order, found
- * by its loader's trace mode (no code of PROG runs).  PATHS and NAMES are
- * the same.  Returns 0 or a negative errno.
- */
-int proc_objects_of_program(const char *prog, const char *ld_preload, struct proc_objects *out);
+/* A deep copy of SRC into *DST.  Returns 0 or -ENOMEM (DST then empty). */
+int proc_objects_copy(struct proc_objects *dst, const struct proc_objects *src);
 
 void proc_objects_free(struct proc_objects *o);
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,7 +63,7 @@ int target_check_pid(pid_t pid, const char **why)
 	return 0;
 }
 
-static char *read_cmdline(pid_t pid)
+char *target_cmdline(pid_t pid)
 {
 	char path[64], *buf;
 	ssize_t n, i;
@@ -92,7 +91,7 @@ int target_attach(struct target *t, pid_t pid)
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->release_fd = -1;
-	t->command = read_cmdline(pid);
+	t->command = target_cmdline(pid);
 	return t->command ? 0 : -ENOMEM;
 }
 
@@ -116,6 +115,7 @@ static char *join_argv(char **argv)
 
 int target_spawn(struct target *t, char **argv)
 {
+	sigset_t none;
 	int pfd[2];
 	char c;
 	pid_t pid;
@@ -135,9 +135,12 @@ int target_spawn(struct target *t, char **argv)
 	}
 	if (pid == 0) {
 		close(pfd[1]);
-		/* dwleak may stop us while it loads tables (after the dynamic
-		 * linker maps objects): if it dies, we must not stay stopped */
-		prctl(PR_SET_PDEATHSIG, SIGCONT);
+		/* what dwleak set for itself is not the command's: signals it
+		 * blocks (SIGCHLD, read through a signalfd) and ignores (SIGPIPE)
+		 * would be inherited across execve */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
 		/* wait for the probes; EOF without a byte means dwleak gave up */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
@@ -163,27 +166,6 @@ int target_release(struct target *t)
 	close(t->release_fd);
 	t->release_fd = -1;
 	return err;
-}
-
-bool target_alive(struct target *t)
-{
-	int status;
-
-	if (t->exited)
-		return false;
-	if (t->spawned) {
-		if (waitpid(t->pid, &status, WNOHANG) == t->pid) {
-			t->exited = true;
-			t->exit_status = status;
-			return false;
-		}
-		return true;
-	}
-	if (kill(t->pid, 0) && errno == ESRCH) {
-		t->exited = true;
-		return false;
-	}
-	return true;
 }
 
 void target_abort(struct target *t)

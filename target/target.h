@@ -25,11 +25,12 @@ int target_check_pid(pid_t pid, const char **why);
 int target_spawn(struct target *t, char **argv);
 int target_release(struct target *t);
 
+/* The command line of PID from /proc (arguments joined by spaces),
+ * malloc'd; "?" when it cannot be read, NULL when out of memory. */
+char *target_cmdline(pid_t pid);
+
 /* Fills T for an existing PID. */
 int target_attach(struct target *t, pid_t pid);
-
-/* True while the target runs; for a spawned one, reaps it when it exits. */
-bool target_alive(struct target *t);
 
 /* Ends a spawned target that was never released (setup failed); one that
  * runs is left running. */

@@ -58,10 +58,12 @@ int tracee_set_new(const struct tracee_options *o, struct tracee_set **out)
 
 static long seize_options(const struct tracee_set *s)
 {
-	long o = 0;
+	/* execs and threads always: a process's new image must be probed,
+	 * and stopping it whole needs every thread */
+	long o = PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE;
 
 	if (s->opt.follow)
-		o |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+		o |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
 	if (s->opt.exit_stops)
 		o |= PTRACE_O_TRACEEXIT;
 	return o;

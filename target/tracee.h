@@ -48,7 +48,7 @@ struct tracee_event {
 struct tracee_set;
 
 struct tracee_options {
-	bool follow;	 /* follow forks, vforks, clones and execs */
+	bool follow;	 /* follow forks and vforks (execs and threads always) */
 	bool exit_stops; /* report TRACEE_EXITING (PTRACE_O_TRACEEXIT) */
 };
 

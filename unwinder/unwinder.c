@@ -19,6 +19,14 @@
 #include "table_cache.h"
 #include "unwinder.h"
 
+/* One mapping-table slot of the walker: whose, which of its two buffers
+ * is in use, and what it holds (to skip republishing the same). */
+struct pm_slot {
+	int pid;		     /* 0 = free */
+	uint32_t buf;		     /* 0 or 1 */
+	struct proc_mappings *last;
+};
+
 struct unwinder {
 	struct unwind_object **objs;
 	size_t n;
@@ -28,8 +36,7 @@ struct unwinder {
 	struct unwinder_maps maps;
 	bool have_maps;
 	uint32_t next_table_id;
-	uint32_t pm_slot; /* proc_maps buffer in use */
-	struct proc_mappings *pm_last; /* what it holds, to skip republishing it */
+	struct pm_slot *slots; /* DWLEAK_MAX_PROC_SLOTS of them */
 	uint64_t rows_used;
 	uint64_t rules_used;
 	uint64_t pages_used;
@@ -46,6 +53,11 @@ int unwinder_new(struct table_cache *cache, const char *const *debug_dirs, struc
 	u->cache = cache;
 	u->debug_dirs = debug_dirs;
 	u->next_table_id = 1;
+	u->slots = calloc(DWLEAK_MAX_PROC_SLOTS, sizeof(*u->slots));
+	if (!u->slots) {
+		free(u);
+		return -ENOMEM;
+	}
 	*out = u;
 	return 0;
 }
@@ -71,7 +83,9 @@ void unwinder_free(struct unwinder *u)
 	for (i = 0; i < u->n; i++)
 		object_free(u->objs[i]);
 	free(u->objs);
-	free(u->pm_last);
+	for (i = 0; i < DWLEAK_MAX_PROC_SLOTS; i++)
+		free(u->slots[i].last);
+	free(u->slots);
 	free(u);
 }
 
@@ -398,12 +412,35 @@ static bool mapping_of(const struct unwind_object *o, const struct proc_map *p,
 	return false;
 }
 
-int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
+uint32_t unwinder_slot_take(struct unwinder *u, int pid)
+{
+	uint32_t i;
+
+	for (i = 0; i < DWLEAK_MAX_PROC_SLOTS; i++) {
+		if (u->slots[i].pid)
+			continue;
+		u->slots[i].pid = pid;
+		return i;
+	}
+	return DWLEAK_NO_SLOT;
+}
+
+void unwinder_slot_release(struct unwinder *u, uint32_t slot)
+{
+	if (slot >= DWLEAK_MAX_PROC_SLOTS)
+		return;
+	free(u->slots[slot].last);
+	u->slots[slot].last = NULL;
+	u->slots[slot].pid = 0;
+}
+
+int unwinder_publish(struct unwinder *u, int pid, uint32_t slot, uint32_t *dropped)
 {
 	struct proc_mappings *pm;
 	struct proc_map *maps;
 	struct file_key key;
-	uint32_t tgid = (uint32_t)pid, next, zero = 0;
+	struct pm_slot *ps = slot < DWLEAK_MAX_PROC_SLOTS ? &u->slots[slot] : NULL;
+	uint32_t tgid = (uint32_t)pid, next;
 	size_t n, i;
 	int err;
 
@@ -437,19 +474,20 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped)
 	}
 	qsort(pm->m, pm->n, sizeof(pm->m[0]), mapping_cmp);
 	pm->tgid = tgid;
-	if (u->pm_last && !memcmp(u->pm_last, pm, sizeof(*pm))) {
-		err = 0; /* unchanged */
+	if (!ps || (ps->last && !memcmp(ps->last, pm, sizeof(*pm)))) {
+		err = 0; /* no slot (the walker finds mappings itself), or unchanged */
 		goto out;
 	}
 	/* fill the buffer not in use, then switch the walker over to it */
-	next = u->pm_slot ^ 1;
+	next = 2 * slot + (ps->buf ^ 1);
 	err = bpf_map_update_elem(u->maps.proc_maps, &next, pm, BPF_ANY) ? -errno : 0;
-	if (!err && bpf_map_update_elem(u->maps.proc_maps_cur, &zero, &next, BPF_ANY))
+	next -= 2 * slot;
+	if (!err && bpf_map_update_elem(u->maps.proc_maps_cur, &slot, &next, BPF_ANY))
 		err = -errno;
 	if (!err) {
-		u->pm_slot = next;
-		free(u->pm_last);
-		u->pm_last = pm;
+		ps->buf = next;
+		free(ps->last);
+		ps->last = pm;
 		pm = NULL;
 		err = 1;
 	}

@@ -86,8 +86,9 @@ struct unwinder_maps {
 	int pages;
 	int rows;
 	int rules;
-	int proc_maps;	   /* [2] struct proc_mappings: the in-use one and the next */
-	int proc_maps_cur; /* [1] which of the two is in use */
+	int proc_maps;	   /* [2 * DWLEAK_MAX_PROC_SLOTS] struct proc_mappings: per slot, the
+			    * buffer in use and the next */
+	int proc_maps_cur; /* [DWLEAK_MAX_PROC_SLOTS] which of a slot's two is in use */
 	int mappings;  /* struct mapping_key -> struct mapping_seen */
 	uint32_t rows_cap;
 	uint32_t rules_cap;
@@ -102,14 +103,24 @@ void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps);
 int unwinder_load_pending(struct unwinder *u);
 
 /*
- * Tells the walker where PID's executable mappings with loaded tables are
- * (struct proc_mappings), so it needs no VMA lookup for them, and records
- * them for naming frames later.  Mappings beyond DWLEAK_MAX_PROC_MAPPINGS
- * are counted in *DROPPED (may be NULL) and left to the walker's fallback.
- * Returns 1 when the walker now sees a different table, 0 when nothing
- * changed, or a negative errno (-ENOENT: process gone).
+ * A mapping-table slot of the walker for process PID, or DWLEAK_NO_SLOT
+ * when all DWLEAK_MAX_PROC_SLOTS are taken (the walker then finds PID's
+ * mappings itself, slower).  unwinder_slot_release frees it (NO_SLOT ok).
  */
-int unwinder_publish(struct unwinder *u, int pid, uint32_t *dropped);
+uint32_t unwinder_slot_take(struct unwinder *u, int pid);
+void unwinder_slot_release(struct unwinder *u, uint32_t slot);
+
+/*
+ * Tells the walker, in slot SLOT (from unwinder_slot_take; DWLEAK_NO_SLOT:
+ * none), where PID's executable mappings with loaded tables are (struct
+ * proc_mappings), so it needs no VMA lookup for them, and records every
+ * file mapping for naming frames later.  Mappings beyond
+ * DWLEAK_MAX_PROC_MAPPINGS are counted in *DROPPED (may be NULL) and left
+ * to the walker's fallback.  Returns 1 when the walker now sees a
+ * different table, 0 when nothing changed, or a negative errno (-ENOENT:
+ * process gone).
+ */
+int unwinder_publish(struct unwinder *u, int pid, uint32_t slot, uint32_t *dropped);
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st);
 

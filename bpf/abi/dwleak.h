@@ -35,6 +35,16 @@
  * space; more are found with bpf_find_vma (slower, and it fails while
  * another thread holds the mmap lock) and counted. */
 #define DWLEAK_MAX_PROC_MAPPINGS 512
+/* Processes traced at once (a command's tree: every process it forks or
+ * execs, alive or not yet reported): the procs map's size.  A process
+ * beyond it is not followed, and the report says so. */
+#define DWLEAK_MAX_PROCS 4096
+/* Processes alive at once whose mapping tables the walker reads (two
+ * buffers of struct proc_mappings each, 16 KiB a buffer): beyond them a
+ * process's walks find each mapping with bpf_find_vma (slower, and busy
+ * under mmap-lock contention), which --stats counts. */
+#define DWLEAK_MAX_PROC_SLOTS 256
+#define DWLEAK_NO_SLOT 0xffffffffu /* proc_info.slot of a process without one */
 #define DWLEAK_MAPPING_SEARCH_STEPS 10 /* log2(DWLEAK_MAX_PROC_MAPPINGS) + 1 */
 /* Bit 63 of a recorded pc: the address is not a return address (a signal
  * trampoline, or code a signal interrupted), so symbolize it as is. */
@@ -59,12 +69,18 @@ _Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
 
 /* --- Allocator functions (enum alloc_kind: alloc_kind.h) ------------- */
 
-/* A probe's attach cookie: the function's kind in the low byte and its
- * size (st_size) above, so a call made from inside a pending allocator
- * call can be recognised as nested without a per-process address table. */
-#define DWLEAK_COOKIE(kind, size) ((__u64)(kind) | ((__u64)(size) << 8))
+/* A probe's attach cookie: the function's kind in the low byte, its size
+ * (st_size, saturated at 16 MiB) in the next three, so a call made from
+ * inside a pending allocator call can be recognised as nested without a
+ * per-process address table; and the process its link was made for in the
+ * high half (links are per process), which every record carries. */
+#define DWLEAK_COOKIE_SIZE_MAX 0xffffffull
+#define DWLEAK_COOKIE(kind, size, tgid)                                                               \
+	((__u64)(kind) | ((__u64)((size) < DWLEAK_COOKIE_SIZE_MAX ? (size) : DWLEAK_COOKIE_SIZE_MAX) << 8) | \
+	 ((__u64)(tgid) << 32))
 #define DWLEAK_COOKIE_KIND(c) ((__u32)((c) & 0xff))
-#define DWLEAK_COOKIE_SIZE(c) ((c) >> 8)
+#define DWLEAK_COOKIE_SIZE(c) (((c) >> 8) & DWLEAK_COOKIE_SIZE_MAX)
+#define DWLEAK_COOKIE_TGID(c) ((__u32)((c) >> 32))
 
 /* Which walks run at each allocation (--unwind): bits. */
 enum unwind_mode {
@@ -106,6 +122,19 @@ struct proc_mapping {
 	__u64 bias;
 	__u32 table_id;
 	__u32 rule_base;
+};
+
+/* A traced process, as user space registered it (procs map, keyed by
+ * tgid): its walker mapping table and its dynamic linker's hook. */
+enum proc_flags {
+	PROC_STOP_AT_DL_STATE = 1, /* stop at _dl_debug_state until tables are loaded */
+};
+
+struct proc_info {
+	__u32 slot;		/* its proc_maps buffers (2 * slot, + 1), or DWLEAK_NO_SLOT */
+	__u32 flags;		/* enum proc_flags */
+	__u64 dl_state_vaddr;	/* its _dl_debug_state and _r_debug (ELF addresses, 0 = */
+	__u64 r_debug_vaddr;	/* none): the runtime bias comes from the probe's pc */
 };
 
 /* All of a process's mappings that have tables, sorted by start. */
@@ -193,9 +222,13 @@ enum alloc_event_type {
 	AEV_RESIZE = 3,	/* struct alloc_event: ADDR resized in place to SIZE (xallocx) */
 };
 
+/* Both records start with their type and process, where the reader
+ * looks first. */
 struct alloc_event {
 	__u32 type;	/* AEV_ALLOC or AEV_RESIZE */
+	__u32 tgid;	/* the process */
 	__u32 kind;	/* enum alloc_kind */
+	__u32 pad;
 	__u64 addr;
 	__u64 size;	/* bytes requested */
 	__u64 stack_id; /* key in the stacks map (the FP walk's with --unwind fp) */
@@ -204,7 +237,7 @@ struct alloc_event {
 
 struct free_event {
 	__u32 type;	/* AEV_FREE */
-	__u32 pad;
+	__u32 tgid;	/* the process */
 	__u64 addr;
 };
 
@@ -256,7 +289,7 @@ struct thread_state {
 	__u64 skip_ra;	    /* return address */
 	__u64 skip_func;    /* and function, for a tail call from it */
 	__u32 skip_next;    /* next slot of skipped[] to replace */
-	__u32 pad;
+	__u32 proc_slot;    /* its process's proc_info.slot + 1, 0 = not looked up yet */
 	struct func_range skipped[DWLEAK_SKIPPED_FUNCS]; /* their functions */
 	struct pending_syscall sc;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
@@ -367,6 +400,8 @@ struct mmap_event {
 	__u64 stack_id;
 	__u64 fp_stack_id;
 	__u64 ts;	/* bpf_ktime_get_ns() */
+	__u32 tgid;	/* the process */
+	__u32 pad;
 };
 
 struct event {
@@ -389,13 +424,14 @@ _Static_assert(sizeof(struct mapping_seen) == 32, "mapping_seen layout");
 _Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPPINGS,
 	       "binary search must cover every mapping");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
-_Static_assert(sizeof(struct alloc_event) == 40, "alloc_event layout");
+_Static_assert(sizeof(struct alloc_event) == 48, "alloc_event layout");
+_Static_assert(sizeof(struct proc_info) == 24, "proc_info layout");
 _Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
 _Static_assert(sizeof(struct thread_state) ==
 	       128 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
-_Static_assert(sizeof(struct mmap_event) == 64, "mmap_event layout");
+_Static_assert(sizeof(struct mmap_event) == 72, "mmap_event layout");
 
 #endif

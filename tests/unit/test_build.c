@@ -76,6 +76,14 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 
 static const struct stack_source src = { NULL, walk_of, name_of };
 
+/* A report of one process's stacks T. */
+static int build_one(const struct ledger_stacks *t, const struct build_opts *o, struct built *b)
+{
+	struct build_proc bp = { 42, "./app", t, &src };
+
+	return build_report(&bp, 1, o, b);
+}
+
 static void stacks_add(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, uint64_t bytes, uint64_t count,
 		       uint32_t kind)
 {
@@ -124,7 +132,7 @@ static void test_frames_and_ends(void)
 	stacks_add(&t, DWLEAK_STACK_WALKER_BUSY, 0, 60, 6, ALLOC_MALLOC);
 	stacks_add(&t, 99, 0, 70, 7, ALLOC_MALLOC); /* not stored */
 	ncalls = 0;
-	CHECK(build_report(&t, &o, &src, &b) == 0);
+	CHECK(build_one(&t, &o, &b) == 0);
 	EXPECT(b.r.nstacks == 7, "%zu stacks", b.r.nstacks);
 	EXPECT(b.r.pid == 42 && !strcmp(b.r.command, "./app") && !strcmp(b.r.unwind, "dwarf"));
 	EXPECT(b.r.totals.outstanding_bytes == 640, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
@@ -170,7 +178,7 @@ static void test_exact_frames(void)
 
 	stacks_add(&t, 14, 0, 30, 3, ALLOC_MALLOC);
 	ncalls = 0;
-	CHECK(build_report(&t, &o, &src, &b) == 0);
+	CHECK(build_one(&t, &o, &b) == 0);
 	EXPECT(ncalls == 2 && !return_flags[1], "the exact pc named as is");
 	EXPECT(b.r.stacks[0].frames[1].address == 0x700, "the exact bit is not part of the address");
 	build_free(&b);
@@ -194,7 +202,7 @@ static void test_estimates_growth_suppressions(void)
 	o.supp = &supp;
 	o.growth = &g;
 	o.sample_bytes = 4096;
-	CHECK(build_report(&t, &o, &src, &b) == 0);
+	CHECK(build_one(&t, &o, &b) == 0);
 	EXPECT(b.r.nstacks == 1, "one stack suppressed: %zu left", b.r.nstacks);
 	EXPECT(b.r.nsuppressed == 1 && b.r.suppressed[0].bytes == 30 && b.r.suppressed[0].stacks == 1,
 	       "the rule counts the estimate of what it left out");
@@ -209,7 +217,7 @@ static void test_estimates_growth_suppressions(void)
 	slot[0].bytes = 1000;
 	o = opts_at(12.0);
 	o.growth = &g;
-	CHECK(build_report(&t, &o, &src, &b) == 0);
+	CHECK(build_one(&t, &o, &b) == 0);
 	s = stack_with(&b.r, "operator new(unsigned long)");
 	CHECK(s);
 	EXPECT(fabs(s->growth_bytes_per_s - 300.0) < 1e-9, "growth %f B/s", s->growth_bytes_per_s);
@@ -234,7 +242,7 @@ static void test_fp_both(void)
 	counters[CNT_RING_FULL] = 3;
 	counters[CNT_STACKS_FULL] = 5;
 	stacks_add(&t, 11, 21, 400, 10, ALLOC_MALLOC);
-	CHECK(build_report(&t, &o, &src, &b) == 0);
+	CHECK(build_one(&t, &o, &b) == 0);
 	s = &b.r.stacks[0];
 	EXPECT(s->nframes == 4 && s->nfp_frames == 3, "%zu DWARF and %zu FP frames", s->nframes, s->nfp_frames);
 	EXPECT(s->fp_complete);

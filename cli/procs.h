@@ -1,0 +1,58 @@
+/* The processes a trace follows, and the one place that holds what is
+ * per process: its command, objects and allocator, its part of the BPF
+ * programs (probes, mapping-table slot), its outstanding allocations, and
+ * how it ended.  The tracer (trace.c) drives them through their lives;
+ * records reach the right ledger by the process id they carry. */
+#ifndef DWLEAK_PROCS_H
+#define DWLEAK_PROCS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "allocator.h"
+#include "ledger.h"
+#include "objects.h"
+#include "probes.h"
+
+struct proc {
+	pid_t pid;
+	pid_t parent;		  /* the traced process that forked it; 0 = the first */
+	char *command;		  /* its command line as of its last exec (or attach) */
+	struct proc_objects objs; /* its objects in lookup order, its dynamic linker */
+	struct allocator alloc;	  /* valid when probed */
+	bool probed;		  /* its allocator probes are attached */
+	bool awaiting_linker;	  /* exec'd a dynamic program: probed when the linker
+				   * stops it with every initial object mapped */
+	bool vfork_child;	  /* shares its parent's memory until it execs */
+	bool refresh;		  /* its objects changed: load tables, republish */
+	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
+	struct probes_proc pp;	  /* its procs entry and links */
+	struct ledger ledger;	  /* what it has outstanding */
+	bool exited;
+	int exit_status;	  /* wait status, when exited */
+	char *not_followed;	  /* why it is not traced (malloc'd), or NULL */
+};
+
+struct procs {
+	struct proc **v;
+	size_t n, cap;
+	struct proc *last; /* the last one found: records come in runs */
+};
+
+/* The process PID (the newest, if a pid was reused), or NULL. */
+struct proc *procs_find(struct procs *ps, pid_t pid);
+
+/* A new process PID, forked by PARENT (0: none traced), with an empty
+ * ledger and no slot.  NULL when out of memory. */
+struct proc *procs_add(struct procs *ps, pid_t pid, pid_t parent);
+
+/* How many are still alive. */
+size_t procs_alive(const struct procs *ps);
+
+/* Frees every process's objects, allocator, ledger and strings (their
+ * probes and slots are the tracer's to release first). */
+void procs_free(struct procs *ps);
+
+#endif

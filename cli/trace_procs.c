@@ -1,0 +1,261 @@
+/* Each traced process's life, as the tracer follows it: probed when found
+ * running (-p), when it execs a static program, or when the dynamic
+ * linker stops it with every initial object mapped (before any of its
+ * code ran: glibc's malloc is first called after that point); a fork's
+ * child probed like its parent before its first instruction; tables
+ * refreshed when objects come; everything released at exit.  What cannot
+ * be followed is let go and said. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_procs.h"
+#include "trace_target.h"
+
+/* P cannot be traced: it runs on untraced, and the report says why. */
+static void not_followed(struct tracer *tr, struct proc *p, const char *fmt, ...)
+{
+	va_list ap;
+	char *why = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&why, fmt, ap) < 0)
+		why = NULL;
+	va_end(ap);
+	fprintf(stderr, "dwleak: warning: not tracing pid %d (%s): %s\n", p->pid, p->command ? p->command : "?",
+		why ? why : "out of memory");
+	free(p->not_followed);
+	p->not_followed = why ? why : strdup("?");
+	probes_proc_remove(tr->probes, &p->pp);
+	unwinder_slot_release(tr->uw, p->slot);
+	p->slot = DWLEAK_NO_SLOT;
+	if (tr->tracees)
+		tracee_detach_process(tr->tracees, p->pid);
+}
+
+int proc_tables_refresh(struct tracer *tr, struct proc *p)
+{
+	int err;
+
+	err = unwinder_add_process(tr->uw, p->pid);
+	if (err && err != -ENOENT)
+		return err;
+	err = unwinder_load_pending(tr->uw);
+	trace_tables_warn(tr->uw);
+	if (err < 0)
+		return err;
+	err = unwinder_publish(tr->uw, p->pid, p->slot, NULL);
+	if (err == 1)
+		probes_tables_changed(tr->probes);
+	return err == -ENOENT || err == 1 ? 0 : err;
+}
+
+/* The first process probed: the line scripts wait for. */
+static void announce(struct tracer *tr, const struct proc *p)
+{
+	struct unwinder_stats us;
+
+	if (tr->announced)
+		return;
+	tr->announced = true;
+	tr->t_traced = tracer_now_s();
+	unwinder_stats(tr->uw, &us);
+	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n", p->pid,
+		p->alloc.description, us.loaded, (tr->t_traced - tr->t_start) * 1e3);
+}
+
+/* Says which allocator functions P calls that are not probed. */
+static void not_covered_say(const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->alloc.nnot_covered; i++)
+		fprintf(stderr, "dwleak: warning: pid %d calls %s, which dwleak does not probe: what it "
+				"allocates is not traced\n", p->pid, p->alloc.not_covered[i]);
+}
+
+/* P's objects are all mapped: find its allocator, load the tables and
+ * probe it.  Returns 0, or a negative errno after letting P go. */
+static int proc_probe(struct tracer *tr, struct proc *p)
+{
+	char what[PATH_MAX + 64] = "";
+	int err;
+
+	proc_objects_free(&p->objs);
+	allocator_free(&p->alloc);
+	err = proc_objects_of_pid(p->pid, &p->objs);
+	if (err == -ENOENT || err == -ESRCH)
+		return err; /* gone: its exit comes next */
+	if (!err && p->objs.nreplaced)
+		fprintf(stderr, "dwleak: note: %zu file(s) pid %d maps were replaced on disk since it mapped "
+				"them (%s%s): dwleak reads and probes the copies the process maps\n",
+			p->objs.nreplaced, p->pid, p->objs.first_replaced, p->objs.nreplaced > 1 ? ", ..." : "");
+	err = err ?: allocator_detect(p->objs.paths, p->objs.names, p->objs.n, p->objs.npreload, &p->alloc);
+	if (err == -ENOENT) {
+		not_followed(tr, p, "no object it maps defines malloc (a static program without symbols?)");
+		return err;
+	}
+	if (err) {
+		not_followed(tr, p, "cannot find its allocator: %s", strerror(-err));
+		return err;
+	}
+	not_covered_say(p);
+	err = proc_tables_refresh(tr, p);
+	if (err)
+		fprintf(stderr, "dwleak: warning: loading unwind tables for pid %d failed: %s\n", p->pid,
+			strerror(-err));
+	err = probes_proc_attach(tr->probes, &p->pp, &p->alloc, what, sizeof(what));
+	if (err) {
+		not_followed(tr, p, "cannot attach %s: %s", what, strerror(-err));
+		return err;
+	}
+	p->probed = true;
+	p->awaiting_linker = false;
+	announce(tr, p);
+	return 0;
+}
+
+/* Registers P with the programs: its slot, its linker hook (stopping at
+ * it when followed with ptrace). */
+static int proc_register(struct tracer *tr, struct proc *p)
+{
+	int err;
+
+	if (p->slot == DWLEAK_NO_SLOT)
+		p->slot = unwinder_slot_take(tr->uw, p->pid);
+	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, &p->objs.dl, tr->tracees != NULL);
+	if (err == -E2BIG)
+		not_followed(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
+	else if (err)
+		not_followed(tr, p, "cannot register it with the BPF programs: %s", strerror(-err));
+	return err;
+}
+
+int proc_attach_running(struct tracer *tr, pid_t pid)
+{
+	struct proc *p = procs_add(&tr->procs, pid, 0);
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->command = target_cmdline(pid);
+	err = proc_objects_of_pid(pid, &p->objs);
+	err = err ?: proc_register(tr, p);
+	if (err)
+		return err;
+	if (probes_proc_attach_linker(tr->probes, &p->pp, &p->objs.dl) && p->objs.dl.path)
+		fprintf(stderr, "dwleak: warning: cannot probe %s's _dl_debug_state; libraries pid %d loads "
+				"later are found by a rescan every second\n", p->objs.dl.path, pid);
+	return proc_probe(tr, p);
+}
+
+int proc_on_exec(struct tracer *tr, pid_t pid)
+{
+	struct proc *p = procs_find(&tr->procs, pid);
+	int err;
+
+	if (!p && !(p = procs_add(&tr->procs, pid, 0)))
+		return -ENOMEM;
+	if (p->not_followed)
+		return 0;
+	/* the old image is gone, and with it every block it had */
+	probes_proc_detach(tr->probes, &p->pp);
+	probes_thread_forget(tr->probes, pid);
+	ledger_free(&p->ledger);
+	memset(&p->ledger, 0, sizeof(p->ledger));
+	allocator_free(&p->alloc);
+	p->probed = false;
+	p->vfork_child = false;
+	free(p->command);
+	p->command = target_cmdline(pid);
+	/* the kernel mapped the program and its interpreter, nothing else yet */
+	proc_objects_free(&p->objs);
+	err = proc_objects_of_pid(pid, &p->objs);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	err = proc_register(tr, p);
+	if (err)
+		return 0;
+	if (!p->objs.dl.found) /* a static program: everything is mapped */
+		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
+	err = probes_proc_attach_linker(tr->probes, &p->pp, &p->objs.dl);
+	if (err) {
+		not_followed(tr, p, "cannot probe its dynamic linker %s: %s", p->objs.dl.path, strerror(-err));
+		return 0;
+	}
+	p->awaiting_linker = true;
+	proc_tables_refresh(tr, p); /* the program's and the linker's, for the first walks */
+	return 0;
+}
+
+int proc_on_linker_stop(struct tracer *tr, pid_t pid)
+{
+	struct proc *p = procs_find(&tr->procs, pid);
+	int err;
+
+	if (!p || p->not_followed)
+		return 0;
+	if (p->awaiting_linker)
+		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
+	err = proc_tables_refresh(tr, p); /* dlopen, dlclose */
+	if (err)
+		fprintf(stderr, "dwleak: warning: loading new unwind tables for pid %d failed: %s\n", pid,
+			strerror(-err));
+	return 0;
+}
+
+int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
+{
+	struct proc *pp = procs_find(&tr->procs, parent), *c = procs_add(&tr->procs, child, parent);
+	char what[PATH_MAX + 64] = "";
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->command = strdup(pp && pp->command ? pp->command : "?");
+	if (!pp || pp->not_followed) {
+		not_followed(tr, c, "its parent is not traced");
+		return 0;
+	}
+	/* a vfork child borrows its parent's memory until it execs (its exec
+	 * is followed) or exits: it allocates nothing of its own */
+	c->vfork_child = vfork;
+	if (vfork)
+		return 0;
+	err = proc_objects_copy(&c->objs, &pp->objs);
+	err = err ?: pp->probed ? allocator_copy(&c->alloc, &pp->alloc) : 0;
+	if (err)
+		return err;
+	if (proc_register(tr, c))
+		return 0;
+	probes_proc_attach_linker(tr->probes, &c->pp, &c->objs.dl);
+	c->awaiting_linker = pp->awaiting_linker;
+	if (pp->probed) {
+		err = probes_proc_attach(tr->probes, &c->pp, &c->alloc, what, sizeof(what));
+		if (err) {
+			not_followed(tr, c, "cannot attach %s: %s", what, strerror(-err));
+			return 0;
+		}
+		c->probed = true;
+	}
+	/* the same files mapped at the same places: the tables are loaded */
+	unwinder_publish(tr->uw, child, c->slot, NULL);
+	return 0;
+}
+
+void proc_on_exit(struct tracer *tr, pid_t pid, int status)
+{
+	struct proc *p = procs_find(&tr->procs, pid);
+
+	if (!p)
+		return;
+	p->exited = true;
+	p->exit_status = status;
+	probes_proc_remove(tr->probes, &p->pp);
+	unwinder_slot_release(tr->uw, p->slot);
+	p->slot = DWLEAK_NO_SLOT;
+}
