@@ -119,6 +119,32 @@ static const char *kind_name(uint32_t kind)
 	return kind < ALLOC_KIND_COUNT ? names[kind] : "unknown";
 }
 
+/*
+ * Go's runtime runs C code called from Go (cgo) and its own work on the
+ * thread's system stack (g0): in runtime.asmcgocall, systemstack, mcall
+ * and morestack the stack pointer moves to another stack, which no CFI
+ * describes, so frames past them would be wrong.  A wrong frame is worse
+ * than a walk that stops and says why: the walk is cut there.
+ */
+static void go_switch_cut(const struct report_frame *fr, struct frame_span *span, struct report_stack *rs)
+{
+	static const char *const switches[] = { "runtime.asmcgocall", "runtime.systemstack", "runtime.mcall",
+						"runtime.morestack" };
+	size_t i, k;
+
+	for (i = 0; i + 1 < span->n; i++) {
+		for (k = 0; fr[i].function && k < sizeof(switches) / sizeof(switches[0]); k++) {
+			if (strncmp(fr[i].function, switches[k], strlen(switches[k])))
+				continue;
+			span->n = i + 1;
+			rs->truncated = false;
+			rs->unwind_error = "Go's runtime switched stacks here: the goroutine frames that called "
+					   "into C are not walked";
+			return;
+		}
+	}
+}
+
 static int stack_build(const struct build_opts *o, const struct build_proc *bp, struct built *b,
 		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
 {
@@ -148,6 +174,7 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	if (end == WALK_ERR_NO_FDE && span[0].n && fr[span[0].n - 1].function &&
 	    !strcmp(fr[span[0].n - 1].function, "_dl_start_user"))
 		rs->unwind_error = NULL;
+	go_switch_cut(fr, &span[0], rs);
 	span[1] = frame_span_start(&b->arena);
 	if (g->fp_stack_id && o->unwind_mode != UNWIND_MODE_FP) {
 		err = frames_of(src, b, g->fp_stack_id, &end);
@@ -155,6 +182,79 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	}
 	frame_span_end(&b->arena, &span[1]);
 	return err;
+}
+
+static bool frames_same(const struct report_frame *a, size_t na, const struct report_frame *b, size_t nb)
+{
+	size_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].address != b[i].address || a[i].inlined != b[i].inlined)
+			return false;
+	return true;
+}
+
+/* Whether X and Y, of processes PX and PY, read the same: one stack. */
+static bool stacks_same(const struct report_stack *x, size_t px, const struct report_stack *y, size_t py)
+{
+	return px == py && x->allocator == y->allocator && x->unwind_error == y->unwind_error &&
+	       x->truncated == y->truncated && x->fp_complete == y->fp_complete &&
+	       frames_same(x->frames, x->nframes, y->frames, y->nframes) &&
+	       frames_same(x->fp_frames, x->nfp_frames, y->fp_frames, y->nfp_frames);
+}
+
+/*
+ * Different walks can end as the same report stack once cut (a Go stack
+ * switch: what lay past it differed): they are merged, so a report never
+ * shows one stack twice.  PROC[i] is stack i's process.  Identical stacks
+ * are found through a hash of their frame addresses.
+ */
+static int stacks_merge(struct built *b, const size_t *proc)
+{
+	size_t n = b->r.nstacks, cap = 16, i, j, k = 0;
+	struct report_stack *s = b->stacks;
+	size_t *slots, *keep;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	slots = malloc(cap * sizeof(*slots));
+	keep = malloc((n + 1) * sizeof(*keep));
+	if (!slots || !keep) {
+		free(slots);
+		free(keep);
+		return -ENOMEM;
+	}
+	memset(slots, 0xff, cap * sizeof(*slots));
+	for (i = 0; i < n; i++) {
+		uint64_t h = 0x9e3779b97f4a7c15ull * (proc[i] + 1);
+
+		for (j = 0; j < s[i].nframes; j++)
+			h = (h ^ s[i].frames[j].address) * 0x100000001b3ull;
+		for (j = h & (cap - 1); slots[j] != SIZE_MAX; j = (j + 1) & (cap - 1)) {
+			struct report_stack *t = &s[keep[slots[j]]];
+
+			if (!stacks_same(t, proc[keep[slots[j]]], &s[i], proc[i]))
+				continue;
+			t->bytes += s[i].bytes;
+			t->allocations += s[i].allocations;
+			if (s[i].oldest_age_s > t->oldest_age_s)
+				t->oldest_age_s = s[i].oldest_age_s;
+			t->growth_bytes_per_s += s[i].growth_bytes_per_s;
+			break;
+		}
+		if (slots[j] == SIZE_MAX) {
+			slots[j] = k;
+			keep[k++] = i;
+		}
+	}
+	for (i = 0; i < k; i++)
+		s[i] = s[keep[i]];
+	b->r.nstacks = k;
+	free(slots);
+	free(keep);
+	return 0;
 }
 
 /* Moves suppressed stacks out of the report, counting them per rule. */
@@ -192,7 +292,7 @@ static uint64_t dropped_of(const uint64_t *c, uint64_t lost_records)
 
 int build_report(const struct build_proc *procs, size_t nprocs, const struct build_opts *o, struct built *b)
 {
-	size_t i, p, k = 0, total = 0;
+	size_t i, p, k = 0, total = 0, *proc;
 	int err = 0;
 
 	memset(b, 0, sizeof(*b));
@@ -202,8 +302,11 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		total += procs[p].stacks->n;
 	b->stacks = calloc(total + 1, sizeof(*b->stacks));
 	b->spans = calloc(2 * (total + 1), sizeof(*b->spans));
-	if (!b->stacks || !b->spans)
+	proc = calloc(total + 1, sizeof(*proc));
+	if (!b->stacks || !b->spans || !proc) {
+		free(proc);
 		return -ENOMEM;
+	}
 	for (p = 0; p < nprocs; p++) {
 		const struct ledger_stacks *t = procs[p].stacks;
 
@@ -211,9 +314,11 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 			if (!t->slots[i].count)
 				continue;
 			err = stack_build(o, &procs[p], b, &t->slots[i], &b->stacks[k], &b->spans[2 * k]);
-			if (err)
+			if (err) {
+				free(proc);
 				return err;
-			k++;
+			}
+			proc[k++] = p;
 		}
 	}
 	/* frames were appended to one growing array: point stacks in now */
@@ -230,6 +335,10 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 	b->r.sample_bytes = o->sample_bytes;
 	b->r.stacks = b->stacks;
 	b->r.nstacks = k;
+	err = stacks_merge(b, proc);
+	free(proc);
+	if (err)
+		return err;
 	if (o->supp && (err = suppress_stacks(o->supp, b)))
 		return err;
 	report_totals_from_stacks(&b->r);

@@ -7,12 +7,15 @@
  * be followed is let go and said. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "elf_symbols.h"
 #include "trace_procs.h"
 #include "trace_target.h"
 
@@ -78,6 +81,21 @@ static void not_covered_say(const struct proc *p)
 				"allocates is not traced\n", p->pid, p->alloc.not_covered[i]);
 }
 
+/* A Go program's own heap is the Go runtime's: nothing of it passes
+ * through malloc.  Says so once per program, the first time it is probed. */
+static void go_heap_say(const struct proc *p)
+{
+	int fd = p->objs.n ? open(p->objs.paths[0], O_RDONLY | O_CLOEXEC) : -1;
+
+	if (fd < 0)
+		return;
+	if (elf_has_section(fd, ".go.buildinfo") || elf_has_section(fd, ".gopclntab"))
+		fprintf(stderr, "dwleak: note: pid %d (%s) is a Go program: its Go heap is managed by the Go "
+				"runtime and is not traced; what its C code (cgo) allocates is\n", p->pid,
+			p->objs.names[0]);
+	close(fd);
+}
+
 /* P's objects are all mapped: find its allocator, load the tables and
  * probe it.  Returns 0, or a negative errno after letting P go. */
 static int proc_probe(struct tracer *tr, struct proc *p)
@@ -104,6 +122,7 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 		return err;
 	}
 	not_covered_say(p);
+	go_heap_say(p);
 	err = proc_tables_refresh(tr, p);
 	if (err)
 		fprintf(stderr, "dwleak: warning: loading unwind tables for pid %d failed: %s\n", p->pid,

@@ -129,3 +129,24 @@ int elf_symbols_imports(int fd, void (*fn)(void *arg, const char *name), void *a
 	elf_end(elf);
 	return 0;
 }
+
+bool elf_has_section(int fd, const char *name)
+{
+	Elf *elf = elf_open(fd);
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t shstrndx;
+	const char *n;
+	bool found = false;
+
+	if (!elf)
+		return false;
+	if (elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while (!found && (scn = elf_nextscn(elf, scn))) {
+			n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+			found = n && !strcmp(n, name);
+		}
+	}
+	elf_end(elf);
+	return found;
+}

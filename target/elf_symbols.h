@@ -25,6 +25,9 @@ struct elf_sym_want {
  */
 int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n);
 
+/* True when the ELF object at FD has a section named NAME. */
+bool elf_has_section(int fd, const char *name);
+
 /*
  * Calls FN(ARG, NAME) for each function or object the ELF object at FD
  * imports (an undefined .dynsym entry; NAME is valid during the call
