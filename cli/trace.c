@@ -315,6 +315,7 @@ static int tracee_events(struct tracer *tr)
 			tracee_resume(tr->tracees, ev.tid);
 			break;
 		case TRACEE_EXEC:
+			records_drain(tr); /* the old image's, dropped with it */
 			err = proc_on_exec(tr, ev.pid);
 			tracee_resume(tr->tracees, ev.tid);
 			break;
