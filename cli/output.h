@@ -1,14 +1,35 @@
-/* Where a trace's final report goes: stdout, or the -o file. */
+/* Where a trace's final report goes: stdout, or the -o file, written so
+ * that a failed run never truncates an old report and a symbolic link
+ * planted at the name is never followed (see output.c). */
 #ifndef DWLEAK_OUTPUT_H
 #define DWLEAK_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-/* Opens PATH for the report (NULL: stdout), printing why when it cannot.
- * Returns the stream or NULL. */
-FILE *output_open(const char *path);
+struct output {
+	FILE *f;	  /* write the report here */
+	const char *path; /* -o, borrowed; NULL: stdout */
+	int dirfd;	  /* the directory of a regular file's name, or -1 */
+	char *tmp;	  /* the new file there until output_commit renames it */
+	char *name;	  /* the final name in that directory */
+};
 
-/* Closes what output_open returned (stdout stays open).  NULL is ok. */
-void output_close(FILE *f);
+/*
+ * Readies O for the report to PATH (NULL: stdout), before the trace
+ * starts, so that a bad -o is a usage error before anything runs: a
+ * device, FIFO or socket is opened as it is; a regular file's name gets a
+ * new file beside it; a symbolic link or a directory is refused.  Prints
+ * why it failed.  Returns 0 or -1.
+ */
+int output_open(const char *path, struct output *o);
+
+/* The report is complete: flushed, synced, and renamed over PATH.
+ * Returns 0 or a negative errno (then the old file is left as it was). */
+int output_commit(struct output *o);
+
+/* No report after all: the new file is removed, the old one untouched.
+ * Safe after output_commit and on a zeroed O. */
+void output_discard(struct output *o);
 
 #endif

@@ -464,9 +464,9 @@ static void tracer_cleanup(struct tracer *tr)
 int trace_run(const struct env *env)
 {
 	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
-	int err, ret = EXIT_USAGE;
+	int err, werr = 0, ret = EXIT_USAGE;
+	struct output out;
 	sigset_t chld;
-	FILE *out;
 
 	/* phase: checks, and a bad suppressions file is a usage error before
 	 * anything runs */
@@ -483,8 +483,7 @@ int trace_run(const struct env *env)
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	tr.t_start = tracer_now_s();
-	out = output_open(env->output);
-	if (!out)
+	if (output_open(env->output, &out))
 		return EXIT_USAGE;
 	if (suppressions_setup(&tr))
 		goto out;
@@ -511,14 +510,18 @@ int trace_run(const struct env *env)
 	exit_status_say(&tr);
 
 	/* phase: final report */
-	err = report_now(&tr, out, true);
+	err = report_now(&tr, out.f, true);
+	if (err >= 0)
+		werr = output_commit(&out);
+	err = werr ?: err;
 	if (err < 0) {
-		fprintf(stderr, "dwleak: cannot write the report: %s\n", strerror(-err));
+		fprintf(stderr, "dwleak: cannot write the report%s%s: %s\n", env->output ? " to " : "",
+			env->output ? env->output : "", strerror(-err));
 		goto out;
 	}
 	ret = command_status(&tr) ?: (err == 1 ? EXIT_LEAK : 0);
 out:
-	output_close(out);
+	output_discard(&out);
 	tracer_cleanup(&tr);
 	return ret;
 }
