@@ -1,6 +1,7 @@
 /* The report model: the writers' shared order (bytes, then allocations,
  * descending) and top-N cut, totals from stacks, human-readable sizes, and
  * the string helpers every format writer uses. */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -234,6 +235,49 @@ char *report_human_bytes(char *buf, size_t size, double bytes)
 }
 
 /* ---- Helpers of the format writers (report_internal.h) ---- */
+
+size_t report_stack_parts(const struct report *r, const struct report_stack *s,
+			  struct report_part *parts)
+{
+	struct report_leak_count rest;
+	size_t n = 0;
+	unsigned int k;
+
+	if (!r->leak_check.present) {
+		parts[0] = (struct report_part){ REPORT_PART_WHOLE, { s->bytes, s->allocations } };
+		return s->bytes || s->allocations;
+	}
+	for (k = 0; s->has_leak_kinds && k < REPORT_LEAK_KIND_COUNT; k++)
+		if (s->leak_kinds[k].bytes || s->leak_kinds[k].allocations)
+			parts[n++] = (struct report_part){ k, s->leak_kinds[k] };
+	report_stack_unclassified(s, &rest);
+	if (rest.bytes || rest.allocations)
+		parts[n++] = (struct report_part){ REPORT_PART_UNCLASSIFIED, rest };
+	return n;
+}
+
+const char *report_part_label(unsigned int kind)
+{
+	static const char *const labels[REPORT_PARTS_MAX] = {
+#define PART_LABEL(id, name, phrase) [REPORT_LEAK_##id] = "[" #name "]",
+		REPORT_LEAK_KINDS(PART_LABEL)
+#undef PART_LABEL
+		[REPORT_PART_UNCLASSIFIED] = "[unclassified]",
+	};
+
+	return kind < REPORT_PARTS_MAX ? labels[kind] : NULL;
+}
+
+int report_process_label(const struct report *r, const struct report_stack *s, char **out)
+{
+	const char *command = report_stack_command(r, s);
+
+	if (asprintf(out, "%s [%d]", command ? command : "?", report_stack_pid(r, s)) < 0) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 int report_stream_status(FILE *f)
 {
