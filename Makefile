@@ -24,8 +24,9 @@ ASAN := $(BUILD)/asan
 # zlib: SHF_COMPRESSED sections.  libbpf joins once installed (it is after .ci/deps.sh).
 PKGS := libelf libdw libzstd zlib $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-# libstdc++: __cxa_demangle for C++ names in reports.
-LDLIBS := $(shell pkg-config --libs $(PKGS)) -lpthread -lstdc++ -lm
+# libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
+# and Rust names in reports.
+LDLIBS := $(shell pkg-config --libs $(PKGS)) -liberty -lpthread -lm
 
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)

@@ -8,6 +8,7 @@ packages=(
 	build-essential clang llvm libclang-rt-14-dev	# compilers; libFuzzer runtime
 	libbpf-dev bpftool				# BPF skeletons and loading
 	libelf-dev libdw-dev elfutils			# ELF and DWARF CFI
+	libiberty-dev					# cplus_demangle: C++ and Rust names
 	libzstd-dev zlib1g-dev zstd xz-utils		# compressed sections, MiniDebugInfo
 	pkg-config binutils make coreutils		# build and testdata (objcopy, strip, nm)
 	libtcmalloc-minimal4 libgoogle-perftools4 libjemalloc2	# allocators to trace

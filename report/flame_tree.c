@@ -1,6 +1,7 @@
 /* The flame graph's tree: the stacks of a report merged by their chains of
  * callers into one box per (caller chain, frame), each box of a kind (user,
- * system, allocator, other).  svg.c draws it. */
+ * system, allocator, other, a leak kind), under a box per process and per
+ * leak kind when the report has them.  svg.c draws it. */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <inttypes.h>
@@ -245,14 +246,33 @@ static void tree_charge(struct flame_tree *t, size_t i, uint64_t bytes, uint64_t
 	}
 }
 
-/* Merges stack S, outermost frame first, under the root.  A walk that did not
- * reach the outermost frame hangs under an "[incomplete: WHY]" box, so it is
- * not mistaken for a caller chain that starts where the walk gave up. */
-static int tree_add_stack(struct flame_tree *t, const struct report_stack *s, const char *command)
+/* Merges PART of stack S of R, outermost frame first, under the root: under
+ * its process's box when MULTI, and its kind's when it has a kind.  A walk
+ * that did not reach the outermost frame hangs under an "[incomplete: WHY]"
+ * box, so it is not mistaken for a caller chain that starts where the walk
+ * gave up. */
+static int tree_add_stack(struct flame_tree *t, const struct report *r, bool multi,
+			  const struct report_stack *s, const struct report_part *part)
 {
+	const char *command = report_stack_command(r, s), *label = report_part_label(part->kind);
 	size_t at = 0, j;
 	int err;
 
+	if (multi) {
+		char *name;
+
+		if ((err = report_process_label(r, s, &name)) ||
+		    (err = tree_child(t, at, name, name, NULL, FLAME_OTHER, false, &at)))
+			return err;
+	}
+	if (label) {
+		enum flame_kind kind = part->kind < REPORT_LEAK_KIND_COUNT ?
+			FLAME_FIRST_LEAK + (int)part->kind : FLAME_OTHER;
+
+		err = tree_child(t, at, label, NULL, NULL, kind, false, &at);
+		if (err)
+			return err;
+	}
 	if (s->truncated || s->unwind_error) {
 		char *name;
 
@@ -281,7 +301,7 @@ static int tree_add_stack(struct flame_tree *t, const struct report_stack *s, co
 		if (err)
 			return err;
 	}
-	tree_charge(t, at, s->bytes, s->allocations);
+	tree_charge(t, at, part->count.bytes, part->count.allocations);
 	return 0;
 }
 
@@ -330,8 +350,10 @@ static int tree_sort(struct flame_tree *t)
 int flame_tree_build(struct flame_tree *t, const struct report *r, unsigned int top)
 {
 	const struct report_stack **v = NULL;
+	struct report_part parts[REPORT_PARTS_MAX];
 	uint64_t more_bytes = 0, more_allocs = 0;
-	size_t i, n = r->nstacks, shown, more = 0;
+	size_t i, j, nparts, n = r->nstacks, shown, more = 0;
+	bool multi = report_is_multiprocess(r);
 	int err;
 
 	err = tree_init(t);
@@ -345,7 +367,9 @@ int flame_tree_build(struct flame_tree *t, const struct report *r, unsigned int 
 		if (!v[i]->bytes)
 			continue;
 		if (i < shown) {
-			err = tree_add_stack(t, v[i], r->command);
+			nparts = report_stack_parts(r, v[i], parts);
+			for (j = 0; j < nparts && !err; j++)
+				err = tree_add_stack(t, r, multi, v[i], &parts[j]);
 		} else {
 			more_bytes += v[i]->bytes;
 			more_allocs += v[i]->allocations;

@@ -28,7 +28,11 @@
  *  3. system: a module under /lib, /lib32, /lib64, /usr/lib, /usr/lib32,
  *     /usr/lib64 or /usr/libexec, or the kernel's [vdso] and [vsyscall].
  *  4. other: no module known, and the boxes dwleak adds itself ("all",
- *     "[incomplete: why]", "[N more stacks]").
+ *     "[incomplete: why]", "[N more stacks]", a process's "COMMAND [PID]",
+ *     "[unclassified]").
+ * A leak check's kind box ("[definitely_lost]", ...) has a kind of its own
+ * each, FLAME_FIRST_LEAK + enum report_leak_kind, so the graph is coloured
+ * by kind where it splits by kind.
  * Within a kind the shade is a hash of the name, so neighbours differ and a
  * function keeps its colour from one report to the next.
  */
@@ -37,8 +41,13 @@ enum flame_kind {
 	FLAME_SYSTEM,
 	FLAME_ALLOC,
 	FLAME_OTHER,
+#define FLAME_LEAK_KIND(id, name, phrase) FLAME_##id,
+	REPORT_LEAK_KINDS(FLAME_LEAK_KIND)
+#undef FLAME_LEAK_KIND
 	FLAME_NKINDS
 };
+
+#define FLAME_FIRST_LEAK FLAME_DEFINITELY_LOST
 
 #define FLAME_NO_NODE SIZE_MAX /* no parent, child or sibling */
 
@@ -62,6 +71,9 @@ struct flame_node {
 	size_t parent, child, sibling;
 };
 
+/* Whether K is a leak check's kind box. */
+#define FLAME_IS_LEAK(k) ((k) >= FLAME_FIRST_LEAK && (k) < FLAME_NKINDS)
+
 /*
  * The nodes in one growing array, and an open-addressing index over them by
  * their hash so that merging a stack costs a lookup per frame, not a scan of
@@ -77,7 +89,10 @@ struct flame_tree {
 /*
  * Builds in T the tree of R's stacks that have bytes: the first TOP of them
  * in report_sort() order (0 = all) frame by frame, the rest as one
- * "[N more stacks]" box under the root.  Child lists come sorted (see
+ * "[N more stacks]" box under the root.  A report of several processes has
+ * a box per process ("COMMAND [PID]") under the root; a report with a leak
+ * check a box per kind (report_part_label()) under that, each stack split
+ * into its kinds' bytes.  Child lists come sorted (see
  * struct flame_node).  Names and modules are borrowed from R, which must
  * outlive T.  The caller frees T with flame_tree_free(), also on error.
  * Returns 0 or -ENOMEM.

@@ -1,6 +1,10 @@
 /* The folded report: one line per stack, "outer;...;inner BYTES", the input
- * of Brendan Gregg's FlameGraph, inferno and speedscope. */
+ * of Brendan Gregg's FlameGraph, inferno and speedscope.  With several
+ * processes each line starts with its process ("COMMAND [PID]"), and with a
+ * leak check a stack gives a line per kind, which starts with the kind
+ * ("[definitely_lost]"), so a flame graph splits by process, then kind. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "report.h"
@@ -40,29 +44,53 @@ static void folded_frame(FILE *f, const struct report_frame *fr)
 	}
 }
 
+/* One line of stack S: the process ("COMMAND [PID]", PROCESS when not NULL)
+ * and the kind as outermost frames, then S's frames, outermost first. */
+static void folded_line(FILE *f, const char *process, const struct report_stack *s,
+			const struct report_part *part)
+{
+	size_t j;
+
+	if (process) {
+		folded_put(f, process);
+		fputc(';', f);
+	}
+	if (report_part_label(part->kind))
+		fprintf(f, "%s;", report_part_label(part->kind));
+	if (!s->nframes) {
+		fputs("[unknown]", f);
+	} else {
+		for (j = s->nframes; j-- > 0;) {
+			folded_frame(f, &s->frames[j]);
+			if (j)
+				fputc(';', f);
+		}
+	}
+	fprintf(f, " %" PRIu64 "\n", part->count.bytes);
+}
+
 int report_write_folded(FILE *f, const struct report *r, unsigned int top)
 {
+	struct report_part parts[REPORT_PARTS_MAX];
 	const struct report_stack **order;
-	size_t i, j, n;
+	bool multi = report_is_multiprocess(r);
+	char *process = NULL;
+	size_t i, j, n, nparts;
 	int err;
 
 	err = report_stacks_top(r, top, &order, &n);
-	if (err)
-		return err;
-	for (i = 0; i < n; i++) {
-		const struct report_stack *s = order[i];
-
-		if (!s->nframes) {
-			fputs("[unknown]", f);
-		} else {
-			for (j = s->nframes; j-- > 0;) {
-				folded_frame(f, &s->frames[j]);
-				if (j)
-					fputc(';', f);
-			}
-		}
-		fprintf(f, " %" PRIu64 "\n", s->bytes);
+	for (i = 0; i < n && !err; i++) {
+		if (multi && (err = report_process_label(r, order[i], &process)))
+			break;
+		/* a stack with nothing outstanding keeps its line, as it always did */
+		nparts = report_stack_parts(r, order[i], parts);
+		if (!nparts && !r->leak_check.present)
+			nparts = 1;
+		for (j = 0; j < nparts; j++)
+			folded_line(f, process, order[i], &parts[j]);
+		free(process);
+		process = NULL;
 	}
 	free(order);
-	return report_stream_status(f);
+	return err ? err : report_stream_status(f);
 }

@@ -1,9 +1,12 @@
 /* The JSON report: the one object of SPEC.md, for scripts and for
- * `dwleak symbolize`, which reads it back (json_read.c). */
+ * `dwleak symbolize`, which reads it back (json_read.c).  What a report
+ * does not have (a leak check, residency, the process tree, the RSS
+ * account) is left out, so such a report reads as it always did. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "report.h"
 #include "report_internal.h"
@@ -84,6 +87,25 @@ static void json_frames(FILE *f, const char *key, const struct report_frame *fra
 	fputs(n ? "\n      ]" : "]", f);
 }
 
+/* "NAME": {"bytes": N, "allocations": N}, one line. */
+static void json_leak_count(FILE *f, const char *name, const struct report_leak_count *c)
+{
+	fprintf(f, "\"%s\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}", name,
+		c->bytes, c->allocations);
+}
+
+/* The four kinds of KINDS, one a line at INDENT, each line ended by ",\n"
+ * but the last when LAST_ENDS is false. */
+static void json_leak_kinds(FILE *f, const char *indent, const struct report_leak_count *kinds,
+			    bool last_ends)
+{
+	for (int k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
+		fputs(indent, f);
+		json_leak_count(f, report_leak_kind_names[k], &kinds[k]);
+		fputs(k + 1 < REPORT_LEAK_KIND_COUNT || last_ends ? ",\n" : "\n", f);
+	}
+}
+
 static void json_stack(FILE *f, const struct report *r, const struct report_stack *s)
 {
 	fprintf(f, "    {\n      \"bytes\": %" PRIu64 ",\n      \"allocations\": %" PRIu64 ",\n",
@@ -109,7 +131,74 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 	json_real(f, s->oldest_age_s, 3);
 	fputs(",\n      \"growth_bytes_per_s\": ", f);
 	json_real(f, s->growth_bytes_per_s, 1);
+	fprintf(f, ",\n      \"pid\": %d,\n      \"command\": ", report_stack_pid(r, s));
+	json_str(f, report_stack_command(r, s));
+	if (s->has_leak_kinds) {
+		fputs(",\n      \"leak_kinds\": {\n", f);
+		json_leak_kinds(f, "        ", s->leak_kinds, false);
+		fputs("      }", f);
+	}
+	if (s->has_residency)
+		fprintf(f, ",\n      \"residency\": {\"resident_bytes\": %" PRIu64
+			", \"swapped_bytes\": %" PRIu64 ", \"untouched_bytes\": %" PRIu64 "}",
+			s->residency.resident, s->residency.swapped, s->residency.untouched);
 	fputs("\n    }", f);
+}
+
+/* "PART": {"bytes": N, "share": 0.1234}, the share of the RSS. */
+static void json_rss_part(FILE *f, const char *name, uint64_t bytes, uint64_t rss, bool last)
+{
+	fprintf(f, "    \"%s\": {\"bytes\": %" PRIu64 ", \"share\": ", name, bytes);
+	json_real(f, rss ? (double)bytes / (double)rss : 0.0, 4);
+	fputs(last ? "}\n" : "},\n", f);
+}
+
+/* "rss": RSS explained; "unaccounted" is what the parts leave of the RSS. */
+static void json_rss(FILE *f, const struct report_rss *rss)
+{
+	uint64_t sum = 0;
+	int i;
+
+	fprintf(f, "  \"rss\": {\n    \"rss_bytes\": %" PRIu64 ",\n", rss->rss_bytes);
+	for (i = 0; i < REPORT_RSS_PART_COUNT; i++) {
+		json_rss_part(f, report_rss_part_names[i], rss->parts[i], rss->rss_bytes, false);
+		sum += rss->parts[i];
+	}
+	json_rss_part(f, "unaccounted", sum < rss->rss_bytes ? rss->rss_bytes - sum : 0,
+		      rss->rss_bytes, true);
+	fputs("  },\n", f);
+}
+
+/* "processes": the traced tree, one object a line. */
+static void json_processes(FILE *f, const struct report *r)
+{
+	size_t i;
+
+	fputs("  \"processes\": [", f);
+	for (i = 0; i < r->nprocesses; i++) {
+		const struct report_process *p = &r->processes[i];
+		bool ended = p->state == REPORT_PROCESS_ENDED;
+		unsigned int state = (unsigned int)p->state;
+
+		fprintf(f, "%s    {\"pid\": %d, \"ppid\": %d, \"command\": ", i ? ",\n" : "\n",
+			p->pid, p->ppid);
+		json_str(f, p->command);
+		fputs(", \"state\": ", f);
+		json_str(f, state < REPORT_PROCESS_STATE_COUNT ? report_process_state_names[state] : NULL);
+		if (ended && WIFEXITED(p->wait_status))
+			fprintf(f, ", \"exit_code\": %d", WEXITSTATUS(p->wait_status));
+		else
+			fputs(", \"exit_code\": null", f);
+		if (ended && WIFSIGNALED(p->wait_status))
+			fprintf(f, ", \"signal\": %d", WTERMSIG(p->wait_status));
+		else
+			fputs(", \"signal\": null", f);
+		fputs(", \"reason\": ", f);
+		json_str(f, p->reason);
+		fprintf(f, ", \"outstanding_bytes\": %" PRIu64 ", \"outstanding_allocations\": %" PRIu64
+			"}", p->bytes, p->allocations);
+	}
+	fputs("\n  ],\n", f);
 }
 
 static void json_fp_summary(FILE *f, const struct report_fp_summary *sum)
@@ -155,9 +244,18 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		"    \"stacks\": %" PRIu64 ",\n"
 		"    \"dropped_events\": %" PRIu64 ",\n"
 		"    \"truncated_stacks\": %" PRIu64 ",\n"
-		"    \"unwind_errors\": %" PRIu64 "\n  },\n",
+		"    \"unwind_errors\": %" PRIu64,
 		t->outstanding_bytes, t->outstanding_allocations, t->stacks,
 		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+	if (r->leak_check.present) {
+		fputs(",\n    \"leak_check\": {\n", f);
+		json_leak_kinds(f, "      ", r->leak_check.kinds, true);
+		fprintf(f, "      \"scanned_bytes\": %" PRIu64 ",\n      \"pause_ms\": ",
+			r->leak_check.scanned_bytes);
+		json_real(f, r->leak_check.pause_ms, 3);
+		fputs("\n    }", f);
+	}
+	fputs("\n  },\n", f);
 
 	fputs("  \"counters\": {", f);
 	for (i = 0; i < r->ncounters; i++) {
@@ -182,6 +280,10 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		}
 		fputs("\n  ],\n", f);
 	}
+	if (r->rss.present)
+		json_rss(f, &r->rss);
+	if (r->nprocesses)
+		json_processes(f, r);
 
 	fputs("  \"stacks\": [", f);
 	for (i = 0; i < n; i++) {

@@ -1,6 +1,8 @@
 /* The pprof writer: the leak report encoded by hand as a profile.proto
  * message (protobuf.c: varints and length-delimited fields) and
- * gzip-compressed with zlib, so dwleak needs no protobuf library. */
+ * gzip-compressed with zlib, so dwleak needs no protobuf library.  Samples
+ * carry labels users filter by (-tagfocus, Pyroscope and Parca queries):
+ * allocator, pid and command, and with a leak check leak_kind. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +20,10 @@
 #include <libelf.h>
 #include <zlib.h>
 
+#include "intern.h"
 #include "pprof.h"
 #include "protobuf.h"
+#include "report_internal.h"
 
 /* Field numbers of perftools.profiles (github.com/google/pprof, proto/profile.proto). */
 enum profile_field {
@@ -44,116 +48,6 @@ enum function_field { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME =
 /* Approximated mappings (see mapping_approximate()) cover whole pages. */
 #define PAGE_SIZE_BYTES 4096u
 #define PAGE_DOWN(x) ((x) & ~(uint64_t)(PAGE_SIZE_BYTES - 1))
-
-/* ---- Interning: byte strings to dense ids ---- */
-
-/*
- * Gives each distinct key (any bytes) the id 0, 1, 2, ... in order of first
- * appearance.  KEYS[id] owns a copy of the key; SLOTS is an open-addressing
- * hash table of id + 1 (0 = empty), at most half full.
- */
-struct intern {
-	struct ikey {
-		uint8_t *bytes;
-		size_t len;
-	} *keys;
-	size_t n, cap;
-	uint32_t *slots;
-	size_t nslots; /* a power of two */
-};
-
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-
-	while (n--) {
-		h ^= *p++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-static size_t intern_slot(const struct intern *t, const uint8_t *key, size_t len)
-{
-	size_t mask = t->nslots - 1, i = hash_bytes(key, len) & mask;
-
-	for (;; i = (i + 1) & mask) {
-		uint32_t s = t->slots[i];
-
-		if (!s)
-			return i;
-		if (t->keys[s - 1].len == len && !memcmp(t->keys[s - 1].bytes, key, len))
-			return i;
-	}
-}
-
-static int intern_grow(struct intern *t)
-{
-	size_t nslots = t->nslots ? t->nslots * 2 : 64, i;
-	uint32_t *old = t->slots;
-	size_t oldn = t->nslots;
-
-	t->slots = calloc(nslots, sizeof(*t->slots));
-	if (!t->slots) {
-		t->slots = old;
-		return -ENOMEM;
-	}
-	t->nslots = nslots;
-	for (i = 0; i < oldn; i++) {
-		if (old[i]) {
-			const struct ikey *k = &t->keys[old[i] - 1];
-
-			t->slots[intern_slot(t, k->bytes, k->len)] = old[i];
-		}
-	}
-	free(old);
-	return 0;
-}
-
-/* Returns the id of KEY (LEN bytes), adding it when new; or -ENOMEM.
- * Looking up a key already there never fails. */
-static long intern_get(struct intern *t, const void *key, size_t len)
-{
-	size_t slot;
-	uint8_t *copy;
-
-	if (!t->nslots && intern_grow(t))
-		return -ENOMEM;
-	slot = intern_slot(t, key, len);
-	if (t->slots[slot])
-		return t->slots[slot] - 1;
-	if ((t->n + 1) * 2 > t->nslots) {
-		if (t->n >= UINT32_MAX / 2 || intern_grow(t))
-			return -ENOMEM;
-		slot = intern_slot(t, key, len);
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct ikey *keys = realloc(t->keys, cap * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		t->keys = keys;
-		t->cap = cap;
-	}
-	copy = malloc(len ? len : 1);
-	if (!copy)
-		return -ENOMEM;
-	if (len)
-		memcpy(copy, key, len);
-	t->keys[t->n] = (struct ikey){ copy, len };
-	t->slots[slot] = (uint32_t)++t->n;
-	return (long)t->n - 1;
-}
-
-static void intern_free(struct intern *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->keys[i].bytes);
-	free(t->keys);
-	free(t->slots);
-	*t = (struct intern){ 0 };
-}
 
 /* ---- The profile under construction ---- */
 
@@ -323,13 +217,48 @@ static int label_add(struct profile *p, const char *key, const char *value)
 	return 0;
 }
 
-/* Appends the Sample of S to P->samples. */
-static int sample_add(struct profile *p, const struct report_stack *s)
+/* The labels of a sample of stack S of R, part PART: its allocator, how its
+ * walk ended, the process when the stack names one, the leak kind. */
+static int labels_add(struct profile *p, const struct report *r, const struct report_stack *s,
+		      const struct report_part *part)
 {
-	uint64_t *ids = NULL, values[2] = { s->allocations, s->bytes };
-	size_t n = 0, i, j;
+	char pid[16];
 	int err = 0;
 
+	if (s->allocator && (err = label_add(p, "allocator", s->allocator)))
+		return err;
+	if (s->truncated && (err = label_add(p, "truncated", "true")))
+		return err;
+	if (s->unwind_error && (err = label_add(p, "unwind_error", s->unwind_error)))
+		return err;
+	if (s->pid || s->command) {
+		snprintf(pid, sizeof(pid), "%d", report_stack_pid(r, s));
+		if ((err = label_add(p, "pid", pid)))
+			return err;
+		if (report_stack_command(r, s) &&
+		    (err = label_add(p, "command", report_stack_command(r, s))))
+			return err;
+	}
+	if (part->kind == REPORT_PART_UNCLASSIFIED)
+		err = label_add(p, "leak_kind", "unclassified");
+	else if (part->kind < REPORT_LEAK_KIND_COUNT)
+		err = label_add(p, "leak_kind", report_leak_kind_names[part->kind]);
+	return err;
+}
+
+/* Appends the Samples of stack S of R to P->samples: one, or with a leak
+ * check one per kind that holds bytes (labelled leak_kind), sharing the
+ * locations. */
+static int sample_add(struct profile *p, const struct report *r, const struct report_stack *s)
+{
+	struct report_part parts[REPORT_PARTS_MAX];
+	uint64_t *ids = NULL, values[2];
+	size_t n = 0, i, j, k, nparts = report_stack_parts(r, s, parts);
+	int err = 0;
+
+	/* without a leak check a stack with nothing outstanding keeps its sample */
+	if (!nparts && !r->leak_check.present)
+		nparts = 1;
 	if (s->nframes) {
 		ids = malloc(s->nframes * sizeof(*ids));
 		if (!ids)
@@ -349,16 +278,15 @@ static int sample_add(struct profile *p, const struct report_stack *s)
 		}
 		ids[n++] = (uint64_t)id + 1;
 	}
-	pb_packed(&p->msg, SAMPLE_LOCATION_ID, ids, n);
-	/* Packed, so a zero value still takes its place. */
-	pb_packed(&p->msg, SAMPLE_VALUE, values, 2);
-	if (s->allocator && (err = label_add(p, "allocator", s->allocator)))
-		goto out;
-	if (s->truncated && (err = label_add(p, "truncated", "true")))
-		goto out;
-	if (s->unwind_error && (err = label_add(p, "unwind_error", s->unwind_error)))
-		goto out;
-	pb_message(&p->samples, PROFILE_SAMPLE, &p->msg);
+	for (k = 0; k < nparts && !err; k++) {
+		values[0] = parts[k].count.allocations;
+		values[1] = parts[k].count.bytes;
+		pb_packed(&p->msg, SAMPLE_LOCATION_ID, ids, n);
+		/* Packed, so a zero value still takes its place. */
+		pb_packed(&p->msg, SAMPLE_VALUE, values, 2);
+		err = labels_add(p, r, s, &parts[k]);
+		pb_message(&p->samples, PROFILE_SAMPLE, &p->msg);
+	}
 out:
 	free(ids);
 	return err;
@@ -558,11 +486,36 @@ static void functions_encode(struct profile *p, struct pb_buf *out)
 	}
 }
 
-/* Interns the comments of R into IDS (at most 4); returns how many or -ENOMEM. */
-static int comments_intern(struct profile *p, const struct report *r, size_t shown, long ids[4])
+#define COMMENTS_MAX 5
+
+/* The leak check's totals, one comment: "leak check: definitely_lost 1448
+ * bytes in 8 allocations, ...". */
+static char *leak_comment(const struct report_leak_check *lc)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (!m)
+		return NULL;
+	fputs("leak check:", m);
+	for (int k = 0; k < REPORT_LEAK_KIND_COUNT; k++)
+		fprintf(m, "%s %s %" PRIu64 " bytes in %" PRIu64 " allocations", k ? "," : "",
+			report_leak_kind_names[k], lc->kinds[k].bytes, lc->kinds[k].allocations);
+	if (fclose(m)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Interns the comments of R into IDS (at most COMMENTS_MAX); returns how
+ * many or -ENOMEM. */
+static int comments_intern(struct profile *p, const struct report *r, size_t shown,
+			   long ids[COMMENTS_MAX])
 {
 	const struct report_totals *t = &r->totals;
-	char *text[4];
+	char *text[COMMENTS_MAX];
 	int n = 0, i;
 	bool ok = true;
 
@@ -584,6 +537,8 @@ static int comments_intern(struct profile *p, const struct report *r, size_t sho
 		     t->unwind_errors) < 0)
 		text[n] = NULL;
 	n++;
+	if (r->leak_check.present)
+		text[n++] = leak_comment(&r->leak_check);
 	for (i = 0; i < n; i++) {
 		if (!text[i] || (ids[i] = str_id(p, text[i])) < 0)
 			ok = false;
@@ -607,7 +562,7 @@ static int profile_encode(const struct report *r, unsigned int top, struct pb_bu
 {
 	const struct report_stack **order = NULL;
 	struct profile p = { 0 };
-	long inuse_objects, inuse_space, count, bytes, space, comments[4];
+	long inuse_objects, inuse_space, count, bytes, space, comments[COMMENTS_MAX];
 	size_t shown = 0, i;
 	int ncomments, err = 0;
 
@@ -624,7 +579,7 @@ static int profile_encode(const struct report *r, unsigned int top, struct pb_bu
 		goto out;
 	shown = top && top < r->nstacks ? top : r->nstacks;
 	for (i = 0; i < shown; i++) {
-		if ((err = sample_add(&p, order[i])))
+		if ((err = sample_add(&p, r, order[i])))
 			goto out;
 	}
 	if ((err = mappings_finish(&p)))

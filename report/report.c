@@ -1,6 +1,7 @@
 /* The report model: the writers' shared order (bytes, then allocations,
  * descending) and top-N cut, totals from stacks, human-readable sizes, and
  * the string helpers every format writer uses. */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +9,38 @@
 
 #include "report.h"
 #include "report_internal.h"
+
+/* ---- The name lists of report.h ---- */
+
+const char *const report_leak_kind_names[REPORT_LEAK_KIND_COUNT] = {
+#define LEAK_KIND_NAME(id, name, phrase) [REPORT_LEAK_##id] = #name,
+	REPORT_LEAK_KINDS(LEAK_KIND_NAME)
+#undef LEAK_KIND_NAME
+};
+
+const char *const report_leak_kind_phrases[REPORT_LEAK_KIND_COUNT] = {
+#define LEAK_KIND_PHRASE(id, name, phrase) [REPORT_LEAK_##id] = phrase,
+	REPORT_LEAK_KINDS(LEAK_KIND_PHRASE)
+#undef LEAK_KIND_PHRASE
+};
+
+const char *const report_process_state_names[REPORT_PROCESS_STATE_COUNT] = {
+#define PROCESS_STATE_NAME(id, name) [REPORT_PROCESS_##id] = name,
+	REPORT_PROCESS_STATES(PROCESS_STATE_NAME)
+#undef PROCESS_STATE_NAME
+};
+
+const char *const report_rss_part_names[REPORT_RSS_PART_COUNT] = {
+#define RSS_PART_NAME(id, name, text) [REPORT_RSS_##id] = #name,
+	REPORT_RSS_PARTS(RSS_PART_NAME)
+#undef RSS_PART_NAME
+};
+
+const char *const report_rss_part_texts[REPORT_RSS_PART_COUNT] = {
+#define RSS_PART_TEXT(id, name, text) [REPORT_RSS_##id] = text,
+	REPORT_RSS_PARTS(RSS_PART_TEXT)
+#undef RSS_PART_TEXT
+};
 
 /* ---- Order and totals ---- */
 
@@ -84,6 +117,43 @@ int report_sort(struct report *r)
 	return 0;
 }
 
+/* Each process's bytes and allocations from the stacks it made. */
+static void process_totals_from_stacks(struct report *r)
+{
+	size_t i, j;
+
+	for (j = 0; j < r->nprocesses; j++)
+		r->processes[j].bytes = r->processes[j].allocations = 0;
+	for (i = 0; i < r->nstacks; i++) {
+		int pid = report_stack_pid(r, &r->stacks[i]);
+
+		for (j = 0; j < r->nprocesses && r->processes[j].pid != pid; j++)
+			;
+		if (j < r->nprocesses) {
+			r->processes[j].bytes += r->stacks[i].bytes;
+			r->processes[j].allocations += r->stacks[i].allocations;
+		}
+	}
+}
+
+/* The leak check's kinds from the stacks', when every stack has them. */
+static void leak_totals_from_stacks(struct report *r)
+{
+	struct report_leak_count *k = r->leak_check.kinds;
+	size_t i, j;
+
+	for (i = 0; i < r->nstacks; i++)
+		if (!r->stacks[i].has_leak_kinds)
+			return;
+	memset(r->leak_check.kinds, 0, sizeof(r->leak_check.kinds));
+	for (i = 0; i < r->nstacks; i++) {
+		for (j = 0; j < REPORT_LEAK_KIND_COUNT; j++) {
+			k[j].bytes += r->stacks[i].leak_kinds[j].bytes;
+			k[j].allocations += r->stacks[i].leak_kinds[j].allocations;
+		}
+	}
+}
+
 void report_totals_from_stacks(struct report *r)
 {
 	struct report_totals *t = &r->totals;
@@ -102,6 +172,46 @@ void report_totals_from_stacks(struct report *r)
 		t->truncated_stacks += s->truncated;
 		t->unwind_errors += s->unwind_error != NULL;
 	}
+	process_totals_from_stacks(r);
+	if (r->leak_check.present)
+		leak_totals_from_stacks(r);
+}
+
+int report_stack_pid(const struct report *r, const struct report_stack *s)
+{
+	return s->pid ? s->pid : r->pid;
+}
+
+const char *report_stack_command(const struct report *r, const struct report_stack *s)
+{
+	if (s->command)
+		return s->command;
+	return report_stack_pid(r, s) == r->pid ? r->command : NULL;
+}
+
+bool report_is_multiprocess(const struct report *r)
+{
+	size_t i;
+
+	if (r->nprocesses > 1)
+		return true;
+	for (i = 1; i < r->nstacks; i++)
+		if (report_stack_pid(r, &r->stacks[i]) != report_stack_pid(r, &r->stacks[0]))
+			return true;
+	return false;
+}
+
+void report_stack_unclassified(const struct report_stack *s, struct report_leak_count *out)
+{
+	uint64_t bytes = 0, allocations = 0;
+	size_t k;
+
+	for (k = 0; s->has_leak_kinds && k < REPORT_LEAK_KIND_COUNT; k++) {
+		bytes += s->leak_kinds[k].bytes;
+		allocations += s->leak_kinds[k].allocations;
+	}
+	out->bytes = bytes < s->bytes ? s->bytes - bytes : 0;
+	out->allocations = allocations < s->allocations ? s->allocations - allocations : 0;
 }
 
 char *report_human_bytes(char *buf, size_t size, double bytes)
@@ -125,6 +235,49 @@ char *report_human_bytes(char *buf, size_t size, double bytes)
 }
 
 /* ---- Helpers of the format writers (report_internal.h) ---- */
+
+size_t report_stack_parts(const struct report *r, const struct report_stack *s,
+			  struct report_part *parts)
+{
+	struct report_leak_count rest;
+	size_t n = 0;
+	unsigned int k;
+
+	if (!r->leak_check.present) {
+		parts[0] = (struct report_part){ REPORT_PART_WHOLE, { s->bytes, s->allocations } };
+		return s->bytes || s->allocations;
+	}
+	for (k = 0; s->has_leak_kinds && k < REPORT_LEAK_KIND_COUNT; k++)
+		if (s->leak_kinds[k].bytes || s->leak_kinds[k].allocations)
+			parts[n++] = (struct report_part){ k, s->leak_kinds[k] };
+	report_stack_unclassified(s, &rest);
+	if (rest.bytes || rest.allocations)
+		parts[n++] = (struct report_part){ REPORT_PART_UNCLASSIFIED, rest };
+	return n;
+}
+
+const char *report_part_label(unsigned int kind)
+{
+	static const char *const labels[REPORT_PARTS_MAX] = {
+#define PART_LABEL(id, name, phrase) [REPORT_LEAK_##id] = "[" #name "]",
+		REPORT_LEAK_KINDS(PART_LABEL)
+#undef PART_LABEL
+		[REPORT_PART_UNCLASSIFIED] = "[unclassified]",
+	};
+
+	return kind < REPORT_PARTS_MAX ? labels[kind] : NULL;
+}
+
+int report_process_label(const struct report *r, const struct report_stack *s, char **out)
+{
+	const char *command = report_stack_command(r, s);
+
+	if (asprintf(out, "%s [%d]", command ? command : "?", report_stack_pid(r, s)) < 0) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
 
 int report_stream_status(FILE *f)
 {

@@ -30,11 +30,58 @@ struct report_frame {
 };
 
 /*
+ * The leak check's kinds (SPEC.md, "Leak check"), memcheck's, in the order
+ * its loss records and LEAK SUMMARY list them; one list:
+ * X(ID, NAME, PHRASE): the enumerator is REPORT_LEAK_<ID>, NAME is the
+ * JSON key, the pprof label value and the flame-graph box, PHRASE is
+ * memcheck's words in the text report ("are definitely lost").
+ */
+#define REPORT_LEAK_KINDS(X)                                                  \
+	/* no pointer to it anywhere */                                       \
+	X(DEFINITELY_LOST, definitely_lost, "definitely lost")                \
+	/* pointed to only from lost blocks */                                \
+	X(INDIRECTLY_LOST, indirectly_lost, "indirectly lost")                \
+	/* only pointers into its interior */                                 \
+	X(POSSIBLY_LOST, possibly_lost, "possibly lost")                      \
+	/* a pointer to its start from a root or a reachable block */        \
+	X(REACHABLE, reachable, "still reachable")
+
+enum report_leak_kind {
+#define REPORT_LEAK_KIND_ENUM(id, name, phrase) REPORT_LEAK_##id,
+	REPORT_LEAK_KINDS(REPORT_LEAK_KIND_ENUM)
+#undef REPORT_LEAK_KIND_ENUM
+	REPORT_LEAK_KIND_COUNT /* not a kind: how many there are */
+};
+
+/* Each kind's NAME and PHRASE (above), indexed by enum report_leak_kind. */
+extern const char *const report_leak_kind_names[REPORT_LEAK_KIND_COUNT];
+extern const char *const report_leak_kind_phrases[REPORT_LEAK_KIND_COUNT];
+
+/* Outstanding bytes and allocations of one leak kind. */
+struct report_leak_count {
+	uint64_t bytes;
+	uint64_t allocations;
+};
+
+/* Where a stack's outstanding bytes are (the pages under its blocks, from
+ * /proc/PID/pagemap or mincore); the three add up to at most its bytes. */
+struct report_residency {
+	uint64_t resident;  /* in RAM: what the leak costs in RSS */
+	uint64_t swapped;   /* in swap */
+	uint64_t untouched; /* never written, so not backed by anything yet */
+};
+
+/*
  * The outstanding allocations made from one call stack.  FRAMES are innermost
  * first (the allocator, then its callers).  FP_FRAMES is the frame-pointer
  * walk of the same site and is only written when the report's unwind mode is
  * "both".  TRUNCATED and UNWIND_ERROR say how a walk that did not reach the
  * outermost frame ended; both may be unset for a complete walk.
+ * PID and COMMAND name the process that made the allocations (0 and NULL:
+ * the report's own pid and command); two processes never share a stack.
+ * LEAK_KINDS, when HAS_LEAK_KINDS (a leak check ran), split BYTES and
+ * ALLOCATIONS by kind; they add up to at most BYTES and ALLOCATIONS (what
+ * was allocated after the check is in no kind).
  */
 struct report_stack {
 	uint64_t bytes;
@@ -51,6 +98,12 @@ struct report_stack {
 	const char *unwind_error;      /* NULL, or why the walk stopped early */
 	double oldest_age_s;           /* age of the oldest allocation, seconds; NAN = unknown */
 	double growth_bytes_per_s;     /* since the previous interval report; NAN = unknown */
+	int pid;                       /* the process that allocated; 0 = the report's pid */
+	const char *command;           /* its command; NULL = the report's (when PID is its) */
+	bool has_leak_kinds;
+	struct report_leak_count leak_kinds[REPORT_LEAK_KIND_COUNT];
+	bool has_residency;
+	struct report_residency residency;
 };
 
 /*
@@ -92,11 +145,99 @@ struct report_suppressed {
 };
 
 /*
+ * How one process of the traced tree is doing when the report is taken.
+ * ENDED: WAIT_STATUS is what waitpid() gave (WIFEXITED / WIFSIGNALED).
+ * NOT_FOLLOWED: dwleak could not trace it (or stopped tracing it), and
+ * REASON says why ("setuid exec", "left the traced tree"); its stacks hold
+ * what was seen before.  X(ID, NAME): REPORT_PROCESS_<ID>, NAME is the
+ * JSON "state".
+ */
+#define REPORT_PROCESS_STATES(X)          \
+	X(RUNNING, "running")             \
+	X(ENDED, "ended")                 \
+	X(NOT_FOLLOWED, "not_followed")
+
+enum report_process_state {
+#define REPORT_PROCESS_STATE_ENUM(id, name) REPORT_PROCESS_##id,
+	REPORT_PROCESS_STATES(REPORT_PROCESS_STATE_ENUM)
+#undef REPORT_PROCESS_STATE_ENUM
+	REPORT_PROCESS_STATE_COUNT /* not a state: how many there are */
+};
+
+/*
+ * One process of the traced tree (-- CMD mode follows every fork and exec).
+ * BYTES and ALLOCATIONS are outstanding over all its stacks, the ones a
+ * --top cut leaves out included (report_totals_from_stacks() sets them).
+ */
+struct report_process {
+	int pid;
+	int ppid;                 /* its parent; 0 = the root of the tree (or unknown) */
+	const char *command;      /* path of the program it runs now; NULL = unknown */
+	enum report_process_state state;
+	int wait_status;          /* REPORT_PROCESS_ENDED: as waitpid() gives it */
+	const char *reason;       /* REPORT_PROCESS_NOT_FOLLOWED: why; else NULL */
+	uint64_t bytes;
+	uint64_t allocations;
+};
+
+/* The leak check's totals over every stack (the report's, not only those a
+ * --top cut shows): SPEC.md's totals.leak_check. */
+struct report_leak_check {
+	bool present;                 /* a leak check ran; nothing else here is set if not */
+	struct report_leak_count kinds[REPORT_LEAK_KIND_COUNT];
+	uint64_t scanned_bytes;       /* target memory read for pointers */
+	double pause_ms;              /* how long the target was stopped; NAN = unknown */
+};
+
+/*
+ * Where the target's RSS is: one list, X(ID, NAME, TEXT), the enumerator
+ * REPORT_RSS_<ID>, NAME the JSON key, TEXT the text report's label.
+ */
+#define REPORT_RSS_PARTS(X)                                                            \
+	/* resident pages under the live blocks dwleak tracks */                         \
+	X(TRACKED_BLOCKS, tracked_blocks, "live tracked blocks")                           \
+	/* resident heap and allocator arenas under no tracked block: free memory the */  \
+	/* allocator keeps, its own metadata, blocks allocated before dwleak attached */  \
+	X(ALLOCATOR_UNTRACKED, allocator_untracked, "allocator memory, no tracked block")  \
+	/* thread stacks */                                                              \
+	X(STACKS, stacks, "stacks")                                                        \
+	/* file-backed code and data of the program and its libraries */                 \
+	X(CODE_AND_DATA, code_and_data, "code and data")                                   \
+	/* every other mapping (anonymous mmap outside the allocator, shared memory) */  \
+	X(OTHER_MAPPINGS, other_mappings, "other mappings")
+
+enum report_rss_part {
+#define REPORT_RSS_PART_ENUM(id, name, text) REPORT_RSS_##id,
+	REPORT_RSS_PARTS(REPORT_RSS_PART_ENUM)
+#undef REPORT_RSS_PART_ENUM
+	REPORT_RSS_PART_COUNT /* not a part: how many there are */
+};
+
+/* Each part's NAME and TEXT (above), indexed by enum report_rss_part. */
+extern const char *const report_rss_part_names[REPORT_RSS_PART_COUNT];
+extern const char *const report_rss_part_texts[REPORT_RSS_PART_COUNT];
+
+/*
+ * "RSS explained": the target's resident bytes by where they are, so that
+ * RSS, the allocator's statistics and dwleak's outstanding bytes can be
+ * told apart.  The parts add up to at most RSS_BYTES (what they leave is
+ * shown as unaccounted).
+ */
+struct report_rss {
+	bool present;
+	uint64_t rss_bytes;                      /* the target's RSS (VmRSS) */
+	uint64_t parts[REPORT_RSS_PART_COUNT];   /* bytes, indexed by enum report_rss_part */
+};
+
+/*
  * A whole report.  STACKS may be in any order: the writers show them by bytes,
  * largest first, ties by allocations, then in the order given.  The
  * COUNTER_NAMES/COUNTER_VALUES arrays (NCOUNTERS each) are extra named
  * counters (per-reason BPF give-ups and the like); text shows the non-zero
  * ones in its footer, JSON all of them in a top-level "counters" object.
+ * PROCESSES lists the traced tree in any order (NULL and 0 for a report of
+ * one process that says nothing more of it); PID and COMMAND are those of
+ * the process dwleak started or attached to.
  */
 struct report {
 	int pid;
@@ -114,6 +255,10 @@ struct report {
 	uint64_t sample_bytes; /* --sample-bytes: bytes and counts are estimates; 0 = exact */
 	const struct report_suppressed *suppressed; /* rules that matched (not in totals) */
 	size_t nsuppressed;
+	struct report_process *processes;
+	size_t nprocesses;
+	struct report_leak_check leak_check; /* --leak-check */
+	struct report_rss rss;               /* RSS explained, when known */
 };
 
 /* The "dwleak_report" value of the JSON format: what json_write.c writes
@@ -127,6 +272,9 @@ struct report {
  */
 int report_sort(struct report *r);
 
+/* Each state's NAME (above), indexed by enum report_process_state. */
+extern const char *const report_process_state_names[REPORT_PROCESS_STATE_COUNT];
+
 /*
  * Sets *OUT to a malloc'd array of pointers to all of R's stacks in the
  * writers' order (report_sort's, without moving R->stacks); NULL when
@@ -139,8 +287,31 @@ int report_stacks_ordered(const struct report *r, const struct report_stack ***o
  * R->stacks, and truncated_stacks and unwind_errors to the number of stacks
  * that are truncated or carry an unwind_error.  dropped_events is left alone;
  * a caller with better counts (the BPF per-reason counters) sets them after.
+ * Also sets each of R->processes' bytes and allocations from the stacks
+ * it made (report_stack_pid()), and, when every stack HAS_LEAK_KINDS and
+ * R->leak_check is present, its kinds to the sums of the stacks'.
  */
 void report_totals_from_stacks(struct report *r);
+
+/* The pid that made stack S of R: S->pid, or R's own when S says none. */
+int report_stack_pid(const struct report *r, const struct report_stack *s);
+
+/* The command of stack S of R: S->command, else R's when S is R's process,
+ * else NULL. */
+const char *report_stack_command(const struct report *r, const struct report_stack *s);
+
+/*
+ * Whether R is about more than one process: its stacks come from more than
+ * one pid, or it lists more than one process.  The writers then show each
+ * stack under its process; with one process they write as they always did.
+ */
+bool report_is_multiprocess(const struct report *r);
+
+/*
+ * The part of stack S that no leak kind holds (what was allocated after the
+ * check, or everything when S has no kinds), in *OUT.
+ */
+void report_stack_unclassified(const struct report_stack *s, struct report_leak_count *out);
 
 /*
  * The writers of three formats (pprof.h and svg.h have the others).  New

@@ -19,6 +19,34 @@
 int report_stacks_top(const struct report *r, unsigned int top,
 		      const struct report_stack ***out, size_t *n);
 
+/*
+ * What the flame-graph formats (folded, svg) and pprof split a stack into:
+ * with a leak check, one part per kind that holds bytes or allocations
+ * (KIND its enum report_leak_kind), then REPORT_PART_UNCLASSIFIED for what
+ * no kind holds; without one, the whole stack as REPORT_PART_WHOLE.
+ */
+#define REPORT_PART_UNCLASSIFIED REPORT_LEAK_KIND_COUNT
+#define REPORT_PART_WHOLE (REPORT_LEAK_KIND_COUNT + 1)
+#define REPORT_PARTS_MAX (REPORT_LEAK_KIND_COUNT + 1)
+
+struct report_part {
+	unsigned int kind;
+	struct report_leak_count count;
+};
+
+/* Fills PARTS (REPORT_PARTS_MAX of them) with stack S of R's parts; returns
+ * how many there are (0 for a stack with nothing outstanding). */
+size_t report_stack_parts(const struct report *r, const struct report_stack *s,
+			  struct report_part *parts);
+
+/* The name of part KIND as the flame graphs show it: "[definitely_lost]",
+ * ..., "[unclassified]"; NULL for REPORT_PART_WHOLE. */
+const char *report_part_label(unsigned int kind);
+
+/* The flame graphs' outermost box of a report of several processes,
+ * "COMMAND [PID]" of stack S, malloc'd into *OUT.  Returns 0 or -ENOMEM. */
+int report_process_label(const struct report *r, const struct report_stack *s, char **out);
+
 /* Flushes F; returns 0, or -EIO when F reports an error. */
 int report_stream_status(FILE *f);
 

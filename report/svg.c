@@ -35,6 +35,7 @@
 #define FG_MIN_LABEL_CHARS 3              /* fewer fit: the box has no label */
 #define FG_MIN_BOX_W 0.1                  /* narrower boxes fold into their parent */
 #define FG_HEAD_H 80.0                    /* title, subtitle and legend above the graph */
+#define FG_LEAK_LEGEND_H 16.0             /* the leak kinds' legend row, when drawn */
 #define FG_FOOT_H 30.0                    /* the details line below it */
 #define FG_EMPTY_H 120.0                  /* height of the "nothing outstanding" image */
 #define FG_MATCH_FILL "rgb(230,0,230)"    /* search hits; in no palette below */
@@ -56,6 +57,15 @@ static const struct fg_palette {
 	[FLAME_ALLOC] = { "alloc", "allocator", { 70, 175, 70 }, { 60, 55, 50 } },
 	[FLAME_OTHER] = { "other", "unknown / added by dwleak",
 			  { 165, 165, 165 }, { 35, 35, 35 } },
+	/* the leak check's kind boxes: red for lost, amber for possibly, teal
+	 * for reachable, so the split reads at a glance */
+#define LEAK_PALETTE(id, name, phrase) [FLAME_##id] = { #name, phrase, LEAK_COLOURS_##id },
+#define LEAK_COLOURS_DEFINITELY_LOST { 200, 20, 20 }, { 40, 40, 40 }
+#define LEAK_COLOURS_INDIRECTLY_LOST { 215, 95, 30 }, { 30, 40, 30 }
+#define LEAK_COLOURS_POSSIBLY_LOST { 220, 170, 30 }, { 30, 40, 30 }
+#define LEAK_COLOURS_REACHABLE { 80, 160, 150 }, { 40, 40, 40 }
+	REPORT_LEAK_KINDS(LEAK_PALETTE)
+#undef LEAK_PALETTE
 };
 
 /* Writes the "rgb(r,g,b)" of kind K for NAME into BUF (24 bytes suffice). */
@@ -397,10 +407,32 @@ static void svg_titles(FILE *f, const struct report *r)
 	fputs("</text>\n", f);
 }
 
-/* The buttons (top corners) and the colour legend (under the subtitle). */
-static void svg_controls(FILE *f)
+/* One legend entry of kind K at X, on the row whose text baseline is Y;
+ * returns the X of the next. */
+static double legend_entry(FILE *f, int k, double x, double y)
 {
 	char colour[24];
+
+	kind_colour(colour, sizeof(colour), (enum flame_kind)k, NULL);
+	fprintf(f, "<rect x=\"%.1f\" y=\"%.0f\" width=\"12\" height=\"12\" rx=\"2\" fill=\"%s\"/>"
+		   "<text x=\"%.1f\" y=\"%.0f\">%s</text>\n",
+		x, y - 10, colour, x + 16, y, fg_palettes[k].legend);
+	return x + 16 + FG_CHAR_W * (double)strlen(fg_palettes[k].legend) + 24;
+}
+
+/* Whether T has a leak check's kind box: the legend then has a row for them. */
+static bool tree_has_leak_kinds(const struct flame_tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (FLAME_IS_LEAK(t->nodes[i].kind))
+			return true;
+	return false;
+}
+
+/* The buttons (top corners) and the colour legend (under the subtitle): the
+ * frame kinds, then a row of leak kinds when LEAK_ROW. */
+static void svg_controls(FILE *f, bool leak_row)
+{
 	double x = FG_PAD;
 	int k;
 
@@ -411,14 +443,11 @@ static void svg_controls(FILE *f)
 	fprintf(f, "<text id=\"clear\" class=\"button off\" x=\"%.1f\" y=\"44\" text-anchor=\"end\">"
 		   "Clear search</text>\n", FG_IMAGE_W - FG_PAD);
 	fputs("<g id=\"legend\">\n", f);
-	for (k = 0; k < FLAME_NKINDS; k++) {
-		kind_colour(colour, sizeof(colour), (enum flame_kind)k, NULL);
-		fprintf(f, "<rect x=\"%.1f\" y=\"56\" width=\"12\" height=\"12\" rx=\"2\" fill=\"%s\"/>"
-			   "<text x=\"%.1f\" y=\"66\">%s</text>\n",
-			x, colour, x + 16, fg_palettes[k].legend);
-		x += 16 + FG_CHAR_W * (double)strlen(fg_palettes[k].legend) + 24;
-	}
+	for (k = 0; k < FLAME_FIRST_LEAK; k++)
+		x = legend_entry(f, k, x, 66);
 	fprintf(f, "<text x=\"%.1f\" y=\"66\" font-style=\"italic\">italic = inlined</text>\n", x);
+	for (k = FLAME_FIRST_LEAK, x = FG_PAD; leak_row && k < FLAME_NKINDS; k++)
+		x = legend_entry(f, k, x, 66 + FG_LEAK_LEGEND_H);
 	fputs("</g>\n", f);
 }
 
@@ -485,7 +514,8 @@ int report_write_svg(FILE *f, const struct report *r, unsigned int top)
 {
 	struct flame_tree t;
 	struct svg_out o;
-	double height;
+	double height, head_h;
+	bool leak_row;
 	int err, rows;
 
 	err = flame_tree_build(&t, r, top);
@@ -500,13 +530,15 @@ int report_write_svg(FILE *f, const struct report *r, unsigned int top)
 	}
 
 	o = (struct svg_out){ .f = f, .t = &t, .scale = FG_GRAPH_W / (double)t.nodes[0].bytes };
+	leak_row = tree_has_leak_kinds(&t);
+	head_h = FG_HEAD_H + (leak_row ? FG_LEAK_LEGEND_H : 0);
 	rows = 1 + visible_height(&o, 0);
-	height = FG_HEAD_H + rows * FG_ROW_H + FG_FOOT_H;
-	o.root_y = FG_HEAD_H + (rows - 1) * FG_ROW_H;
+	height = head_h + rows * FG_ROW_H + FG_FOOT_H;
+	o.root_y = head_h + (rows - 1) * FG_ROW_H;
 
 	svg_open(f, height, r);
 	svg_titles(f, r);
-	svg_controls(f);
+	svg_controls(f, leak_row);
 	fprintf(f, "<g id=\"frames\" data-total=\"%" PRIu64 "\" data-pad=\"%.1f\" data-width=\"%.1f\" "
 		   "data-char-w=\"%.2f\" data-label-pad=\"%.1f\" data-min-chars=\"%d\">\n",
 		t.nodes[0].bytes, FG_PAD, FG_GRAPH_W, FG_CHAR_W, FG_LABEL_PAD, FG_MIN_LABEL_CHARS);

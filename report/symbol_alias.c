@@ -6,6 +6,7 @@
 
 #include <gelf.h>
 
+#include "demangle.h"
 #include "symbol_alias.h"
 
 /*
@@ -14,7 +15,7 @@
  * __GI___libc_malloc); users and the report format expect the public one,
  * the way perf picks it.  Fewer leading underscores win (calloc over the
  * global __libc_calloc; malloc over a static binary's global __malloc; a
- * mangled C++ name counts as none), then an exported name (global or
+ * mangled C++ or Rust name counts as none), then an exported name (global or
  * weak) over a local one, then global over weak, then the shorter name.
  */
 static int alias_rank(const char *name, unsigned int bind)
@@ -22,8 +23,9 @@ static int alias_rank(const char *name, unsigned int bind)
 	int exported = bind == STB_GLOBAL || bind == STB_WEAK;
 	size_t underscores = strspn(name, "_"), len = strlen(name);
 
-	/* a C++ name reads best demangled: operator new over tcmalloc's tc_new */
-	if (name[0] == '_' && name[1] == 'Z')
+	/* a C++ or Rust name reads best demangled: operator new over
+	 * tcmalloc's tc_new */
+	if (symbol_is_mangled(name))
 		underscores = 0;
 
 	if (underscores > 15)

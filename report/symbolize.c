@@ -18,11 +18,9 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "demangle.h"
 #include "symbol_alias.h"
 #include "symbolize.h"
-
-/* libstdc++'s demangler (the Itanium C++ ABI entry point); link -lstdc++. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /* Where libdwfl looks by debuglink name before the user's dirs: the
  * object's dir, its .debug/ and the system root.  The leading '+' turns on
@@ -409,33 +407,15 @@ void sym_frames_free(struct sym_frame *frames, size_t n)
 	free(frames);
 }
 
-/* A malloc'd copy of NAME, demangled when it is a C++ mangled name.
+/* A malloc'd copy of NAME as reports show it (symbol_demangle()).
  * *OK is set false on allocation failure (NAME NULL gives NULL, ok). */
 static char *name_dup(const char *name, bool *ok)
 {
-	const char *at;
-	char *r, *plain;
+	char *r;
 
-	if (!name)
-		return NULL;
-	/* a versioned symbol (__libc_start_main@@GLIBC_2.34): the name alone */
-	at = strchr(name, '@');
-	plain = at ? strndup(name, (size_t)(at - name)) : strdup(name);
-	if (!plain) {
+	if (symbol_demangle(name, &r))
 		*ok = false;
-		return NULL;
-	}
-	if (plain[0] == '_' && plain[1] == 'Z') {
-		int status;
-
-		r = __cxa_demangle(plain, NULL, NULL, &status);
-		if (r) {
-			free(plain);
-			return r;
-		}
-		/* status -2 (not a mangled name) or -3: keep it as is */
-	}
-	return plain;
+	return r;
 }
 
 static char *str_dup(const char *s, bool *ok)
@@ -477,9 +457,9 @@ static int frames_push(struct frame_list *fl, const char *function, uint64_t off
 }
 
 /*
- * The C++ linkage name of a subprogram or inlined instance (demangled
- * later, so names carry scope and parameters the way addr2line -C prints
- * them), else its DW_AT_name when NAME_OK, each looked up through
+ * The C++ or Rust linkage name of a subprogram or inlined instance
+ * (demangled later, so names carry scope and parameters the way
+ * addr2line -C prints them), else its DW_AT_name when NAME_OK, each looked up through
  * DW_AT_abstract_origin and DW_AT_specification.  A linkage name that is
  * not mangled is an asm label (glibc's __GI___libc_malloc for malloc) and
  * is passed over: the public name is what users know.
@@ -496,7 +476,7 @@ static const char *die_function_name(Dwarf_Die *die, bool name_ok)
 		const char *name =
 			dwarf_formstring(dwarf_attr_integrate(die, linkage_attrs[i], &attr));
 
-		if (name && name[0] == '_' && name[1] == 'Z')
+		if (symbol_is_mangled(name))
 			return name;
 	}
 	return name_ok ? dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr)) : NULL;

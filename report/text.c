@@ -1,17 +1,21 @@
 /* The text report: memleak-like blocks for people, one per stack (frames
  * indented, innermost first), a header and a footer with the totals, and in
- * comparison mode the DWARF and frame-pointer walks side by side. */
+ * comparison mode the DWARF and frame-pointer walks side by side.  A report
+ * of several processes shows each stack under its process; one with a leak
+ * check shows memcheck's loss records instead of stack blocks (text_leak.c). */
+#define _GNU_SOURCE /* sigabbrev_np */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "report.h"
 #include "report_internal.h"
+#include "text.h"
 
-/* Names come from the target's symbol tables: keep control bytes and broken
- * UTF-8 off the terminal and out of the line structure, as \xNN. */
-static void text_put(FILE *f, const char *str)
+void text_put(FILE *f, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
@@ -134,11 +138,30 @@ static void text_fp_summary(FILE *f, const struct report_fp_summary *sum)
 	}
 }
 
+void text_stack_frames(FILE *f, const struct report *r, const struct report_stack *s)
+{
+	size_t i;
+
+	if (r->unwind && !strcmp(r->unwind, "both"))
+		text_side_by_side(f, r, s);
+	else
+		for (i = 0; i < s->nframes; i++)
+			text_frame(f, "\t\t", &s->frames[i]);
+	if (s->truncated)
+		fprintf(f, "\t\t(truncated at %zu frames)\n", s->nframes);
+	if (s->unwind_error) {
+		fputs("\t\t(walk stopped: ", f);
+		text_put(f, s->unwind_error);
+		fputs(")\n", f);
+	}
+	if (!s->nframes && !s->truncated && !s->unwind_error)
+		fputs("\t\t(no frames)\n", f);
+}
+
 static void text_stack(FILE *f, const struct report *r, const struct report_stack *s)
 {
 	const char *sep = " (";
 	char human[32];
-	size_t i;
 
 	fprintf(f, "\t%" PRIu64 " bytes in %" PRIu64 " allocations from stack",
 		s->bytes, s->allocations);
@@ -156,23 +179,152 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 		fprintf(f, "%s%s%s/s", sep, s->growth_bytes_per_s >= 0 ? "+" : "", human);
 		sep = ", ";
 	}
-	fputs(sep[0] == ',' ? ")\n" : "\n", f);
-
-	if (r->unwind && !strcmp(r->unwind, "both"))
-		text_side_by_side(f, r, s);
-	else
-		for (i = 0; i < s->nframes; i++)
-			text_frame(f, "\t\t", &s->frames[i]);
-	if (s->truncated)
-		fprintf(f, "\t\t(truncated at %zu frames)\n", s->nframes);
-	if (s->unwind_error) {
-		fputs("\t\t(walk stopped: ", f);
-		text_put(f, s->unwind_error);
-		fputs(")\n", f);
+	if (s->has_residency) {
+		report_human_bytes(human, sizeof(human), (double)s->residency.resident);
+		fprintf(f, "%s%s resident", sep, human);
+		report_human_bytes(human, sizeof(human), (double)s->residency.swapped);
+		fprintf(f, ", %s swapped", human);
+		report_human_bytes(human, sizeof(human), (double)s->residency.untouched);
+		fprintf(f, ", %s never touched", human);
+		sep = ", ";
 	}
-	if (!s->nframes && !s->truncated && !s->unwind_error)
-		fputs("\t\t(no frames)\n", f);
+	fputs(sep[0] == ',' ? ")\n" : "\n", f);
+	text_stack_frames(f, r, s);
+}
 
+/* ---- Processes ---- */
+
+/* The processes in the order the text shows them: most outstanding bytes
+ * first, ties by allocations, then as R lists them. */
+static int group_cmp(const void *pa, const void *pb)
+{
+	const struct text_group *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	if (a->allocations != b->allocations)
+		return a->allocations > b->allocations ? -1 : 1;
+	return a->rank < b->rank ? -1 : a->rank > b->rank;
+}
+
+int text_groups(const struct report *r, struct text_group **out, size_t *n)
+{
+	struct text_group *g = calloc(r->nprocesses + r->nstacks + 1, sizeof(*g));
+	size_t i, j, k = 0;
+
+	*out = g;
+	*n = 0;
+	if (!g)
+		return -ENOMEM;
+	for (j = 0; j < r->nprocesses; j++, k++)
+		g[k] = (struct text_group){ .pid = r->processes[j].pid,
+					    .command = r->processes[j].command,
+					    .process = &r->processes[j], .bytes = r->processes[j].bytes,
+					    .allocations = r->processes[j].allocations, .rank = k };
+	/* a stack of a pid the tree does not list still gets a line */
+	for (i = 0; i < r->nstacks; i++) {
+		const struct report_stack *s = &r->stacks[i];
+		int pid = report_stack_pid(r, s);
+
+		for (j = 0; j < k && g[j].pid != pid; j++)
+			;
+		if (j == k)
+			g[k++] = (struct text_group){ .pid = pid, .command = report_stack_command(r, s),
+						      .rank = k };
+		if (!g[j].process) {
+			g[j].bytes += s->bytes;
+			g[j].allocations += s->allocations;
+		}
+	}
+	qsort(g, k, sizeof(*g), group_cmp);
+	*n = k;
+	return 0;
+}
+
+/* How process P is doing: "exited with status 0", "killed by signal 9
+ * (SIGKILL)", "still running", "not followed (setuid exec)". */
+static void text_process_state(FILE *f, const struct report_process *p)
+{
+	int st = p->wait_status;
+
+	switch (p->state) {
+	case REPORT_PROCESS_RUNNING:
+		fputs("still running", f);
+		break;
+	case REPORT_PROCESS_ENDED:
+		if (WIFEXITED(st)) {
+			fprintf(f, "exited with status %d", WEXITSTATUS(st));
+		} else if (WIFSIGNALED(st)) {
+			const char *abbrev = sigabbrev_np(WTERMSIG(st));
+
+			fprintf(f, "killed by signal %d", WTERMSIG(st));
+			if (abbrev)
+				fprintf(f, " (SIG%s)", abbrev);
+			if (WCOREDUMP(st))
+				fputs(", core dumped", f);
+		} else {
+			fprintf(f, "ended (wait status 0x%x)", (unsigned int)st);
+		}
+		break;
+	case REPORT_PROCESS_NOT_FOLLOWED:
+	default:
+		fputs("not followed", f);
+		if (p->reason) {
+			fputs(" (", f);
+			text_put(f, p->reason);
+			fputc(')', f);
+		}
+		break;
+	}
+}
+
+/* The processes the text shows a line for: the tree's, and any pid of a
+ * stack the tree does not list. */
+static size_t text_process_count(const struct report *r)
+{
+	struct text_group *g;
+	size_t n;
+
+	text_groups(r, &g, &n);
+	free(g);
+	return n;
+}
+
+void text_group_line(FILE *f, const struct text_group *g)
+{
+	const struct report_process *p = g->process;
+
+	fprintf(f, "Process %d ", g->pid);
+	text_put(f, g->command ? g->command : "?");
+	if (p && p->ppid)
+		fprintf(f, " (parent %d)", p->ppid);
+	fputs(": ", f);
+	if (p)
+		text_process_state(f, p);
+	else
+		fputs("not in the process list", f);
+	if (!p || p->state != REPORT_PROCESS_NOT_FOLLOWED || g->bytes)
+		fprintf(f, "; %" PRIu64 " bytes in %" PRIu64 " allocations outstanding",
+			g->bytes, g->allocations);
+	fputc('\n', f);
+}
+
+/* Each process's line, then the shown stacks (ORDER[0..N)) it made. */
+static int text_by_process(FILE *f, const struct report *r, const struct report_stack **order,
+			   size_t n)
+{
+	struct text_group *g;
+	size_t ng, i, j;
+	int err = text_groups(r, &g, &ng);
+
+	for (j = 0; j < ng && !err; j++) {
+		text_group_line(f, &g[j]);
+		for (i = 0; i < n; i++)
+			if (report_stack_pid(r, order[i]) == g[j].pid)
+				text_stack(f, r, order[i]);
+	}
+	free(g);
+	return err;
 }
 
 /* Which suppression rules left what out. */
@@ -213,6 +365,7 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 	char clock[16] = "??:??:??";
 	char human[32];
 	const char *sep;
+	bool multi = report_is_multiprocess(r);
 	struct tm tm;
 	size_t i, n;
 	int err;
@@ -231,10 +384,25 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 		(double)t->outstanding_bytes), t->outstanding_allocations);
 	if (r->sample_bytes)
 		fprintf(f, ", estimated from one sample per %" PRIu64 " bytes", r->sample_bytes);
+	if (multi)
+		fprintf(f, ", %zu processes", text_process_count(r));
 	fputs("):\n", f);
 
-	for (i = 0; i < n; i++)
-		text_stack(f, r, order[i]);
+	if (r->leak_check.present)
+		err = text_loss_records(f, r, order, n, multi);
+	else if (multi)
+		err = text_by_process(f, r, order, n);
+	else
+		for (i = 0; i < n; i++)
+			text_stack(f, r, order[i]);
+	if (err) {
+		free(order);
+		return err;
+	}
+	if (r->leak_check.present)
+		text_leak_summary(f, r);
+	if (r->rss.present)
+		text_rss(f, &r->rss);
 
 	fprintf(f, "Totals: %" PRIu64 " bytes (%s) in %" PRIu64 " allocations outstanding, "
 		"%zu of %" PRIu64 " stacks shown, %.2f s traced\n",

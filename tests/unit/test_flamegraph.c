@@ -1,8 +1,8 @@
 /* Unit tests for the svg report: reports built in memory (the seed chain,
- * hostile names, thousands of tiny stacks, a top-N cut, nothing at all) go
- * through report_write_svg() and back through an independent XML parser
- * (Python's minidom), which also checks every box's geometry against its
- * bytes. */
+ * hostile names, a traced tree with a leak check, thousands of tiny stacks,
+ * a top-N cut, nothing at all) go through report_write_svg() and back
+ * through an independent XML parser (Python's minidom), which also checks
+ * every box's geometry against its bytes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -276,6 +276,62 @@ static void test_seed(void)
 	free(svg);
 }
 
+/* ---- A traced tree with a leak check ---- */
+
+/* Two processes, the seed chain split into kinds: the process boxes sit on
+ * the root, the kind boxes on them (coloured by kind), the frames above. */
+static void test_tree_and_kinds(void)
+{
+	struct report_process procs[] = {
+		{ .pid = 10, .command = "/bin/sh", .state = REPORT_PROCESS_ENDED },
+		{ .pid = 11, .ppid = 10, .command = SEED, .state = REPORT_PROCESS_ENDED },
+	};
+	struct report_stack stacks[] = {
+		{ .bytes = 480, .allocations = 12, .frames = seed_chain, .nframes = N(seed_chain),
+		  .pid = 11, .command = SEED, .has_leak_kinds = true,
+		  .leak_kinds = { [REPORT_LEAK_DEFINITELY_LOST] = { 400, 10 },
+				  [REPORT_LEAK_REACHABLE] = { 40, 1 } } },
+		{ .bytes = 120, .allocations = 3, .frames = seed_chain, .nframes = 2,
+		  .pid = 10, .command = "/bin/sh", .has_leak_kinds = true,
+		  .leak_kinds = { [REPORT_LEAK_POSSIBLY_LOST] = { 120, 3 } } },
+	};
+	struct report r = { .pid = 10, .command = "/bin/sh", .unwind = "dwarf", .stacks = stacks,
+			    .nstacks = N(stacks), .processes = procs, .nprocesses = N(procs),
+			    .leak_check = { .present = true } };
+	static const struct expect e[] = {
+		{ 600, "other", false, "all" },
+		{ 480, "other", false, SEED " [11]" },
+		{ 400, "definitely_lost", false, "[definitely_lost]" },
+		{ 400, "user", false, "_start" },
+		{ 400, "alloc", false, "malloc" },
+		{ 40, "reachable", false, "[reachable]" },
+		{ 40, "alloc", false, "malloc" },
+		{ 40, "other", false, "[unclassified]" },
+		{ 40, "user", true, "caller()" },
+		{ 120, "other", false, "/bin/sh [10]" },
+		{ 120, "possibly_lost", false, "[possibly_lost]" },
+		{ 120, "alloc", false, "operator new(unsigned long)" },
+	};
+	char *text, *svg;
+
+	report_totals_from_stacks(&r);
+	svg = write_svg(&r, 0, "tree.svg", &text);
+	check_svg(svg, e, N(e), false);
+	CHECK(strstr(text, ">definitely lost</text>") && strstr(text, ">still reachable</text>"),
+	      "no legend row for the leak kinds");
+	free(text);
+	free(svg);
+
+	/* without a leak check there is no kind box and no legend row for kinds */
+	r.leak_check.present = false;
+	svg = write_svg(&r, 0, "tree_nokinds.svg", &text);
+	check_svg(svg, e, 2, false);
+	CHECK(!strstr(text, "[definitely_lost]") && !strstr(text, ">definitely lost</text>"),
+	      "leak kinds drawn without a leak check");
+	free(text);
+	free(svg);
+}
+
 /* ---- Many stacks, a huge name, a top-N cut ---- */
 
 #define TINY 3000
@@ -412,6 +468,7 @@ int main(int argc, char **argv)
 	CHECK(mkdtemp(tmpdir), "mkdtemp");
 	check_tmpdir = tmpdir;
 	test_seed();
+	test_tree_and_kinds();
 	test_many();
 	test_empty();
 	test_stream_error();

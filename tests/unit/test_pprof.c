@@ -2,7 +2,8 @@
  * caller() included), nameless frames, a frame with no module and a top-N
  * cut goes through report_write_pprof() and back through an independent
  * decoder (a protobuf wire-format walker in Python), which checks field
- * numbers, values, inline grouping and mapping bounds.
+ * numbers, values, inline grouping and mapping bounds; and a leak check in
+ * a tree of two processes, which gives a labelled sample per kind.
  *
  * usage: test_pprof                       run the tests
  *        test_pprof --write FILE [MODULE ELF_ADDR...]
@@ -218,6 +219,19 @@ static const char checker_py[] =
 	"    return ms[0]\n"
 	"comments = [S(c) for c in p['comment']]\n"
 	"assert p['time_nanos'] == 1700000000 * 10**9, p['time_nanos']\n"
+	"if mode == 'kinds':\n"
+	"    # one sample per stack and kind, labelled; the parts of a stack share its locations\n"
+	"    got = [(tuple(s['value']), sorted(labels(s).items())) for s in p['sample']]\n"
+	"    want = [((15, 600), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'definitely_lost'), ('pid', '1235')]),\n"
+	"            ((9, 360), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'reachable'), ('pid', '1235')]),\n"
+	"            ((1, 40), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'unclassified'), ('pid', '1235')]),\n"
+	"            ((3, 24), [('allocator', 'malloc'), ('command', '/bin/sh'), ('leak_kind', 'possibly_lost'), ('pid', '1234')])]\n"
+	"    assert got == want, 'kind samples\\n got %s\\nwant %s' % (got, want)\n"
+	"    assert p['sample'][0]['location_id'] == p['sample'][1]['location_id'] == p['sample'][2]['location_id']\n"
+	"    assert 'leak check: definitely_lost 600 bytes in 15 allocations, indirectly_lost 0 bytes in 0 allocations, '\\\n"
+	"        'possibly_lost 24 bytes in 3 allocations, reachable 360 bytes in 9 allocations' in comments, comments\n"
+	"    assert [(S(t['type']), S(t['unit'])) for t in p['sample_type']] == [('inuse_objects', 'count'), ('inuse_space', 'bytes')]\n"
+	"    print('kinds profile ok'); sys.exit(0)\n"
 	"if mode == 'empty':\n"
 	"    assert p['sample'] == [] and p['location'] == [] and p['mapping'] == [] and p['function'] == []\n"
 	"    assert p['duration_nanos'] == 0 and 'dwleak: pid 1, command (unknown)' in comments, comments\n"
@@ -360,6 +374,29 @@ static void test_empty(void)
 	check_profile(&r, 0, "empty");
 }
 
+/* A leak check in a tree of two processes: a sample per stack and kind,
+ * labelled leak_kind, pid and command. */
+static void test_kinds(void)
+{
+	struct report_stack stacks[3];
+	struct report r;
+
+	report_build(&r, stacks, N(stacks));
+	r.nstacks = 2; /* the exe's stack and the seed stack */
+	r.leak_check.present = true;
+	stacks[0].pid = 1234;
+	stacks[0].command = "/bin/sh";
+	stacks[0].has_leak_kinds = true;
+	stacks[0].leak_kinds[REPORT_LEAK_POSSIBLY_LOST] = (struct report_leak_count){ 24, 3 };
+	stacks[1].pid = 1235;
+	stacks[1].command = "/path/seed";
+	stacks[1].has_leak_kinds = true;
+	stacks[1].leak_kinds[REPORT_LEAK_DEFINITELY_LOST] = (struct report_leak_count){ 600, 15 };
+	stacks[1].leak_kinds[REPORT_LEAK_REACHABLE] = (struct report_leak_count){ 360, 9 };
+	report_totals_from_stacks(&r);
+	check_profile(&r, 0, "kinds");
+}
+
 /* A stream that fails: -EIO, not a crash or a short file reported as done. */
 static void test_io_error(void)
 {
@@ -425,6 +462,7 @@ int main(int argc, char **argv)
 	exe_init();
 
 	test_profile();
+	test_kinds();
 	test_empty();
 	test_io_error();
 
