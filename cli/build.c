@@ -61,6 +61,7 @@ void build_free(struct built *b)
 	frame_arena_free(&b->arena);
 	free(b->stacks);
 	free(b->spans);
+	free(b->processes);
 	fp_summary_free(&b->fp);
 	free(b->supp);
 	memset(b, 0, sizeof(*b));
@@ -152,6 +153,8 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	const struct report_frame *fr;
 	int err, end;
 
+	rs->pid = bp->pid;
+	rs->command = bp->command;
 	rs->bytes = o->sample_bytes ? (uint64_t)llround(g->est_bytes) : g->bytes;
 	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = kind_name(g->kind);
@@ -335,6 +338,18 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 	b->r.sample_bytes = o->sample_bytes;
 	b->r.stacks = b->stacks;
 	b->r.nstacks = k;
+	b->processes = calloc(nprocs + 1, sizeof(*b->processes));
+	if (!b->processes) {
+		free(proc);
+		return -ENOMEM;
+	}
+	for (p = 0; p < nprocs; p++)
+		b->processes[p] = (struct report_process){ .pid = procs[p].pid, .ppid = procs[p].ppid,
+							   .command = procs[p].command, .state = procs[p].state,
+							   .wait_status = procs[p].wait_status,
+							   .reason = procs[p].reason };
+	b->r.processes = b->processes;
+	b->r.nprocesses = nprocs;
 	err = stacks_merge(b, proc);
 	free(proc);
 	if (err)

@@ -47,6 +47,10 @@ struct build_proc {
 	const char *command;
 	const struct ledger_stacks *stacks;
 	const struct stack_source *src;
+	int ppid;			  /* the traced process that forked it; 0 = none */
+	enum report_process_state state; /* running, ended (WAIT_STATUS), not followed (REASON) */
+	int wait_status;
+	const char *reason;
 };
 
 struct build_opts {
@@ -72,6 +76,7 @@ struct built {
 	struct frame_span *spans; /* per stack: its frames, then its FP walk's */
 	struct report_fp_summary fp;
 	struct report_suppressed *supp;
+	struct report_process *processes;
 	uint64_t counters[CNT_COUNT];
 };
 

@@ -228,7 +228,11 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
 		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
-		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i] };
+		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
+					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
+					      : p->exited     ? REPORT_PROCESS_ENDED
+							      : REPORT_PROCESS_RUNNING,
+					      p->exit_status, p->not_followed };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
