@@ -109,6 +109,24 @@ static int trace_usage_error(const char *fmt, const char *arg)
 	return usage_error("dwleak", fmt, arg);
 }
 
+/* A number of seconds for option NAME, 0 or in [MIN, a year]: 0, or an
+ * exit status after saying what is wrong. */
+static int seconds_option(const char *name, const char *arg, double min, double *out)
+{
+	char msg[160];
+	int err = parse_seconds(arg, min, SECONDS_MAX, out);
+
+	if (!err)
+		return 0;
+	if (err == -ERANGE)
+		snprintf(msg, sizeof(msg), min ? "%s '%%s': give 0 or between %g and %.0f seconds (a year)"
+					       : "%s '%%s': give at most %.0f seconds (a year)",
+			 name, min ? min : SECONDS_MAX, SECONDS_MAX);
+	else
+		snprintf(msg, sizeof(msg), "%s '%%s': give a number of seconds", name);
+	return trace_usage_error(msg, arg);
+}
+
 /* Whether --follow-forks or --no-follow-forks was given (else the
  * default: follow with -- CMD, not with -p). */
 static bool follow_given;
@@ -128,11 +146,12 @@ static int option_apply(struct env *env, int c, const char *arg)
 		env->pid = (long)v;
 		return 0;
 	case 'd':
-		return parse_seconds(arg, &env->duration_s) ? trace_usage_error("invalid duration '%s'", arg) : 0;
+		return seconds_option("--duration", arg, 0, &env->duration_s);
 	case 'i':
-		return parse_seconds(arg, &env->interval_s) ? trace_usage_error("invalid interval '%s'", arg) : 0;
+		/* reports come at most every poll (0.1 s) */
+		return seconds_option("--interval", arg, 0.1, &env->interval_s);
 	case OPT_MIN_AGE:
-		return parse_seconds(arg, &env->min_age_s) ? trace_usage_error("invalid --min-age '%s'", arg) : 0;
+		return seconds_option("--min-age", arg, 0, &env->min_age_s);
 	case 't':
 		if (parse_count(arg, 0, INT_MAX, &v))
 			return trace_usage_error("invalid --top '%s'", arg);
@@ -231,6 +250,8 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 	}
 	if (optind < argc)
 		env->cmd = &argv[optind];
+	if (env->cmd && !env->cmd[0][0])
+		return trace_usage_error("%s", "the command after -- is empty");
 	if (!env->pid == !env->cmd)
 		return trace_usage_error("%s", env->pid ? "give either -p PID or -- CMD, not both"
 							: "nothing to trace: give -p PID or -- CMD");

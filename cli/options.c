@@ -1,6 +1,7 @@
 /* Command-line plumbing shared by dwleak's commands, so each says a
  * usage error, reads a number and checks a --debug-dir the same way. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,18 @@ int parse_count(const char *s, long long min, long long max, long long *out)
 	return errno || end == s || *end || *out < min || *out > max ? -EINVAL : 0;
 }
 
-int parse_seconds(const char *s, double *out)
+int parse_seconds(const char *s, double min, double max, double *out)
 {
 	char *end;
 
 	errno = 0;
 	*out = strtod(s, &end);
-	return errno || end == s || *end || !(*out >= 0) ? -EINVAL : 0;
+	/* a number too small to hold (1e-300) is still a number: compared below */
+	if (errno == ERANGE && *out < 1.0)
+		errno = 0;
+	if (errno || end == s || *end || !isfinite(*out) || *out < 0)
+		return -EINVAL;
+	return *out && (*out < min || *out > max) ? -ERANGE : 0;
 }
 
 int debug_dir_option(const char *command, const char ***dirs, size_t *n, const char *dir)

@@ -17,8 +17,13 @@ int usage_error(const char *command, const char *fmt, const char *arg);
 /* A whole number in [MIN, MAX] into *OUT; 0 or -EINVAL. */
 int parse_count(const char *s, long long min, long long max, long long *out);
 
-/* A number of seconds >= 0 into *OUT; 0 or -EINVAL. */
-int parse_seconds(const char *s, double *out);
+/* A number of seconds into *OUT: 0, or in [MIN, MAX].  Returns 0,
+ * -EINVAL (not a finite number >= 0) or -ERANGE (outside the bounds). */
+int parse_seconds(const char *s, double min, double max, double *out);
+
+/* The longest --duration, --interval or --min-age: a year, far beyond any
+ * trace, and well within what 64-bit nanoseconds hold. */
+#define SECONDS_MAX (365.0 * 24 * 3600)
 
 /* Appends --debug-dir DIR to the NULL-terminated list *DIRS of *N entries
  * (DIR is borrowed; the list realloc'd) for COMMAND's options.  Returns 0,
