@@ -458,6 +458,7 @@ static void tracer_cleanup(struct tracer *tr)
 	procs_free(&tr->procs);
 	suppressions_free(&tr->supp);
 	growth_free(&tr->growth);
+	free(tr->first_alloc);
 	symbolizer_free(tr->sym);
 	unwinder_free(tr->uw);
 	table_cache_close(tr->cache);

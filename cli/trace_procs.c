@@ -57,14 +57,19 @@ int proc_tables_refresh(struct tracer *tr, struct proc *p)
 	return err == -ENOENT || err == 1 ? 0 : err;
 }
 
-/* The first process probed: the line scripts wait for. */
+/* The first process probed: the line scripts wait for; a later one whose
+ * allocator differs from the first's gets a line of its own. */
 static void announce(struct tracer *tr, const struct proc *p)
 {
 	struct unwinder_stats us;
 
+	if (tr->announced && tr->first_alloc && p->alloc.description &&
+	    strcmp(tr->first_alloc, p->alloc.description))
+		fprintf(stderr, "dwleak: pid %d (%s) allocates with %s\n", p->pid, p->command, p->alloc.description);
 	if (tr->announced)
 		return;
 	tr->announced = true;
+	tr->first_alloc = p->alloc.description ? strdup(p->alloc.description) : NULL;
 	tr->t_traced = tracer_now_s();
 	unwinder_stats(tr->uw, &us);
 	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n", p->pid,

@@ -1,0 +1,3 @@
+module cgoleak
+
+go 1.19
