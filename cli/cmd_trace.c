@@ -252,6 +252,13 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 		env->cmd = &argv[optind];
 	if (env->cmd && !env->cmd[0][0])
 		return trace_usage_error("%s", "the command after -- is empty");
+	/* the command writes to the same stdout: a file another program reads
+	 * would come out with the command's output inside it */
+	if (env->cmd && !env->output && report_format_is_structured(env->format)) {
+		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and the command's own output "
+				"would mix into it on stdout: give -o FILE\n", report_format_name(env->format));
+		return EXIT_USAGE;
+	}
 	if (!env->pid == !env->cmd)
 		return trace_usage_error("%s", env->pid ? "give either -p PID or -- CMD, not both"
 							: "nothing to trace: give -p PID or -- CMD");

@@ -204,6 +204,9 @@ if lt_part d; then
 	fi
 	printf 'no interpreter line\n' > "$tmp/not_elf"
 	chmod 755 "$tmp/not_elf"
+	expect_error "-- CMD --format json without -o" \
+		'^dwleak: --format json writes a file a program reads, .*: give -o FILE' \
+		"$DWLEAK" --format json -- /bin/true
 	expect_error "-- not an ELF program" "^dwleak: .*not_elf.* is not a program: neither ELF nor a script" \
 		"$DWLEAK" -- "$tmp/not_elf"
 
