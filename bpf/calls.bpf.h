@@ -45,9 +45,10 @@ static void emit_alloc(__u32 type, __u32 tgid, __u64 addr, __u64 size, __u64 sta
 	bpf_ringbuf_submit(e, ring_flags());
 }
 
-/* ADDR is released in process TGID (or, for realloc, about to be moved):
- * sent before the allocator can hand the block out again. */
-static void emit_free(__u32 tgid, __u64 addr)
+/* ADDR is released in process TGID (TYPE AEV_FREE), or given to realloc
+ * (AEV_REALLOC_FREE): sent before the allocator can hand the block out
+ * again. */
+static void emit_free(__u32 type, __u32 tgid, __u64 addr)
 {
 	struct free_event *e = bpf_ringbuf_reserve(&alloc_events, sizeof(*e), 0);
 
@@ -55,7 +56,7 @@ static void emit_free(__u32 tgid, __u64 addr)
 		count(CNT_RING_FULL);
 		return;
 	}
-	e->type = AEV_FREE;
+	e->type = type;
 	e->tgid = tgid;
 	e->addr = addr;
 	bpf_ringbuf_submit(e, ring_flags());
@@ -249,7 +250,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 	 * stays forgotten: counted in failed_allocs) */
 	if (c->outer && arg &&
 	    (kind == ALLOC_REALLOC || kind == ALLOC_REALLOCARRAY || kind == ALLOC_RALLOCX))
-		emit_free(tgid, arg);
+		emit_free(AEV_REALLOC_FREE, tgid, arg);
 	if (c->outer && !c->sampled) {
 		count(CNT_UNSAMPLED);
 	} else if (c->outer) {

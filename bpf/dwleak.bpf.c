@@ -101,7 +101,7 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	if (!probe_in_target(cookie))
 		return 0;
 	count(CNT_FREE_CALLS);
-	emit_free(DWLEAK_COOKIE_TGID(cookie), ptr);
+	emit_free(AEV_FREE, DWLEAK_COOKIE_TGID(cookie), ptr);
 	return 0;
 }
 

@@ -12,11 +12,15 @@
 #include <unistd.h>
 
 #include "cmd_symbolize.h"
+
+/* No report dwleak writes comes near this. */
+#define REPORT_JSON_MAX (1ull << 30)
 #include "options.h"
 #include "frames.h"
 #include "json_read.h"
 #include "report.h"
 #include "symbolize.h"
+#include "text_file.h"
 #include "write.h"
 
 /* The kernel's signal trampoline: its own frame and the interrupted one
@@ -353,41 +357,6 @@ static void missing_print(const struct run *run)
 /* ---- Command ---- */
 
 /* Reads all of PATH ("-" = stdin) into a malloc'd *BUF of *LEN bytes. */
-static int file_read(const char *path, char **buf, size_t *len)
-{
-	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	size_t cap = 0, n;
-	char *b = NULL, *g;
-	int err = 0;
-
-	*buf = NULL;
-	*len = 0;
-	if (!f)
-		return -errno;
-	do {
-		if (*len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			g = realloc(b, cap);
-			if (!g) {
-				err = -ENOMEM;
-				break;
-			}
-			b = g;
-		}
-		n = fread(b + *len, 1, cap - *len, f);
-		*len += n;
-	} while (n);
-	if (!err && ferror(f))
-		err = -EIO;
-	if (f != stdin)
-		fclose(f);
-	if (err)
-		free(b);
-	else
-		*buf = b;
-	return err;
-}
-
 static int report_output(struct run *run)
 {
 	const char *path = run->env->output;
@@ -463,6 +432,7 @@ int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_env env = { 0 };
 	struct run run = { .env = &env };
+	const char *what = NULL;
 	char *text = NULL;
 	size_t len;
 	int ret, err;
@@ -472,9 +442,14 @@ int cmd_symbolize(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	ret = EXIT_USAGE;
-	err = file_read(env.input, &text, &len);
+	err = text_file_read(env.input, REPORT_JSON_MAX, &text, &len, &what);
 	if (err) {
-		fprintf(stderr, "dwleak: cannot read %s: %s\n", env.input, strerror(-err));
+		fprintf(stderr, "dwleak: cannot read %s: %s%s\n", env.input,
+			what		 ? what
+			: err == -EFBIG	 ? "larger than 1 GiB, more than any report dwleak writes"
+			: err == -EISDIR ? "it is a directory"
+					 : strerror(-err),
+			what ? " (give a regular file, or '-' to read standard input)" : "");
 		goto out;
 	}
 	err = report_json_read(text, len, &run.in);

@@ -1,11 +1,26 @@
 /* The ledger of outstanding allocations: ring records applied in the
  * order the probes wrote them, and aggregation by stack. */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ledger.h"
+
+/* Forgets ADDR in the ring of addresses realloc was given; true if there. */
+static bool realloc_freed_take(struct ledger *l, uint64_t addr)
+{
+	unsigned int i;
+
+	for (i = 0; i < LEDGER_REALLOC_RING; i++) {
+		if (l->realloc_freed[i] == addr) {
+			l->realloc_freed[i] = 0;
+			return true;
+		}
+	}
+	return false;
+}
 
 void ledger_record(struct ledger *l, const void *data, size_t size)
 {
@@ -14,7 +29,14 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 
 	if (size < sizeof(*f))
 		return;
+	if (f->type == AEV_REALLOC_FREE) {
+		alloc_table_remove(&l->allocs, f->addr);
+		l->realloc_freed[l->realloc_next++ % LEDGER_REALLOC_RING] = f->addr;
+		return;
+	}
 	if (f->type == AEV_FREE) {
+		if (!alloc_table_find(&l->allocs, f->addr) && realloc_freed_take(l, f->addr))
+			return; /* realloc(p, 0) freeing p, already forgotten */
 		alloc_table_remove(&l->allocs, f->addr);
 		return;
 	}
@@ -32,6 +54,7 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 			.kind = a->kind,
 		};
 
+		realloc_freed_take(l, a->addr); /* the address is in use again */
 		if (alloc_table_add(&l->allocs, &r))
 			l->oom++;
 	}

@@ -13,12 +13,19 @@
 #include "dwleak.h"
 #include "mmap_regions.h"
 
+#define LEDGER_REALLOC_RING 16
+
 struct ledger {
 	struct alloc_table allocs;   /* outstanding allocations by address */
 	struct mmap_regions regions; /* --mmap: the program's own anonymous regions */
 	uint64_t oom;		     /* records not applied: out of memory */
 	int mmap_err;		     /* the first failure applying an mmap event */
 	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */
+	/* addresses realloc was given last: realloc(p, 0) frees p itself, and
+	 * that free of a block already forgotten is not one of an untracked
+	 * block (a ring; a miss only counts one free too many) */
+	uint64_t realloc_freed[LEDGER_REALLOC_RING];
+	unsigned int realloc_next;
 };
 
 /* Applies one alloc_events record of SIZE bytes (struct alloc_event or

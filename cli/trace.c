@@ -480,8 +480,12 @@ int trace_run(const struct env *env)
 		return EXIT_USAGE;
 	}
 	unsetenv("DEBUGINFOD_URLS"); /* no network lookups behind the user's back */
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	/* the first SIGINT or SIGTERM asks for the report; without SA_RESTART
+	 * a blocking call returns EINTR instead of waiting on; a second one
+	 * (SA_RESETHAND) ends dwleak at once: the kernel detaches every
+	 * tracee and its links, so nothing is left stopped or probed */
+	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, NULL);
+	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	/* tracees' stops come as SIGCHLD, read from a signalfd */
 	sigemptyset(&chld);

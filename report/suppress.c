@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "suppress.h"
+#include "text_file.h"
 
 /* Memory that glibc and libstdc++ keep on purpose until exit: reported as
  * leaks by every tool that does not know better.  --no-default-suppressions
@@ -141,25 +142,29 @@ int suppressions_parse(struct suppressions *s, const char *text, const char *lab
 	return ret;
 }
 
+/* A suppressions file larger than this is not one. */
+#define SUPPRESSIONS_MAX (16u << 20)
+
 int suppressions_load(struct suppressions *s, const char *path, char **err)
 {
+	const char *what = NULL;
 	char *text = NULL;
 	size_t len = 0;
-	FILE *f;
 	int ret;
 
 	*err = NULL;
-	f = fopen(path, "re");
-	if (!f) {
-		ret = -errno;
-		if (asprintf(err, "cannot read suppressions file %s: %s", path, strerror(errno)) < 0)
+	ret = text_file_read(path, SUPPRESSIONS_MAX, &text, &len, &what);
+	if (ret) {
+		if (asprintf(err, "cannot read suppressions file %s: %s%s", path,
+			     what		? what
+			     : ret == -EFBIG	? "larger than 16 MiB, which no suppressions file is"
+			     : ret == -EISDIR	? "it is a directory"
+						: strerror(-ret),
+			     what ? " (give a regular file)" : "") < 0)
 			*err = NULL;
 		return ret;
 	}
-	ret = getdelim(&text, &len, 0, f) < 0 && ferror(f) ? -EIO : 0;
-	fclose(f);
-	if (!ret)
-		ret = suppressions_parse(s, text ? text : "", path, err);
+	ret = suppressions_parse(s, text, path, err);
 	free(text);
 	return ret;
 }

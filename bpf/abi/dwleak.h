@@ -218,8 +218,10 @@ struct stack_trace {
  */
 enum alloc_event_type {
 	AEV_ALLOC = 1,	/* struct alloc_event: ADDR now holds SIZE bytes from STACK_ID */
-	AEV_FREE = 2,	/* struct free_event: ADDR released (or about to be moved by realloc) */
+	AEV_FREE = 2,	/* struct free_event: ADDR released */
 	AEV_RESIZE = 3,	/* struct alloc_event: ADDR resized in place to SIZE (xallocx) */
+	AEV_REALLOC_FREE = 4, /* struct free_event: ADDR given to realloc: about to be moved or
+			       * freed; realloc(p, 0) may then free p itself, seen as AEV_FREE */
 };
 
 /* Both records start with their type and process, where the reader

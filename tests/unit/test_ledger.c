@@ -97,6 +97,31 @@ static void test_records(void)
 	ledger_free(&l);
 }
 
+/* realloc(p, 0): the probes forget p at realloc's entry, then glibc's
+ * realloc frees p itself; that free is not one of an untracked block. */
+static void test_realloc_zero(void)
+{
+	struct free_event rf = { .type = AEV_REALLOC_FREE, .addr = 0x7000 };
+	struct ledger l = { 0 };
+
+	alloc_rec(&l, 0x7000, 32, 1, 0, ALLOC_MALLOC);
+	ledger_record(&l, &rf, sizeof(rf));
+	free_rec(&l, 0x7000);
+	EXPECT(l.allocs.free_unknown == 0, "realloc(p, 0) then free(p): %llu untracked frees",
+	       (unsigned long long)l.allocs.free_unknown);
+	free_rec(&l, 0x7000); /* a second free of it is one of an unknown block */
+	free_rec(&l, 0x8000);
+	EXPECT(l.allocs.free_unknown == 2, "%llu untracked frees, want 2", (unsigned long long)l.allocs.free_unknown);
+	/* realloc given a block not tracked: untracked (3); the address then
+	 * reused: its free is an ordinary one, a second free untracked (4) */
+	ledger_record(&l, &rf, sizeof(rf));
+	alloc_rec(&l, 0x7000, 8, 1, 0, ALLOC_MALLOC);
+	free_rec(&l, 0x7000);
+	free_rec(&l, 0x7000);
+	EXPECT(l.allocs.free_unknown == 4, "%llu untracked frees, want 4", (unsigned long long)l.allocs.free_unknown);
+	ledger_free(&l);
+}
+
 /* --unwind both: the same DWARF stack with two FP walks is two stacks. */
 static void test_pairs(void)
 {
@@ -168,6 +193,7 @@ static void test_mmap(void)
 int main(void)
 {
 	test_records();
+	test_realloc_zero();
 	test_pairs();
 	test_weights();
 	test_mmap();
