@@ -1,0 +1,833 @@
+/* memcheck's leak classification over blocks and memory it is handed: a
+ * pointer test fast enough for every word of a large process (a range
+ * check, a page-keyed hash, a short search in the sorted blocks), a scan
+ * that keeps only root hits and block-to-block edges (so the target's
+ * pause holds no marking), and the marking and clique passes of valgrind's
+ * memcheck/mc_leakcheck.c run over those edges afterwards. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leakcheck.h"
+
+#define NONE UINT32_MAX
+/* Edge targets carry this bit for an interior pointer (LEAKCHECK_MAX_BLOCKS
+ * keeps block numbers below it). */
+#define INTERIOR 0x80000000u
+#define WORD 8u
+#define PAGE_SHIFT 12
+/* A block spanning more pages than this is "large": the page table gets
+ * only its first and last page, the region table covers the rest, so a
+ * 1 GiB block costs a few hundred entries, not 262144. */
+#define LARGE_PAGES 16
+/* The region table's granule starts at 2 MiB and doubles while the
+ * regions of all large blocks would need more entries than this plus a
+ * few per block (a 100 GiB mapping tracked with --mmap). */
+#define REGION_SHIFT_MIN 21
+#define REGION_ENTRIES_BASE 65536
+
+/* Where a block was pointed at from a root (leakcheck_scan outside every
+ * block, or leakcheck_scan_value). */
+#define ROOT_START 1u
+#define ROOT_INTERIOR 2u
+
+/* The marking states of memcheck's LC_Extra, plus the pending bit of its
+ * mark stack (a block is on the stack at most once). */
+enum mark_state {
+	MARK_UNREACHED,
+	MARK_POSSIBLE,
+	MARK_REACHABLE,
+	MARK_INDIRECT,
+};
+#define MARK_PENDING 0x80u
+#define MARK_MASK 0x7fu
+
+/* A hash slot for one page (or one large-block region): the blocks that
+ * overlap it are the consecutive sorted blocks FIRST..LAST (for regions:
+ * entries of the large[] array).  KEY is the page number + 1, so a
+ * calloc'd table is empty. */
+struct range_slot {
+	uint64_t key;
+	uint32_t first;
+	uint32_t last;
+};
+
+struct range_table {
+	struct range_slot *slots;
+	uint64_t mask;	 /* capacity - 1, capacity a power of two */
+	unsigned bits;	 /* log2(capacity) */
+	unsigned shift;	 /* keys are addr >> shift */
+	struct range_slot *tail; /* the slot filled last: keys arrive in order */
+};
+
+/* A pointer from block FROM to block TO & ~INTERIOR. */
+struct edge {
+	uint32_t from;
+	uint32_t to;
+};
+
+/*
+ * Blocks are kept sorted by address in parallel arrays (the pointer test
+ * touches only start[] and lend[]).  Invariants: start[] ascends;
+ * start[i] <= cend[i] <= lend[i] <= start[i + 1] (overlaps cut), so at most
+ * one block holds any address and a search for the last start at or below
+ * it finds that block.
+ */
+struct leakcheck {
+	size_t n;
+	uint64_t *start;
+	uint64_t *lend;	 /* end for pointers into it: start + max(size, 1), cut */
+	uint64_t *cend;	 /* end of its contents for the scan: start + size, cut */
+	uint64_t *size;	 /* as given, for the totals */
+	uint32_t *orig;	 /* sorted position -> the caller's index */
+	uint32_t *pos;	 /* the caller's index -> sorted position */
+	uint8_t *root;	 /* ROOT_* bits */
+	uint64_t lo;	 /* every block lies in [lo, lo + span) */
+	uint64_t span;
+
+	struct range_table pages;
+	struct range_table regions; /* over large[] */
+	uint32_t *large;	    /* sorted positions of the large blocks */
+	size_t nlarge;
+
+	struct edge *edges;
+	size_t nedges, edge_cap;
+	int scan_err; /* the first failure of a scan: classify refuses */
+
+	/* The scan's cursor: where the last chunk ended, and the first block
+	 * whose words end after it, so consecutive chunks need no search. */
+	uint64_t next_addr;
+	size_t next_block;
+
+	struct leakcheck_scan_stats stats;
+
+	bool classified;
+	uint8_t *state;	   /* enum mark_state (+ MARK_PENDING while stacked) */
+	uint64_t *indirect; /* definitely lost: the bytes of its clique */
+	uint32_t *via;	   /* indirectly lost: the block that reached it */
+};
+
+static const char *const kind_names[] = {
+#define LEAK_KIND_NAME(e, name) [e] = name,
+	LEAK_KIND_LIST(LEAK_KIND_NAME)
+#undef LEAK_KIND_NAME
+};
+
+const char *leak_kind_name(enum leak_kind kind)
+{
+	return (unsigned)kind < LEAK_KIND_COUNT ? kind_names[kind] : NULL;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Rounded up to a word; the top word of the address space stays itself. */
+static uint64_t word_up(uint64_t a)
+{
+	return a > UINT64_MAX - (WORD - 1) ? a & ~(uint64_t)(WORD - 1) : (a + WORD - 1) & ~(uint64_t)(WORD - 1);
+}
+
+/* ---------------------------------------------------------------------
+ * The pointer test
+ * ------------------------------------------------------------------ */
+
+/* Fibonacci hashing: heap pages are consecutive numbers, which this
+ * spreads over the table instead of piling them into one probe run. */
+static inline uint64_t slot_of(const struct range_table *t, uint64_t key)
+{
+	return (key * 0x9e3779b97f4a7c15ull) >> (64 - t->bits);
+}
+
+static inline const struct range_slot *range_find(const struct range_table *t, uint64_t key)
+{
+	uint64_t h;
+
+	for (h = slot_of(t, key);; h = (h + 1) & t->mask) {
+		const struct range_slot *s = &t->slots[h];
+
+		if (s->key == key)
+			return s;
+		if (!s->key)
+			return NULL;
+	}
+}
+
+/* The block of start[] positions IDX[LO..HI] (IDX NULL: LO..HI
+ * themselves) holding V, or NONE: the last one starting at or below V, if
+ * V is below its end. */
+static inline uint32_t range_search(const struct leakcheck *lc, const uint32_t *idx, uint32_t lo, uint32_t hi,
+				    uint64_t v)
+{
+	uint32_t b;
+
+#define AT(k) (idx ? idx[k] : (k))
+	if (v < lc->start[AT(lo)])
+		return NONE;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+
+		if (lc->start[AT(mid)] <= v)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	b = AT(lo);
+#undef AT
+	return v < lc->lend[b] ? b : NONE;
+}
+
+/* The sorted position of the block holding V, or NONE. */
+static inline uint32_t block_of(const struct leakcheck *lc, uint64_t v)
+{
+	const struct range_slot *s;
+
+	if (v - lc->lo >= lc->span)
+		return NONE;
+	s = range_find(&lc->pages, (v >> PAGE_SHIFT) + 1);
+	if (s)
+		return range_search(lc, NULL, s->first, s->last, v);
+	/* no block starts, ends or lies whole in V's page: only the middle of
+	 * a large block can hold it */
+	if (!lc->nlarge)
+		return NONE;
+	s = range_find(&lc->regions, (v >> lc->regions.shift) + 1);
+	return s ? range_search(lc, lc->large, s->first, s->last, v) : NONE;
+}
+
+int64_t leakcheck_find(const struct leakcheck *lc, uint64_t addr, int *start)
+{
+	uint32_t b = block_of(lc, addr);
+
+	if (start)
+		*start = b != NONE && addr == lc->start[b];
+	return b == NONE ? -1 : (int64_t)lc->orig[b];
+}
+
+/* ---------------------------------------------------------------------
+ * Building
+ * ------------------------------------------------------------------ */
+
+struct sort_rec {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t idx;
+};
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct sort_rec *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool is_large(const struct leakcheck *lc, size_t i)
+{
+	return ((lc->lend[i] - 1) >> PAGE_SHIFT) - (lc->start[i] >> PAGE_SHIFT) >= LARGE_PAGES;
+}
+
+static int range_table_init(struct range_table *t, size_t entries, unsigned shift)
+{
+	unsigned bits = 4;
+
+	while (((uint64_t)1 << bits) < (uint64_t)entries * 2) /* at most half full */
+		bits++;
+	t->slots = calloc((size_t)1 << bits, sizeof(*t->slots));
+	if (!t->slots)
+		return -ENOMEM;
+	t->bits = bits;
+	t->mask = ((uint64_t)1 << bits) - 1;
+	t->shift = shift;
+	t->tail = NULL;
+	return 0;
+}
+
+/* Adds item ITEM to the slot of KEY.  Keys arrive in ascending order, so a
+ * key already present is the one filled last. */
+static void range_add(struct range_table *t, uint64_t key, uint32_t item)
+{
+	uint64_t h;
+
+	if (t->tail && t->tail->key == key) {
+		t->tail->last = item;
+		return;
+	}
+	for (h = slot_of(t, key); t->slots[h].key; h = (h + 1) & t->mask)
+		;
+	t->slots[h] = (struct range_slot){ .key = key, .first = item, .last = item };
+	t->tail = &t->slots[h];
+}
+
+/* Adds ITEM to the keys FIRST..LAST, counting the new ones in *NEW (the
+ * table may be NULL: only count).  *PREV is the last key added. */
+static void range_add_keys(struct range_table *t, uint64_t first, uint64_t last, uint32_t item, uint64_t *prev,
+			   size_t *new)
+{
+	uint64_t k;
+
+	for (k = first; k <= last; k++) {
+		if (k != *prev)
+			(*new)++;
+		if (t)
+			range_add(t, k + 1, item);
+		*prev = k;
+	}
+}
+
+/* The page keys block I puts in the page table: every page of a small
+ * block, the first and last page of a large one (the region table covers
+ * its middle).  Calls range_add_keys for them. */
+static void block_pages(const struct leakcheck *lc, size_t i, struct range_table *t, uint64_t *prev, size_t *new)
+{
+	uint64_t p0 = lc->start[i] >> PAGE_SHIFT, p1 = (lc->lend[i] - 1) >> PAGE_SHIFT;
+
+	if (!is_large(lc, i)) {
+		range_add_keys(t, p0, p1, (uint32_t)i, prev, new);
+		return;
+	}
+	range_add_keys(t, p0, p0, (uint32_t)i, prev, new);
+	range_add_keys(t, p1, p1, (uint32_t)i, prev, new);
+}
+
+static int build_pages(struct leakcheck *lc)
+{
+	uint64_t prev = UINT64_MAX;
+	size_t i, count = 0;
+	int err;
+
+	for (i = 0; i < lc->n; i++)
+		if (lc->lend[i] > lc->start[i])
+			block_pages(lc, i, NULL, &prev, &count);
+	err = range_table_init(&lc->pages, count, PAGE_SHIFT);
+	if (err)
+		return err;
+	prev = UINT64_MAX;
+	count = 0;
+	for (i = 0; i < lc->n; i++)
+		if (lc->lend[i] > lc->start[i])
+			block_pages(lc, i, &lc->pages, &prev, &count);
+	return 0;
+}
+
+/* The region keys of the large blocks at SHIFT; adds them to T unless NULL. */
+static size_t large_regions(const struct leakcheck *lc, unsigned shift, struct range_table *t)
+{
+	uint64_t prev = UINT64_MAX;
+	size_t k, count = 0;
+
+	for (k = 0; k < lc->nlarge; k++) {
+		uint32_t b = lc->large[k];
+
+		range_add_keys(t, lc->start[b] >> shift, (lc->lend[b] - 1) >> shift, (uint32_t)k, &prev, &count);
+	}
+	return count;
+}
+
+static int build_regions(struct leakcheck *lc)
+{
+	unsigned shift = REGION_SHIFT_MIN;
+	size_t i, count;
+	int err;
+
+	for (i = 0; i < lc->n; i++)
+		if (lc->lend[i] > lc->start[i] && is_large(lc, i))
+			lc->nlarge++;
+	if (!lc->nlarge)
+		return 0;
+	lc->large = malloc(lc->nlarge * sizeof(*lc->large));
+	if (!lc->large)
+		return -ENOMEM;
+	for (i = 0, lc->nlarge = 0; i < lc->n; i++)
+		if (lc->lend[i] > lc->start[i] && is_large(lc, i))
+			lc->large[lc->nlarge++] = (uint32_t)i;
+	while ((count = large_regions(lc, shift, NULL)) > REGION_ENTRIES_BASE + 4 * lc->nlarge && shift < 63)
+		shift++;
+	err = range_table_init(&lc->regions, count, shift);
+	if (err)
+		return err;
+	large_regions(lc, shift, &lc->regions);
+	return 0;
+}
+
+/* Sorted arrays from RECS[0..N) (sorted), overlaps cut and counted. */
+static void fill_blocks(struct leakcheck *lc, const struct sort_rec *recs)
+{
+	size_t i, n = lc->n;
+
+	for (i = 0; i < n; i++) {
+		uint64_t next = i + 1 < n ? recs[i + 1].addr : UINT64_MAX;
+		uint64_t s = recs[i].addr, sz = recs[i].size;
+		uint64_t lend = add_sat(s, sz ? sz : 1);
+
+		lc->start[i] = s;
+		lc->size[i] = sz;
+		lc->orig[i] = recs[i].idx;
+		lc->pos[recs[i].idx] = (uint32_t)i;
+		if (lend > next)
+			lc->stats.overlapping++;
+		lc->lend[i] = min_u64(lend, next);
+		lc->cend[i] = min_u64(add_sat(s, sz), next);
+	}
+	if (n) {
+		lc->lo = lc->start[0];
+		lc->span = lc->lend[n - 1] - lc->lo;
+	}
+}
+
+int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **out)
+{
+	struct leakcheck *lc;
+	struct sort_rec *recs;
+	size_t i;
+	int err = -ENOMEM;
+
+	if (n > LEAKCHECK_MAX_BLOCKS)
+		return -E2BIG;
+	lc = calloc(1, sizeof(*lc));
+	recs = malloc((n ? n : 1) * sizeof(*recs));
+	if (!lc || !recs)
+		goto fail;
+	lc->n = n;
+	for (i = 0; i < n; i++)
+		recs[i] = (struct sort_rec){ .addr = blocks[i].addr, .size = blocks[i].size, .idx = (uint32_t)i };
+	qsort(recs, n, sizeof(*recs), by_addr);
+	lc->start = malloc((n ? n : 1) * sizeof(*lc->start));
+	lc->lend = malloc((n ? n : 1) * sizeof(*lc->lend));
+	lc->cend = malloc((n ? n : 1) * sizeof(*lc->cend));
+	lc->size = malloc((n ? n : 1) * sizeof(*lc->size));
+	lc->orig = malloc((n ? n : 1) * sizeof(*lc->orig));
+	lc->pos = malloc((n ? n : 1) * sizeof(*lc->pos));
+	lc->root = calloc(n ? n : 1, sizeof(*lc->root));
+	if (!lc->start || !lc->lend || !lc->cend || !lc->size || !lc->orig || !lc->pos || !lc->root)
+		goto fail;
+	fill_blocks(lc, recs);
+	free(recs);
+	recs = NULL;
+	err = build_pages(lc);
+	if (!err)
+		err = build_regions(lc);
+	if (err)
+		goto fail;
+	lc->next_addr = UINT64_MAX;
+	*out = lc;
+	return 0;
+fail:
+	free(recs);
+	leakcheck_free(lc);
+	return err;
+}
+
+/* ---------------------------------------------------------------------
+ * The scan
+ * ------------------------------------------------------------------ */
+
+/* The words of block I: [word_up(start), word_up(cend)). */
+static inline uint64_t words_start(const struct leakcheck *lc, size_t i)
+{
+	return word_up(lc->start[i]);
+}
+
+static inline uint64_t words_end(const struct leakcheck *lc, size_t i)
+{
+	return word_up(lc->cend[i]);
+}
+
+/* The first block whose words end after A (words_end ascends). */
+static size_t first_block_after(const struct leakcheck *lc, uint64_t a)
+{
+	size_t lo = 0, hi = lc->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (words_end(lc, mid) > a)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+static inline uint64_t load_word(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v)); /* the caller's buffer need not be aligned */
+	return v;
+}
+
+static void scan_root_words(struct leakcheck *lc, const unsigned char *p, size_t nwords)
+{
+	const uint64_t lo = lc->lo, span = lc->span;
+	size_t k;
+
+	for (k = 0; k < nwords; k++) {
+		uint64_t v = load_word(p + k * WORD);
+		uint32_t b;
+
+		if (v - lo >= span) /* most words: zero, small numbers, code */
+			continue;
+		b = block_of(lc, v);
+		if (b == NONE)
+			continue;
+		lc->root[b] |= v == lc->start[b] ? ROOT_START : ROOT_INTERIOR;
+		lc->stats.root_hits++;
+	}
+}
+
+static int edge_add(struct leakcheck *lc, uint32_t from, uint32_t to)
+{
+	if (lc->nedges == lc->edge_cap) {
+		size_t cap = lc->edge_cap ? lc->edge_cap * 2 : 4096;
+		struct edge *grown = realloc(lc->edges, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		lc->edges = grown;
+		lc->edge_cap = cap;
+	}
+	lc->edges[lc->nedges++] = (struct edge){ .from = from, .to = to };
+	return 0;
+}
+
+/* The words of block FROM: each pointer to another block is an edge.  A
+ * pointer to the block itself changes nothing in either pass (memcheck
+ * skips it: the block is already in the state it would give), and a
+ * repeat of the block's previous edge adds nothing: both are dropped. */
+static int scan_block_words(struct leakcheck *lc, uint32_t from, const unsigned char *p, size_t nwords)
+{
+	const uint64_t lo = lc->lo, span = lc->span;
+	uint32_t last = NONE;
+	size_t k;
+
+	for (k = 0; k < nwords; k++) {
+		uint64_t v = load_word(p + k * WORD);
+		uint32_t b, to;
+
+		if (v - lo >= span)
+			continue;
+		b = block_of(lc, v);
+		if (b == NONE || b == from)
+			continue;
+		to = v == lc->start[b] ? b : b | INTERIOR;
+		if (to == last)
+			continue;
+		last = to;
+		if (edge_add(lc, from, to))
+			return -ENOMEM;
+		lc->stats.edges++;
+	}
+	return 0;
+}
+
+int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
+{
+	uint64_t end = add_sat(addr, len), a = word_up(addr), e = end & ~(uint64_t)(WORD - 1);
+	const unsigned char *p;
+	size_t i;
+	int err;
+
+	if (lc->classified)
+		return -EINVAL;
+	if (lc->scan_err)
+		return lc->scan_err;
+	if (a >= e) {
+		lc->stats.edge_bytes += len;
+		return 0;
+	}
+	lc->stats.edge_bytes += (a - addr) + (end - e);
+	lc->stats.scanned_bytes += e - a;
+	p = (const unsigned char *)bytes + (a - addr);
+	i = a == lc->next_addr ? lc->next_block : first_block_after(lc, a);
+	/* invariant: block i is the first whose words end after a */
+	while (a < e) {
+		uint64_t stop;
+
+		if (i < lc->n && words_start(lc, i) <= a) {
+			stop = min_u64(words_end(lc, i), e);
+			err = scan_block_words(lc, (uint32_t)i, p, (stop - a) / WORD);
+			if (err) {
+				lc->scan_err = err;
+				return err;
+			}
+		} else {
+			stop = i < lc->n ? min_u64(words_start(lc, i), e) : e;
+			scan_root_words(lc, p, (stop - a) / WORD);
+		}
+		p += stop - a;
+		a = stop;
+		while (i < lc->n && words_end(lc, i) <= a)
+			i++;
+	}
+	lc->next_addr = e;
+	lc->next_block = i;
+	return 0;
+}
+
+void leakcheck_scan_value(struct leakcheck *lc, uint64_t value)
+{
+	uint32_t b = block_of(lc, value);
+
+	lc->stats.values++;
+	if (b == NONE)
+		return;
+	lc->root[b] |= value == lc->start[b] ? ROOT_START : ROOT_INTERIOR;
+	lc->stats.root_hits++;
+}
+
+void leakcheck_stats(const struct leakcheck *lc, struct leakcheck_scan_stats *out)
+{
+	*out = lc->stats;
+}
+
+/* ---------------------------------------------------------------------
+ * Classification
+ * ------------------------------------------------------------------ */
+
+/* The edges by source block (compressed rows): block b's targets are
+ * to[off[b]..off[b + 1]). */
+struct out_edges {
+	size_t *off;
+	uint32_t *to;
+};
+
+static int out_edges_build(struct leakcheck *lc, struct out_edges *g)
+{
+	size_t i, n = lc->n;
+
+	g->off = calloc(n + 1, sizeof(*g->off));
+	g->to = malloc((lc->nedges ? lc->nedges : 1) * sizeof(*g->to));
+	if (!g->off || !g->to)
+		return -ENOMEM;
+	for (i = 0; i < lc->nedges; i++)
+		g->off[lc->edges[i].from + 1]++;
+	for (i = 0; i < n; i++)
+		g->off[i + 1] += g->off[i];
+	/* place each edge at its row's cursor, kept in off[from] and shifted
+	 * back after */
+	for (i = 0; i < lc->nedges; i++)
+		g->to[g->off[lc->edges[i].from]++] = lc->edges[i].to;
+	for (i = n; i > 0; i--)
+		g->off[i] = g->off[i - 1];
+	g->off[0] = 0;
+	free(lc->edges);
+	lc->edges = NULL;
+	lc->nedges = lc->edge_cap = 0;
+	return 0;
+}
+
+/* memcheck's mark stack: a block is pushed only when not already on it
+ * (lc_push's 'pending'), so N entries always suffice. */
+struct mark_stack {
+	uint32_t *items;
+	size_t top;
+};
+
+static void mark_push(struct leakcheck *lc, struct mark_stack *s, uint32_t b)
+{
+	if (lc->state[b] & MARK_PENDING)
+		return;
+	lc->state[b] |= MARK_PENDING;
+	s->items[s->top++] = b;
+}
+
+static bool mark_pop(struct leakcheck *lc, struct mark_stack *s, uint32_t *b)
+{
+	if (!s->top)
+		return false;
+	*b = s->items[--s->top];
+	lc->state[*b] &= ~MARK_PENDING;
+	return true;
+}
+
+static enum mark_state state_of(const struct leakcheck *lc, uint32_t b)
+{
+	return (enum mark_state)(lc->state[b] & MARK_MASK);
+}
+
+static void state_set(struct leakcheck *lc, uint32_t b, enum mark_state st)
+{
+	lc->state[b] = (uint8_t)((lc->state[b] & MARK_PENDING) | st);
+}
+
+/* memcheck's lc_push_without_clique_if_a_chunk_ptr (no heuristics): a
+ * start pointer from a definite node (a root, or a block reached by start
+ * pointers only) makes B reachable; anything else makes an unreached B
+ * possibly reached.  Each upgrade pushes B to (re)scan its pointers, so a
+ * block first reached possibly and later reachably passes reachability on
+ * to what it points to. */
+static void reach(struct leakcheck *lc, struct mark_stack *s, uint32_t b, bool start_ptr, bool prior_definite)
+{
+	enum mark_state st = state_of(lc, b);
+
+	if (st == MARK_REACHABLE)
+		return;
+	if (start_ptr && prior_definite) {
+		state_set(lc, b, MARK_REACHABLE);
+		mark_push(lc, s, b);
+	} else if (st == MARK_UNREACHED) {
+		state_set(lc, b, MARK_POSSIBLE);
+		mark_push(lc, s, b);
+	}
+}
+
+/* memcheck's lc_process_markstack(-1): is_prior_definite is "not
+ * Possible" for the block being scanned. */
+static void mark_from_roots(struct leakcheck *lc, const struct out_edges *g, struct mark_stack *s)
+{
+	uint32_t b;
+	size_t i;
+
+	/* the roots: memory outside every block (scan_memory_root_set) and
+	 * registers (lc_push_if_a_chunk_ptr_register), both definite */
+	for (i = 0; i < lc->n; i++)
+		if (lc->root[i])
+			reach(lc, s, (uint32_t)i, lc->root[i] & ROOT_START, true);
+	while (mark_pop(lc, s, &b)) {
+		bool definite = state_of(lc, b) != MARK_POSSIBLE;
+		size_t k;
+
+		for (k = g->off[b]; k < g->off[b + 1]; k++)
+			reach(lc, s, g->to[k] & ~INTERIOR, !(g->to[k] & INTERIOR), definite);
+	}
+}
+
+/* memcheck's clique pass (MC_(detect_memory_leaks) after the marking, and
+ * lc_push_with_clique_if_a_chunk_ptr): each block still unreached, in
+ * address order, leads a clique; every unreached block it reaches, by
+ * start or interior pointer alike, joins the clique as indirectly lost
+ * and adds its bytes (and those of the clique it led, if it led one) to
+ * the leader's.  The leader stays unreached: definitely lost.  So in a
+ * lost cycle the lowest block is definitely lost and the rest indirectly;
+ * a block that led a clique and is reached later from another leader
+ * joins that one (cliques never overlap). */
+static void gather_cliques(struct leakcheck *lc, const struct out_edges *g, struct mark_stack *s)
+{
+	uint32_t leader, b;
+
+	for (leader = 0; leader < lc->n; leader++) {
+		if (state_of(lc, leader) != MARK_UNREACHED)
+			continue;
+		mark_push(lc, s, leader);
+		while (mark_pop(lc, s, &b)) {
+			size_t k;
+
+			for (k = g->off[b]; k < g->off[b + 1]; k++) {
+				uint32_t t = g->to[k] & ~INTERIOR;
+
+				if (state_of(lc, t) != MARK_UNREACHED || t == leader)
+					continue;
+				mark_push(lc, s, t);
+				lc->indirect[leader] += lc->size[t] + lc->indirect[t];
+				lc->indirect[t] = 0;
+				lc->via[t] = b;
+				state_set(lc, t, MARK_INDIRECT);
+			}
+		}
+	}
+}
+
+static enum leak_kind kind_of(enum mark_state st)
+{
+	switch (st) {
+	case MARK_REACHABLE:
+		return LEAK_REACHABLE;
+	case MARK_POSSIBLE:
+		return LEAK_POSSIBLY_LOST;
+	case MARK_INDIRECT:
+		return LEAK_INDIRECTLY_LOST;
+	case MARK_UNREACHED:
+		break;
+	}
+	return LEAK_DEFINITELY_LOST;
+}
+
+int leakcheck_classify(struct leakcheck *lc, struct leakcheck_totals *totals)
+{
+	struct out_edges g = { 0 };
+	struct mark_stack s = { 0 };
+	size_t i, n = lc->n;
+	int err = -ENOMEM;
+
+	if (lc->classified)
+		return -EINVAL;
+	if (lc->scan_err)
+		return lc->scan_err;
+	lc->state = calloc(n ? n : 1, sizeof(*lc->state));
+	lc->indirect = calloc(n ? n : 1, sizeof(*lc->indirect));
+	lc->via = malloc((n ? n : 1) * sizeof(*lc->via));
+	s.items = malloc((n ? n : 1) * sizeof(*s.items));
+	if (!lc->state || !lc->indirect || !lc->via || !s.items || out_edges_build(lc, &g))
+		goto out;
+	for (i = 0; i < n; i++)
+		lc->via[i] = NONE;
+	mark_from_roots(lc, &g, &s);
+	gather_cliques(lc, &g, &s);
+	lc->classified = true;
+	if (totals) {
+		memset(totals, 0, sizeof(*totals));
+		for (i = 0; i < n; i++) {
+			enum leak_kind k = kind_of(state_of(lc, (uint32_t)i));
+
+			totals->bytes[k] += lc->size[i];
+			totals->blocks[k]++;
+		}
+	}
+	err = 0;
+out:
+	free(g.off);
+	free(g.to);
+	free(s.items);
+	if (err) {
+		free(lc->state);
+		free(lc->indirect);
+		free(lc->via);
+		lc->state = NULL;
+		lc->indirect = NULL;
+		lc->via = NULL;
+	}
+	return err;
+}
+
+int leakcheck_verdict(const struct leakcheck *lc, size_t i, struct leak_verdict *out)
+{
+	uint32_t b;
+
+	if (!lc->classified || i >= lc->n)
+		return -EINVAL;
+	b = lc->pos[i];
+	out->kind = kind_of(state_of(lc, b));
+	out->indirect_bytes = out->kind == LEAK_DEFINITELY_LOST ? lc->indirect[b] : 0;
+	out->via = out->kind == LEAK_INDIRECTLY_LOST ? lc->orig[lc->via[b]] : SIZE_MAX;
+	return 0;
+}
+
+void leakcheck_free(struct leakcheck *lc)
+{
+	if (!lc)
+		return;
+	free(lc->start);
+	free(lc->lend);
+	free(lc->cend);
+	free(lc->size);
+	free(lc->orig);
+	free(lc->pos);
+	free(lc->root);
+	free(lc->pages.slots);
+	free(lc->regions.slots);
+	free(lc->large);
+	free(lc->edges);
+	free(lc->state);
+	free(lc->indirect);
+	free(lc->via);
+	free(lc);
+}
