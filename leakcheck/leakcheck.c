@@ -17,10 +17,17 @@
 #define INTERIOR 0x80000000u
 #define WORD 8u
 #define PAGE_SHIFT 12
-/* A block spanning more pages than this is "large": the page table gets
+/* A block spanning more pages than this is "large": the page index gets
  * only its first and last page, the region table covers the rest, so a
  * 1 GiB block costs a few hundred entries, not 262144. */
 #define LARGE_PAGES 16
+/* The page index: a 2 MiB region holding at least DENSE_PAGES pages with
+ * blocks gets a direct array of its 512 pages (pointers to nearby blocks
+ * then read nearby entries: a hash scattered them, and its cache misses
+ * were half the scan of a 1 GiB heap); the pages of sparser regions go to
+ * a hash, so memory stays within 64 bytes a page either way. */
+#define DENSE_SHIFT 9
+#define DENSE_PAGES 64
 /* The region table's granule starts at 2 MiB and doubles while the
  * regions of all large blocks would need more entries than this plus a
  * few per block (a 100 GiB mapping tracked with --mmap). */
@@ -53,6 +60,13 @@ struct range_slot {
 	uint32_t last;
 };
 
+/* The blocks touching one page of a dense region: FIRST..LAST (sorted
+ * positions); FIRST is NONE for a page none touches. */
+struct page_entry {
+	uint32_t first;
+	uint32_t last;
+};
+
 struct range_table {
 	struct range_slot *slots;
 	uint64_t mask;	 /* capacity - 1, capacity a power of two */
@@ -70,24 +84,27 @@ struct edge {
 /*
  * Blocks are kept sorted by address in parallel arrays (the pointer test
  * touches only start[] and lend[]).  Invariants: start[] ascends;
- * start[i] <= cend[i] <= lend[i] <= start[i + 1] (overlaps cut), so at most
- * one block holds any address and a search for the last start at or below
- * it finds that block.
+ * start[i] <= lend[i] <= start[i + 1] (overlaps cut), so at most one block
+ * holds any address and a search for the last start at or below it finds
+ * that block.  A block's contents end at start + size, cut at the next
+ * block's start (contents_end).
  */
 struct leakcheck {
 	size_t n;
 	uint64_t *start;
 	uint64_t *lend;	 /* end for pointers into it: start + max(size, 1), cut */
-	uint64_t *cend;	 /* end of its contents for the scan: start + size, cut */
-	uint64_t *size;	 /* as given, for the totals */
+	uint64_t *size;	 /* as given */
 	uint32_t *orig;	 /* sorted position -> the caller's index */
-	uint32_t *pos;	 /* the caller's index -> sorted position */
+	uint32_t *pos;	 /* the caller's index -> sorted position (made by classify,
+			    after the target runs again) */
 	uint8_t *root;	 /* ROOT_* bits */
 	uint64_t lo;	 /* every block lies in [lo, lo + span) */
 	uint64_t span;
 
-	struct range_table pages;
-	struct range_table regions; /* over large[] */
+	struct range_table dense;	  /* dense regions: slot.first = their page array */
+	struct page_entry *dense_pages;	  /* 512 entries a dense region */
+	struct range_table pages;	  /* the pages of other regions */
+	struct range_table regions;	  /* the middles of large blocks, over large[] */
 	uint32_t *large;	    /* sorted positions of the large blocks */
 	size_t nlarge;
 
@@ -162,24 +179,24 @@ static inline const struct range_slot *range_find(const struct range_table *t, u
 
 /* The block of start[] positions IDX[LO..HI] (IDX NULL: LO..HI
  * themselves) holding V, or NONE: the last one starting at or below V, if
- * V is below its end. */
+ * V is below its end.  Branchless: a page of small blocks holds dozens,
+ * and the branches of a plain binary search over them mispredict on
+ * every step (they were most of the scan's time). */
 static inline uint32_t range_search(const struct leakcheck *lc, const uint32_t *idx, uint32_t lo, uint32_t hi,
 				    uint64_t v)
 {
-	uint32_t b;
+	uint32_t base = lo, len = hi - lo + 1, b;
 
 #define AT(k) (idx ? idx[k] : (k))
 	if (v < lc->start[AT(lo)])
 		return NONE;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo + 1) / 2;
+	while (len > 1) {
+		uint32_t half = len / 2;
 
-		if (lc->start[AT(mid)] <= v)
-			lo = mid;
-		else
-			hi = mid - 1;
+		base += (lc->start[AT(base + half)] <= v) * half;
+		len -= half;
 	}
-	b = AT(lo);
+	b = AT(base);
 #undef AT
 	return v < lc->lend[b] ? b : NONE;
 }
@@ -191,9 +208,18 @@ static inline uint32_t block_of(const struct leakcheck *lc, uint64_t v)
 
 	if (v - lc->lo >= lc->span)
 		return NONE;
-	s = range_find(&lc->pages, (v >> PAGE_SHIFT) + 1);
-	if (s)
-		return range_search(lc, NULL, s->first, s->last, v);
+	s = range_find(&lc->dense, (v >> (PAGE_SHIFT + DENSE_SHIFT)) + 1);
+	if (s) {
+		const struct page_entry *e = &lc->dense_pages[((size_t)s->first << DENSE_SHIFT) +
+							      ((v >> PAGE_SHIFT) & ((1u << DENSE_SHIFT) - 1))];
+
+		if (e->first != NONE)
+			return range_search(lc, NULL, e->first, e->last, v);
+	} else {
+		s = range_find(&lc->pages, (v >> PAGE_SHIFT) + 1);
+		if (s)
+			return range_search(lc, NULL, s->first, s->last, v);
+	}
 	/* no block starts, ends or lies whole in V's page: only the middle of
 	 * a large block can hold it */
 	if (!lc->nlarge)
@@ -215,19 +241,58 @@ int64_t leakcheck_find(const struct leakcheck *lc, uint64_t addr, int *start)
  * Building
  * ------------------------------------------------------------------ */
 
+/* A block as sorted: the size travels with it, since fetching it by
+ * index afterwards is a cache miss a block in the ledger's hash order. */
 struct sort_rec {
 	uint64_t addr;
 	uint64_t size;
 	uint32_t idx;
+	uint32_t pad;
 };
 
-static int by_addr(const void *a, const void *b)
-{
-	const struct sort_rec *x = a, *y = b;
+/* Radix digits: 11 bits (2048 counters stay in L1, and the scatter
+ * writes to few enough places at once; measured faster than 8 or 16). */
+#define DIGIT_BITS 11
+#define DIGITS (1u << DIGIT_BITS)
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+/* Sorts RECS[0..N) by address, stably (equal addresses keep the caller's
+ * order): an LSD radix sort over only the bits in which some address
+ * differs (heap addresses share their top bits and their low alignment
+ * bits), so a million blocks cost three or four passes, not the twenty
+ * million comparisons of qsort: the index is built while the target is
+ * stopped.  TMP holds N records.  Returns the array holding the result
+ * (RECS or TMP). */
+static struct sort_rec *sort_by_addr(struct sort_rec *recs, struct sort_rec *tmp, size_t n)
+{
+	size_t count[DIGITS], i;
+	uint64_t differ = 0;
+	unsigned shift, top;
+
+	for (i = 1; i < n; i++)
+		differ |= recs[i].addr ^ recs[0].addr;
+	if (!differ)
+		return recs;
+	top = 64 - (unsigned)__builtin_clzll(differ);
+	for (shift = (unsigned)__builtin_ctzll(differ); shift < top; shift += DIGIT_BITS) {
+		size_t sum = 0;
+		struct sort_rec *swap;
+
+		memset(count, 0, sizeof(count));
+		for (i = 0; i < n; i++)
+			count[(recs[i].addr >> shift) & (DIGITS - 1)]++;
+		for (i = 0; i < DIGITS; i++) {
+			size_t c = count[i];
+
+			count[i] = sum;
+			sum += c;
+		}
+		for (i = 0; i < n; i++)
+			tmp[count[(recs[i].addr >> shift) & (DIGITS - 1)]++] = recs[i];
+		swap = recs;
+		recs = tmp;
+		tmp = swap;
+	}
+	return recs;
 }
 
 static bool is_large(const struct leakcheck *lc, size_t i)
@@ -267,54 +332,130 @@ static void range_add(struct range_table *t, uint64_t key, uint32_t item)
 	t->tail = &t->slots[h];
 }
 
-/* Adds ITEM to the keys FIRST..LAST, counting the new ones in *NEW (the
- * table may be NULL: only count).  *PREV is the last key added. */
-static void range_add_keys(struct range_table *t, uint64_t first, uint64_t last, uint32_t item, uint64_t *prev,
-			   size_t *new)
+/* Calls FN(CTX, page, block) for the pages each block puts in the page
+ * index, in ascending order: every page of a small block, the first and
+ * last page of a large one (the region table covers its middle). */
+static void keyed_pages(const struct leakcheck *lc, void (*fn)(void *ctx, uint64_t page, uint32_t block), void *ctx)
 {
-	uint64_t k;
+	size_t i;
 
-	for (k = first; k <= last; k++) {
-		if (k != *prev)
-			(*new)++;
-		if (t)
-			range_add(t, k + 1, item);
-		*prev = k;
+	for (i = 0; i < lc->n; i++) {
+		uint64_t p0 = lc->start[i] >> PAGE_SHIFT, p1 = (lc->lend[i] - 1) >> PAGE_SHIFT, p;
+
+		if (lc->lend[i] == lc->start[i])
+			continue; /* cut to nothing by an overlap */
+		if (is_large(lc, i)) {
+			fn(ctx, p0, (uint32_t)i);
+			fn(ctx, p1, (uint32_t)i);
+			continue;
+		}
+		for (p = p0; p <= p1; p++)
+			fn(ctx, p, (uint32_t)i);
 	}
 }
 
-/* The page keys block I puts in the page table: every page of a small
- * block, the first and last page of a large one (the region table covers
- * its middle).  Calls range_add_keys for them. */
-static void block_pages(const struct leakcheck *lc, size_t i, struct range_table *t, uint64_t *prev, size_t *new)
-{
-	uint64_t p0 = lc->start[i] >> PAGE_SHIFT, p1 = (lc->lend[i] - 1) >> PAGE_SHIFT;
+/* The first pass: how many pages each region has, which regions are dense. */
+struct page_census {
+	uint64_t page, region; /* the last seen */
+	size_t in_region;      /* its distinct pages so far */
+	size_t sparse_pages;   /* pages of regions found sparse */
+	uint64_t *dense;       /* the dense regions (NULL: only count them) */
+	size_t ndense;
+};
 
-	if (!is_large(lc, i)) {
-		range_add_keys(t, p0, p1, (uint32_t)i, prev, new);
+static void census_close_region(struct page_census *c)
+{
+	if (c->in_region >= DENSE_PAGES) {
+		if (c->dense)
+			c->dense[c->ndense] = c->region;
+		c->ndense++;
+	} else {
+		c->sparse_pages += c->in_region;
+	}
+	c->in_region = 0;
+}
+
+static void census_page(void *ctx, uint64_t page, uint32_t block)
+{
+	struct page_census *c = ctx;
+
+	(void)block;
+	if (page == c->page)
+		return;
+	if ((page >> DENSE_SHIFT) != c->region) {
+		if (c->in_region)
+			census_close_region(c);
+		c->region = page >> DENSE_SHIFT;
+	}
+	c->page = page;
+	c->in_region++;
+}
+
+static void census_run(const struct leakcheck *lc, struct page_census *c)
+{
+	c->page = c->region = UINT64_MAX;
+	c->in_region = c->sparse_pages = c->ndense = 0;
+	keyed_pages(lc, census_page, c);
+	if (c->in_region)
+		census_close_region(c);
+}
+
+/* The second pass: each page into its dense region's array or the hash. */
+struct page_fill {
+	struct leakcheck *lc;
+	uint64_t region;	  /* the last seen */
+	struct page_entry *array; /* its page array, or NULL: sparse */
+};
+
+static void fill_page(void *ctx, uint64_t page, uint32_t block)
+{
+	struct page_fill *f = ctx;
+	struct page_entry *e;
+
+	if ((page >> DENSE_SHIFT) != f->region) {
+		const struct range_slot *s = range_find(&f->lc->dense, (page >> DENSE_SHIFT) + 1);
+
+		f->region = page >> DENSE_SHIFT;
+		f->array = s ? &f->lc->dense_pages[(size_t)s->first << DENSE_SHIFT] : NULL;
+	}
+	if (!f->array) {
+		range_add(&f->lc->pages, page + 1, block);
 		return;
 	}
-	range_add_keys(t, p0, p0, (uint32_t)i, prev, new);
-	range_add_keys(t, p1, p1, (uint32_t)i, prev, new);
+	e = &f->array[page & ((1u << DENSE_SHIFT) - 1)];
+	if (e->first == NONE)
+		e->first = block;
+	e->last = block;
 }
 
 static int build_pages(struct leakcheck *lc)
 {
-	uint64_t prev = UINT64_MAX;
-	size_t i, count = 0;
+	struct page_census census = { 0 };
+	struct page_fill fill = { .lc = lc, .region = UINT64_MAX };
+	size_t k, entries;
 	int err;
 
-	for (i = 0; i < lc->n; i++)
-		if (lc->lend[i] > lc->start[i])
-			block_pages(lc, i, NULL, &prev, &count);
-	err = range_table_init(&lc->pages, count, PAGE_SHIFT);
-	if (err)
+	census_run(lc, &census);
+	entries = (census.ndense ? census.ndense : 1) << DENSE_SHIFT;
+	census.dense = malloc((census.ndense ? census.ndense : 1) * sizeof(*census.dense));
+	lc->dense_pages = malloc(entries * sizeof(*lc->dense_pages));
+	if (!census.dense || !lc->dense_pages) {
+		free(census.dense);
+		return -ENOMEM;
+	}
+	census_run(lc, &census); /* again, keeping the dense regions */
+	memset(lc->dense_pages, 0xff, entries * sizeof(*lc->dense_pages));
+	err = range_table_init(&lc->dense, census.ndense, PAGE_SHIFT + DENSE_SHIFT);
+	if (!err)
+		err = range_table_init(&lc->pages, census.sparse_pages, PAGE_SHIFT);
+	if (err) {
+		free(census.dense);
 		return err;
-	prev = UINT64_MAX;
-	count = 0;
-	for (i = 0; i < lc->n; i++)
-		if (lc->lend[i] > lc->start[i])
-			block_pages(lc, i, &lc->pages, &prev, &count);
+	}
+	for (k = 0; k < census.ndense; k++)
+		range_add(&lc->dense, census.dense[k] + 1, (uint32_t)k);
+	free(census.dense);
+	keyed_pages(lc, fill_page, &fill);
 	return 0;
 }
 
@@ -326,8 +467,14 @@ static size_t large_regions(const struct leakcheck *lc, unsigned shift, struct r
 
 	for (k = 0; k < lc->nlarge; k++) {
 		uint32_t b = lc->large[k];
+		uint64_t r;
 
-		range_add_keys(t, lc->start[b] >> shift, (lc->lend[b] - 1) >> shift, (uint32_t)k, &prev, &count);
+		for (r = lc->start[b] >> shift; r <= (lc->lend[b] - 1) >> shift; r++) {
+			count += r != prev;
+			prev = r;
+			if (t)
+				range_add(t, r + 1, (uint32_t)k);
+		}
 	}
 	return count;
 }
@@ -371,11 +518,9 @@ static void fill_blocks(struct leakcheck *lc, const struct sort_rec *recs)
 		lc->start[i] = s;
 		lc->size[i] = sz;
 		lc->orig[i] = recs[i].idx;
-		lc->pos[recs[i].idx] = (uint32_t)i;
 		if (lend > next)
 			lc->stats.overlapping++;
 		lc->lend[i] = min_u64(lend, next);
-		lc->cend[i] = min_u64(add_sat(s, sz), next);
 	}
 	if (n) {
 		lc->lo = lc->start[0];
@@ -386,7 +531,7 @@ static void fill_blocks(struct leakcheck *lc, const struct sort_rec *recs)
 int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **out)
 {
 	struct leakcheck *lc;
-	struct sort_rec *recs;
+	struct sort_rec *recs, *tmp, *sorted;
 	size_t i;
 	int err = -ENOMEM;
 
@@ -394,24 +539,24 @@ int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **
 		return -E2BIG;
 	lc = calloc(1, sizeof(*lc));
 	recs = malloc((n ? n : 1) * sizeof(*recs));
-	if (!lc || !recs)
+	tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	if (!lc || !recs || !tmp)
 		goto fail;
 	lc->n = n;
 	for (i = 0; i < n; i++)
 		recs[i] = (struct sort_rec){ .addr = blocks[i].addr, .size = blocks[i].size, .idx = (uint32_t)i };
-	qsort(recs, n, sizeof(*recs), by_addr);
+	sorted = sort_by_addr(recs, tmp, n);
 	lc->start = malloc((n ? n : 1) * sizeof(*lc->start));
 	lc->lend = malloc((n ? n : 1) * sizeof(*lc->lend));
-	lc->cend = malloc((n ? n : 1) * sizeof(*lc->cend));
 	lc->size = malloc((n ? n : 1) * sizeof(*lc->size));
 	lc->orig = malloc((n ? n : 1) * sizeof(*lc->orig));
-	lc->pos = malloc((n ? n : 1) * sizeof(*lc->pos));
 	lc->root = calloc(n ? n : 1, sizeof(*lc->root));
-	if (!lc->start || !lc->lend || !lc->cend || !lc->size || !lc->orig || !lc->pos || !lc->root)
+	if (!lc->start || !lc->lend || !lc->size || !lc->orig || !lc->root)
 		goto fail;
-	fill_blocks(lc, recs);
+	fill_blocks(lc, sorted);
 	free(recs);
-	recs = NULL;
+	free(tmp);
+	recs = tmp = NULL;
 	err = build_pages(lc);
 	if (!err)
 		err = build_regions(lc);
@@ -422,6 +567,7 @@ int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **
 	return 0;
 fail:
 	free(recs);
+	free(tmp);
 	leakcheck_free(lc);
 	return err;
 }
@@ -430,7 +576,15 @@ fail:
  * The scan
  * ------------------------------------------------------------------ */
 
-/* The words of block I: [word_up(start), word_up(cend)). */
+/* Where block I's contents end: start + size, cut at the next block. */
+static inline uint64_t contents_end(const struct leakcheck *lc, size_t i)
+{
+	uint64_t end = add_sat(lc->start[i], lc->size[i]);
+
+	return i + 1 < lc->n ? min_u64(end, lc->start[i + 1]) : end;
+}
+
+/* The words of block I: [word_up(start), word_up(contents_end)). */
 static inline uint64_t words_start(const struct leakcheck *lc, size_t i)
 {
 	return word_up(lc->start[i]);
@@ -438,7 +592,7 @@ static inline uint64_t words_start(const struct leakcheck *lc, size_t i)
 
 static inline uint64_t words_end(const struct leakcheck *lc, size_t i)
 {
-	return word_up(lc->cend[i]);
+	return word_up(contents_end(lc, i));
 }
 
 /* The first block whose words end after A (words_end ascends). */
@@ -765,11 +919,14 @@ int leakcheck_classify(struct leakcheck *lc, struct leakcheck_totals *totals)
 	lc->state = calloc(n ? n : 1, sizeof(*lc->state));
 	lc->indirect = calloc(n ? n : 1, sizeof(*lc->indirect));
 	lc->via = malloc((n ? n : 1) * sizeof(*lc->via));
+	lc->pos = malloc((n ? n : 1) * sizeof(*lc->pos));
 	s.items = malloc((n ? n : 1) * sizeof(*s.items));
-	if (!lc->state || !lc->indirect || !lc->via || !s.items || out_edges_build(lc, &g))
+	if (!lc->state || !lc->indirect || !lc->via || !lc->pos || !s.items || out_edges_build(lc, &g))
 		goto out;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		lc->via[i] = NONE;
+		lc->pos[lc->orig[i]] = (uint32_t)i;
+	}
 	mark_from_roots(lc, &g, &s);
 	gather_cliques(lc, &g, &s);
 	lc->classified = true;
@@ -791,9 +948,11 @@ out:
 		free(lc->state);
 		free(lc->indirect);
 		free(lc->via);
+		free(lc->pos);
 		lc->state = NULL;
 		lc->indirect = NULL;
 		lc->via = NULL;
+		lc->pos = NULL;
 	}
 	return err;
 }
@@ -817,11 +976,12 @@ void leakcheck_free(struct leakcheck *lc)
 		return;
 	free(lc->start);
 	free(lc->lend);
-	free(lc->cend);
 	free(lc->size);
 	free(lc->orig);
 	free(lc->pos);
 	free(lc->root);
+	free(lc->dense.slots);
+	free(lc->dense_pages);
 	free(lc->pages.slots);
 	free(lc->regions.slots);
 	free(lc->large);
