@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,7 @@ void proc_mem_plan_free(struct proc_mem_plan *plan)
 static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thread *threads, size_t nthreads,
 			  const struct proc_mem_range *keep, size_t nkeep, uint64_t *live)
 {
+	uint64_t cut_lo = UINT64_MAX, cut_hi = 0; /* the cut parts lie in [cut_lo, cut_hi) */
 	size_t i;
 
 	for (i = 0; i < plan->nmaps; i++)
@@ -192,10 +194,16 @@ static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thre
 			continue;
 		}
 		live[m] = min_u64(live[m], sp > PROC_MEM_RED_ZONE ? (sp - PROC_MEM_RED_ZONE) & ~7ull : 0);
+		cut_lo = min_u64(cut_lo, plan->maps[m].start);
+		cut_hi = max_u64(cut_hi, live[m]);
 	}
+	/* a million tracked blocks, nearly all in the heap: one compare each */
 	for (i = 0; i < nkeep; i++) {
-		ssize_t m = map_index(plan->maps, plan->nmaps, keep[i].addr);
+		ssize_t m;
 
+		if (keep[i].addr < cut_lo || keep[i].addr >= cut_hi)
+			continue;
+		m = map_index(plan->maps, plan->nmaps, keep[i].addr);
 		if (m >= 0 && live[m] != UINT64_MAX && keep[i].addr < live[m]) {
 			live[m] = keep[i].addr & ~7ull;
 			plan->stack_kept++;
@@ -404,7 +412,43 @@ static enum page_state page_state(uint64_t e, uint64_t zero)
 
 /* ---------------------------------------------------------------------
  * Reading
+ *
+ * The caller's thread finds the data pages (pagemap) and packs them into
+ * batches; a worker thread reads each batch (process_vm_readv, or
+ * /proc/PID/mem) while the caller's thread hands the previous one to the
+ * callback: the copy and the scan overlap, and the target's pause is the
+ * longer of the two, not their sum.  Batches are delivered in order.
  * ------------------------------------------------------------------ */
+
+/* Batches in flight: one being filled, one being read, one being scanned,
+ * one spare so that none waits on another's turn. */
+#define NBATCH 4
+
+/* Bytes of a batch's buffer that were read: [addr, addr + len) at off. */
+struct piece {
+	uint64_t addr;
+	size_t off;
+	size_t len;
+};
+
+/* One read: remote ranges REMOTE[0..nremote) into buf[0..used), all
+ * through process_vm_readv or all through /proc/PID/mem (VIA_MEM); the
+ * worker fills the pieces, what failed, its time and calls. */
+struct batch {
+	unsigned char *buf;
+	size_t used;
+	struct iovec remote[IOV_BATCH];
+	size_t nremote;
+	bool via_mem;
+	struct piece *pieces;
+	size_t npieces;
+	uint64_t unreadable;
+	uint64_t read_ns;
+	uint64_t calls;
+	int err;
+	bool submitted; /* handed to the worker */
+	bool done;	/* read: ready to deliver */
+};
 
 struct reader {
 	int pid;
@@ -414,13 +458,18 @@ struct reader {
 	proc_mem_chunk_fn fn;
 	void *ctx;
 	struct proc_mem_read_stats *st;
-	unsigned char *buf;
-	size_t cap;
-	/* the process_vm_readv batch being filled: REMOTE[0..nremote) into
-	 * buf[0..used) */
-	struct iovec remote[IOV_BATCH];
-	size_t nremote;
-	size_t used;
+	size_t cap;	   /* bytes a batch holds */
+	size_t piece_cap;  /* pieces a batch may make: one per page at worst */
+	struct batch batches[NBATCH];
+	size_t fill;	   /* the batch being filled */
+	size_t next;	   /* the oldest batch not yet delivered */
+	size_t inflight;   /* batches submitted and not yet delivered */
+	/* the worker, when there is one */
+	bool threaded;
+	bool stop;
+	pthread_t worker;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
 	uint64_t *pm; /* PM_WINDOW pagemap entries */
 	struct pm_region *vec;
 	/* without PAGEMAP_SCAN: what smaps says each mapping holds, so that
@@ -452,79 +501,165 @@ static int mapping_empty(struct reader *r, const struct proc_mem_plan *plan, siz
 	return 0;
 }
 
-static int deliver(struct reader *r, uint64_t addr, const void *bytes, size_t len)
-{
-	uint64_t t0 = now_ns();
-	int ret = r->fn(r->ctx, addr, bytes, len);
+/* -- the worker's side: reading one batch ---------------------------- */
 
-	r->st->callback_ns += now_ns() - t0;
-	r->st->scanned_bytes += len;
-	return ret;
+static void piece_add(const struct reader *r, struct batch *b, uint64_t addr, size_t off, size_t len)
+{
+	struct piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
+
+	if (last && last->addr + last->len == addr && last->off + last->len == off)
+		last->len += len;
+	else if (b->npieces < r->piece_cap)
+		b->pieces[b->npieces++] = (struct piece){ .addr = addr, .off = off, .len = len };
 }
 
-/* Reads [ADDR, ADDR + LEN) through /proc/PID/mem, which copies page by
- * page without pinning (so a page the target shares stays shared); a page
- * that fails is counted and skipped. */
-static int read_mem(struct reader *r, uint64_t addr, uint64_t len)
+/* Reads [ADDR, ADDR + LEN) into buf + OFF through /proc/PID/mem, which
+ * copies page by page without pinning (a page the target shares stays
+ * shared); a page that fails is counted and skipped.  Returns 0 or
+ * -ESRCH. */
+static int read_mem(const struct reader *r, struct batch *b, uint64_t addr, size_t off, size_t len)
 {
 	while (len) {
-		size_t want = (size_t)min_u64(len, r->cap);
-		uint64_t t0 = now_ns();
-		ssize_t got = pread(r->mem_fd, r->buf, want, (off_t)addr);
-		int ret;
+		ssize_t got = pread(r->mem_fd, b->buf + off, len, (off_t)addr);
 
-		r->st->read_ns += now_ns() - t0;
-		r->st->read_calls++;
+		b->calls++;
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
 			/* the first page cannot be read: skip it */
-			uint64_t skip = min_u64(len, PAGE_SIZE - (addr & (PAGE_SIZE - 1)));
+			size_t skip = (size_t)min_u64(len, PAGE_SIZE - (addr & (PAGE_SIZE - 1)));
 
 			if (got < 0 && errno == ESRCH)
 				return -ESRCH;
-			r->st->unreadable_bytes += skip;
+			b->unreadable += skip;
 			addr += skip;
+			off += skip;
 			len -= skip;
 			continue;
 		}
-		ret = deliver(r, addr, r->buf, (size_t)got);
-		if (ret)
-			return ret;
+		piece_add(r, b, addr, off, (size_t)got);
 		addr += (uint64_t)got;
-		len -= (uint64_t)got;
+		off += (size_t)got;
+		len -= (size_t)got;
 	}
 	return 0;
 }
 
-/* Reads the batch with one process_vm_readv and hands each piece on;
- * what a failed page cut short is read again page by page. */
-static int batch_flush(struct reader *r)
+static void batch_read(const struct reader *r, struct batch *b)
 {
-	struct iovec local = { .iov_base = r->buf, .iov_len = r->used };
-	size_t i, off = 0, n = r->nremote;
+	struct iovec local = { .iov_base = b->buf, .iov_len = b->used };
 	uint64_t t0 = now_ns();
-	ssize_t got = process_vm_readv(r->pid, &local, 1, r->remote, (unsigned long)n, 0);
+	size_t i, off = 0, got = 0;
+
+	if (!b->via_mem) {
+		ssize_t n = process_vm_readv(r->pid, &local, 1, b->remote, (unsigned long)b->nremote, 0);
+
+		b->calls++;
+		if (n < 0 && (errno == ESRCH || errno == EPERM || errno == ENOMEM))
+			b->err = -errno;
+		got = n > 0 ? (size_t)n : 0; /* EFAULT: the first page failed */
+	}
+	for (i = 0; i < b->nremote && !b->err; i++) {
+		uint64_t addr = (uint64_t)(uintptr_t)b->remote[i].iov_base;
+		size_t len = b->remote[i].iov_len, have = got > off ? (size_t)min_u64(len, got - off) : 0;
+
+		if (have)
+			piece_add(r, b, addr, off, have);
+		if (have < len) /* cut short by a page that failed: page by page */
+			b->err = read_mem(r, b, addr + have, off + have, len - have);
+		off += len;
+	}
+	b->read_ns = now_ns() - t0;
+}
+
+static void *worker_main(void *arg)
+{
+	struct reader *r = arg;
+	size_t k = 0; /* batches are read in the order they were submitted */
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		struct batch *b = &r->batches[k];
+
+		while (!r->stop && !(b->submitted && !b->done))
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (r->stop)
+			break;
+		pthread_mutex_unlock(&r->lock);
+		batch_read(r, b);
+		pthread_mutex_lock(&r->lock);
+		b->done = true;
+		pthread_cond_broadcast(&r->cond);
+		k = (k + 1) % NBATCH;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* -- the caller's side: filling, submitting, delivering ---------------- */
+
+/* Hands the oldest submitted batch to the callback once it is read (or
+ * only waits for it, with DISCARD: after a failure). */
+static int deliver_next(struct reader *r, bool discard)
+{
+	struct batch *b = &r->batches[r->next];
+	uint64_t t0;
+	size_t i;
+	int ret = 0;
+
+	if (r->threaded) {
+		pthread_mutex_lock(&r->lock);
+		while (!b->done)
+			pthread_cond_wait(&r->cond, &r->lock);
+		pthread_mutex_unlock(&r->lock);
+	}
+	r->st->read_ns += b->read_ns;
+	r->st->read_calls += b->calls;
+	r->st->unreadable_bytes += b->unreadable;
+	t0 = now_ns();
+	for (i = 0; i < b->npieces && !discard && !ret; i++) {
+		ret = r->fn(r->ctx, b->pieces[i].addr, b->buf + b->pieces[i].off, b->pieces[i].len);
+		r->st->scanned_bytes += b->pieces[i].len;
+	}
+	r->st->callback_ns += now_ns() - t0;
+	ret = b->err ? b->err : ret;
+	if (r->threaded)
+		pthread_mutex_lock(&r->lock);
+	b->submitted = b->done = false;
+	b->used = b->nremote = b->npieces = 0;
+	b->unreadable = b->read_ns = b->calls = 0;
+	b->err = 0;
+	if (r->threaded)
+		pthread_mutex_unlock(&r->lock);
+	r->next = (r->next + 1) % NBATCH;
+	r->inflight--;
+	return ret;
+}
+
+/* Submits the batch being filled (if it holds anything) and readies the
+ * next, delivering the oldest first when all are in flight. */
+static int batch_submit(struct reader *r)
+{
+	struct batch *b = &r->batches[r->fill];
 	int ret;
 
-	r->st->read_ns += now_ns() - t0;
-	r->st->read_calls++;
-	r->nremote = r->used = 0;
-	if (got < 0) {
-		if (errno == ESRCH || errno == EPERM || errno == ENOMEM)
-			return -errno;
-		got = 0; /* EFAULT: the first page failed; the page-wise path sorts it out */
+	if (!b->nremote)
+		return 0;
+	if (r->threaded) {
+		pthread_mutex_lock(&r->lock);
+		b->submitted = true;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+	} else {
+		batch_read(r, b);
+		b->submitted = b->done = true;
 	}
-	for (i = 0; i < n; i++) {
-		uint64_t addr = (uint64_t)(uintptr_t)r->remote[i].iov_base;
-		size_t len = r->remote[i].iov_len, have = (size_t)got > off ? min_u64(len, (size_t)got - off) : 0;
-
-		ret = have ? deliver(r, addr, r->buf + off, have) : 0;
-		if (!ret && have < len)
-			ret = read_mem(r, addr + have, len - have);
+	r->inflight++;
+	r->fill = (r->fill + 1) % NBATCH;
+	if (r->inflight == NBATCH) {
+		ret = deliver_next(r, false);
 		if (ret)
 			return ret;
-		off += len;
 	}
 	return 0;
 }
@@ -532,33 +667,34 @@ static int batch_flush(struct reader *r)
 /* Queues [ADDR, ADDR + LEN) of pages in STATE for reading. */
 static int read_run(struct reader *r, uint64_t addr, uint64_t len, enum page_state state)
 {
+	bool via_mem = state != PAGE_EXCLUSIVE;
 	int ret;
 
 	if (state == PAGE_SWAPPED)
 		r->st->swapped_bytes += len;
-	if (state != PAGE_EXCLUSIVE) {
+	if (via_mem)
 		r->st->shared_bytes += len;
-		ret = r->nremote ? batch_flush(r) : 0; /* keep the callbacks in address order */
-		return ret ? ret : read_mem(r, addr, len);
-	}
-	r->st->exclusive_bytes += len;
+	else
+		r->st->exclusive_bytes += len;
 	while (len) {
-		struct iovec *last = r->nremote ? &r->remote[r->nremote - 1] : NULL;
+		struct batch *b = &r->batches[r->fill];
+		struct iovec *last = b->nremote ? &b->remote[b->nremote - 1] : NULL;
 		bool extend = last && (uint64_t)(uintptr_t)last->iov_base + last->iov_len == addr;
 		size_t piece;
 
-		if (r->used == r->cap || (!extend && r->nremote == IOV_BATCH)) {
-			ret = batch_flush(r);
+		if (b->nremote && (b->via_mem != via_mem || b->used == r->cap || (!extend && b->nremote == IOV_BATCH))) {
+			ret = batch_submit(r);
 			if (ret)
 				return ret;
 			continue;
 		}
-		piece = (size_t)min_u64(len, r->cap - r->used);
+		b->via_mem = via_mem;
+		piece = (size_t)min_u64(len, r->cap - b->used);
 		if (extend)
 			last->iov_len += piece;
 		else
-			r->remote[r->nremote++] = (struct iovec){ .iov_base = (void *)(uintptr_t)addr, .iov_len = piece };
-		r->used += piece;
+			b->remote[b->nremote++] = (struct iovec){ .iov_base = (void *)(uintptr_t)addr, .iov_len = piece };
+		b->used += piece;
 		addr += piece;
 		len -= piece;
 	}
@@ -648,6 +784,78 @@ static int scan_region(struct reader *r, uint64_t start, uint64_t end)
 	return 0;
 }
 
+static int reader_open(struct reader *r, int pid, const struct proc_mem_read_opts *opts)
+{
+	size_t i;
+
+	r->pid = pid;
+	r->pagemap_fd = r->mem_fd = -1;
+	r->cap = opts && opts->buffer_bytes ? opts->buffer_bytes : DEFAULT_BUFFER;
+	r->piece_cap = IOV_BATCH + r->cap / PAGE_SIZE + 2;
+	r->pm = malloc(PM_WINDOW * sizeof(*r->pm));
+	r->vec = malloc(SCAN_VEC * sizeof(*r->vec));
+	if (!r->pm || !r->vec)
+		return -ENOMEM;
+	for (i = 0; i < NBATCH; i++) {
+		r->batches[i].buf = malloc(r->cap);
+		r->batches[i].pieces = malloc(r->piece_cap * sizeof(struct piece));
+		if (!r->batches[i].buf || !r->batches[i].pieces)
+			return -ENOMEM;
+	}
+	r->pagemap_fd = open_proc(pid, "pagemap");
+	r->mem_fd = open_proc(pid, "mem");
+	if (r->pagemap_fd < 0 || r->mem_fd < 0) {
+		int err = r->pagemap_fd < 0 ? r->pagemap_fd : r->mem_fd;
+
+		return err == -ENOENT ? -ESRCH : err;
+	}
+	r->zero = zero_pfn();
+	if (opts && opts->no_reader_thread)
+		return 0;
+	/* without a thread (none to be had) the reads simply do not overlap */
+	if (pthread_mutex_init(&r->lock, NULL))
+		return 0;
+	if (pthread_cond_init(&r->cond, NULL)) {
+		pthread_mutex_destroy(&r->lock);
+		return 0;
+	}
+	if (pthread_create(&r->worker, NULL, worker_main, r)) {
+		pthread_cond_destroy(&r->cond);
+		pthread_mutex_destroy(&r->lock);
+		return 0;
+	}
+	r->threaded = true;
+	return 0;
+}
+
+static void reader_close(struct reader *r)
+{
+	size_t i;
+
+	if (r->threaded) {
+		pthread_mutex_lock(&r->lock);
+		r->stop = true;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+		pthread_join(r->worker, NULL);
+		pthread_cond_destroy(&r->cond);
+		pthread_mutex_destroy(&r->lock);
+	}
+	if (r->pagemap_fd >= 0)
+		close(r->pagemap_fd);
+	if (r->mem_fd >= 0)
+		close(r->mem_fd);
+	for (i = 0; i < NBATCH; i++) {
+		free(r->batches[i].buf);
+		free(r->batches[i].pieces);
+	}
+	free(r->pm);
+	free(r->vec);
+	free(r->rss);
+	free(r->swap);
+	free(r->known);
+}
+
 int proc_mem_read(int pid, const struct proc_mem_plan *plan, const struct proc_mem_read_opts *opts,
 		  proc_mem_chunk_fn fn, void *ctx, struct proc_mem_read_stats *st)
 {
@@ -656,33 +864,17 @@ int proc_mem_read(int pid, const struct proc_mem_plan *plan, const struct proc_m
 	bool use_scan = !(opts && opts->no_pagemap_scan);
 	uint64_t t0 = now_ns(), regions = 0;
 	size_t i;
-	int ret = -ENOMEM;
+	int ret;
 
 	if (!st)
 		st = &local_st;
 	memset(st, 0, sizeof(*st));
 	if (!r)
 		return -ENOMEM;
-	r->pid = pid;
 	r->fn = fn;
 	r->ctx = ctx;
 	r->st = st;
-	r->cap = opts && opts->buffer_bytes ? opts->buffer_bytes : DEFAULT_BUFFER;
-	r->pagemap_fd = r->mem_fd = -1;
-	r->buf = malloc(r->cap);
-	r->pm = malloc(PM_WINDOW * sizeof(*r->pm));
-	r->vec = malloc(SCAN_VEC * sizeof(*r->vec));
-	if (!r->buf || !r->pm || !r->vec)
-		goto out;
-	r->pagemap_fd = open_proc(pid, "pagemap");
-	r->mem_fd = open_proc(pid, "mem");
-	if (r->pagemap_fd < 0 || r->mem_fd < 0) {
-		ret = r->pagemap_fd < 0 ? r->pagemap_fd : r->mem_fd;
-		ret = ret == -ENOENT ? -ESRCH : ret;
-		goto out;
-	}
-	r->zero = zero_pfn();
-	ret = 0;
+	ret = reader_open(r, pid, opts);
 	for (i = 0; i < plan->nregions && !ret; i++) {
 		const struct proc_mem_region *g = &plan->regions[i];
 
@@ -697,20 +889,16 @@ int proc_mem_read(int pid, const struct proc_mem_plan *plan, const struct proc_m
 				ret = read_pages(r, g->start, g->end);
 		}
 	}
-	if (!ret && r->nremote)
-		ret = batch_flush(r);
+	if (!ret)
+		ret = batch_submit(r);
+	/* deliver what is in flight; after a failure only wait for it */
+	while (r->inflight) {
+		int ret2 = deliver_next(r, ret != 0);
+
+		ret = ret ? ret : ret2;
+	}
 	st->untouched_bytes = regions - min_u64(regions, st->scanned_bytes + st->unreadable_bytes);
-out:
-	if (r->pagemap_fd >= 0)
-		close(r->pagemap_fd);
-	if (r->mem_fd >= 0)
-		close(r->mem_fd);
-	free(r->buf);
-	free(r->pm);
-	free(r->vec);
-	free(r->rss);
-	free(r->swap);
-	free(r->known);
+	reader_close(r);
 	free(r);
 	st->total_ns = now_ns() - t0;
 	return ret;

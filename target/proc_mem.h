@@ -151,22 +151,25 @@ struct proc_mem_read_stats {
 	uint64_t read_calls;	   /* process_vm_readv and pread calls */
 	bool pagemap_scan;	   /* the PAGEMAP_SCAN ioctl found the pages (Linux 6.7+) */
 	uint64_t pagemap_ns;	   /* CLOCK_MONOTONIC ns: finding the pages */
-	uint64_t read_ns;	   /* reading them */
+	uint64_t read_ns;	   /* reading them (in the reader thread: overlaps the rest) */
 	uint64_t callback_ns;	   /* in the callback */
-	uint64_t total_ns;	   /* the whole call */
+	uint64_t total_ns;	   /* the whole call: the target's pause */
 };
 
 /* Settings of proc_mem_read; NULL means the defaults (all zero). */
 struct proc_mem_read_opts {
-	bool no_pagemap_scan; /* find pages by reading pagemap whole, as before Linux 6.7 */
-	size_t buffer_bytes;  /* the read buffer: 0 = 1 MiB (fits L2: the callback reads it hot) */
+	bool no_pagemap_scan;  /* find pages by reading pagemap whole, as before Linux 6.7 */
+	bool no_reader_thread; /* read in the caller's thread: copy and callback in turn */
+	size_t buffer_bytes;   /* bytes a read holds: 0 = 1 MiB (fits L2: the callback reads it hot) */
 };
 
 /*
  * Called for each run of the target's memory read: LEN bytes, BYTES, that
  * the target holds at ADDR (page-aligned except at a region's ends; the
- * bytes are valid only during the call).  Returns 0 to go on, anything
- * else to stop proc_mem_read with that value.
+ * bytes are valid only during the call), in address order, always from
+ * the thread that called proc_mem_read (a worker thread reads the next
+ * run meanwhile).  Returns 0 to go on, anything else to stop
+ * proc_mem_read with that value.
  */
 typedef int (*proc_mem_chunk_fn)(void *ctx, uint64_t addr, const void *bytes, size_t len);
 
