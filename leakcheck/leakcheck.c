@@ -202,7 +202,7 @@ static inline uint32_t range_search(const struct leakcheck *lc, const uint32_t *
 }
 
 /* The sorted position of the block holding V, or NONE. */
-static inline uint32_t block_of(const struct leakcheck *lc, uint64_t v)
+static inline __attribute__((always_inline)) uint32_t block_of(const struct leakcheck *lc, uint64_t v)
 {
 	const struct range_slot *s;
 
