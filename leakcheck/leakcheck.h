@@ -81,9 +81,12 @@ struct leakcheck;
  * caller may free BLOCKS at once).  Blocks are named by their index in
  * BLOCKS in every later call.  Blocks should not overlap; where they do
  * (a free the tracer missed), the lower one is cut at the upper one's
- * start and the overlap counted (leakcheck_stats).  Returns 0 and *OUT
- * (free with leakcheck_free), or -ENOMEM, or -E2BIG for more than
- * LEAKCHECK_MAX_BLOCKS blocks.
+ * start and the overlap counted (leakcheck_stats).  Costs about 30 bytes a
+ * block (48 more for a moment while sorting), the page index (at most 64
+ * bytes a page with blocks), 8 bytes a pointer between blocks found by the
+ * scan, and in classify about 30 bytes a block and 4 a pointer more.
+ * Returns 0 and *OUT (free with leakcheck_free), or -ENOMEM, or -E2BIG
+ * for more than LEAKCHECK_MAX_BLOCKS blocks.
  */
 int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **out);
 
@@ -118,8 +121,11 @@ void leakcheck_scan_value(struct leakcheck *lc, uint64_t value);
  * Classifies every block once all memory was scanned (the target may run
  * again), following memcheck's mc_leakcheck.c: marking from the roots
  * (start pointers reach, interior ones only possibly), then the lost
- * blocks grouped into cliques.  Fills TOTALS when not NULL.  Returns 0,
- * -ENOMEM, or -EINVAL when called twice.
+ * blocks grouped into cliques.  memcheck's --leak-check-heuristics
+ * (std::string, new[] and multiple-inheritance interior pointers taken
+ * as start pointers) are not applied: such blocks are possibly lost here
+ * where memcheck, by default, says reachable.  Fills TOTALS when not
+ * NULL.  Returns 0, -ENOMEM, or -EINVAL when called twice.
  */
 int leakcheck_classify(struct leakcheck *lc, struct leakcheck_totals *totals);
 
