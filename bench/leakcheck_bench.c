@@ -26,9 +26,11 @@
  * head pointers make).  Each tool's verdict totals are printed, so the
  * table also shows that they agree.
  *
- * Usage: leakcheck_bench --shape NAME [--reps N] [--sync]
+ * Usage: leakcheck_bench --shape NAME [--reps N] [--thread] [--buffer BYTES]
  *   NAME: 1e4-100MiB, 1e4-1GiB, 1e6-100MiB, 1e6-1GiB
- *   --sync: dwleak reads in the scanning thread (no reader thread), tool=dwleak-sync
+ *   --thread: dwleak reads in a worker thread (proc_mem_read_opts.reader_thread),
+ *             tool=dwleak-thread
+ *   --buffer: dwleak's bytes a read (proc_mem_read_opts.buffer_bytes)
  * Prints one line per repetition:
  *   leakcheck_bench: tool=T shape=S blocks=N block_bytes=B pause_ms=X [more key=value]
  */
@@ -60,7 +62,7 @@
 
 #include "leakcheck.h"
 #include "proc_mem.h"
-#define TOOL (RUNNING_ON_VALGRIND ? "memcheck" : sync_read ? "dwleak-sync" : "dwleak")
+#define TOOL (RUNNING_ON_VALGRIND ? "memcheck" : reader_thread ? "dwleak-thread" : "dwleak")
 #endif
 
 #define LIST_LEN 8
@@ -84,8 +86,9 @@ static const struct shape shapes[] = {
 /* The root of everything reachable. */
 void *volatile g_directory;
 
-/* --sync: proc_mem_read without its reader thread */
-static int sync_read;
+/* --thread: proc_mem_read with its reader thread; --buffer */
+static int reader_thread;
+static size_t buffer_bytes;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -371,7 +374,7 @@ static int run_dwleak(const struct shape *sh, int reps)
 		bytes += blocks[i].size;
 	}
 	for (r = 0; r < reps; r++) {
-		struct proc_mem_read_opts opts = { .no_reader_thread = sync_read };
+		struct proc_mem_read_opts opts = { .reader_thread = reader_thread, .buffer_bytes = buffer_bytes };
 		struct leakcheck_totals tot;
 		struct proc_mem_read_stats rs;
 		struct proc_mem_plan plan;
@@ -429,13 +432,15 @@ int main(int argc, char **argv)
 			sh = shape_named(argv[++i]);
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--sync"))
-			sync_read = 1;
+		else if (!strcmp(argv[i], "--thread"))
+			reader_thread = 1;
+		else if (!strcmp(argv[i], "--buffer") && i + 1 < argc)
+			buffer_bytes = strtoul(argv[++i], NULL, 0);
 		else
 			sh = NULL, i = argc;
 	}
 	if (!sh || reps < 1) {
-		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--sync]\n");
+		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--thread] [--buffer BYTES]\n");
 		return 2;
 	}
 #ifdef LEAKCHECK_BENCH_LSAN

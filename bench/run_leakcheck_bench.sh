@@ -8,6 +8,8 @@
 #              indexed + the roots planned + the memory read and scanned
 #              (target/proc_mem + leakcheck_scan); classify runs after the
 #              child resumes and is shown apart
+#   dwleak, reader thread   the same with proc_mem's worker thread reading
+#              while the scan runs (not the default: see target/proc_mem.c)
 #   LSan       __lsan_do_recoverable_leak_check() in the heap's process
 #              (clang -fsanitize=leak): it stops the world and scans
 #   memcheck   VALGRIND_DO_LEAK_CHECK under valgrind --leak-check=full
@@ -17,7 +19,7 @@
 #
 # Environment: SHAPES (all four), REPS (3), ROUNDS (2), VG_REPS (1: each
 # memcheck run builds its heap under valgrind, a minute for 1 GiB), TOOLS
-# ("dwleak lsan memcheck"), OUT (the markdown section; default
+# ("dwleak dwleak-thread lsan memcheck"), OUT (the markdown section; default
 # BUILD/bench/leakcheck.md).  Installs valgrind with apt-get when missing.
 # Takes about 10 minutes.
 set -uo pipefail
@@ -28,7 +30,7 @@ SHAPES=${SHAPES:-1e4-100MiB 1e6-100MiB 1e4-1GiB 1e6-1GiB}
 REPS=${REPS:-3}
 ROUNDS=${ROUNDS:-2}
 VG_REPS=${VG_REPS:-1}
-TOOLS=${TOOLS:-dwleak lsan memcheck}
+TOOLS=${TOOLS:-dwleak dwleak-thread lsan memcheck}
 OUT=${OUT:-$BUILD/bench/leakcheck.md}
 BENCH=$BUILD/bench/leakcheck_bench
 BENCH_LSAN=$BUILD/bench/leakcheck_bench_lsan
@@ -60,6 +62,8 @@ for round in $(seq "$ROUNDS"); do
 			echo "run_leakcheck_bench: round $round, $shape, $t" >&2
 			case $t in
 			dwleak) timeout -k 5 600 "$BENCH" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
+			dwleak-thread)
+				timeout -k 5 600 "$BENCH" --shape "$shape" --reps "$REPS" --thread > "$out" 2> "$out.err" ;;
 			lsan)
 				LSAN_OPTIONS=print_suppressions=0 \
 					timeout -k 5 600 "$BENCH_LSAN" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
@@ -89,7 +93,7 @@ import os, re, statistics, sys
 tmp, shapes, tools = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 runs = {}
 for f in os.listdir(tmp):
-    m = re.match(r"(\w+)\.([^.]+)\.\d+$", f)
+    m = re.match(r"([\w-]+)\.([^.]+)\.\d+$", f)
     if not m:
         continue
     tool, shape = m.groups()
@@ -113,7 +117,7 @@ def med(rows, key):
 def mib(b):
     return "%.1f" % (b / 1048576) if b is not None else ""
 
-names = {"dwleak": "dwleak (read + scan, this change)", "lsan": "LeakSanitizer",
+names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "lsan": "LeakSanitizer",
          "memcheck": "valgrind memcheck"}
 print("| shape | tool | pause ms (median) | min | max | x LSan | heap GB/s | dwleak: scanned MiB, GB/s | lost MiB | possibly lost MiB | checks |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -138,7 +142,7 @@ for shape in shapes:
         if tool == "dwleak":
             goals.append((shape, pm, lsan, scanned / pm / 1e6 if scanned else None, rows))
 print()
-print("dwleak's pause, part by part (medians, ms): the blocks indexed (sorted, page index), the roots planned from /proc/PID/maps, then pagemap, the copy (process_vm_readv, /proc/PID/mem; in a worker thread), the scan (leakcheck_scan); the classification runs after the target resumes and is not in the pause.")
+print("dwleak's pause, part by part (medians, ms): the blocks indexed (sorted, page index), the roots planned from /proc/PID/maps, then pagemap, the copy (process_vm_readv, /proc/PID/mem), the scan (leakcheck_scan); the classification runs after the target resumes and is not in the pause.")
 print()
 print("| shape | pause | index | plan | pagemap | copy | scan | classify (after) | definitely / indirectly / possibly lost blocks |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---|")

@@ -151,7 +151,7 @@ struct proc_mem_read_stats {
 	uint64_t read_calls;	   /* process_vm_readv and pread calls */
 	bool pagemap_scan;	   /* the PAGEMAP_SCAN ioctl found the pages (Linux 6.7+) */
 	uint64_t pagemap_ns;	   /* CLOCK_MONOTONIC ns: finding the pages */
-	uint64_t read_ns;	   /* reading them (in the reader thread: overlaps the rest) */
+	uint64_t read_ns;	   /* reading them (with reader_thread: overlapping the rest) */
 	uint64_t callback_ns;	   /* in the callback */
 	uint64_t total_ns;	   /* the whole call: the target's pause */
 };
@@ -159,17 +159,19 @@ struct proc_mem_read_stats {
 /* Settings of proc_mem_read; NULL means the defaults (all zero). */
 struct proc_mem_read_opts {
 	bool no_pagemap_scan;  /* find pages by reading pagemap whole, as before Linux 6.7 */
-	bool no_reader_thread; /* read in the caller's thread: copy and callback in turn */
-	size_t buffer_bytes;   /* bytes a read holds: 0 = 1 MiB (fits L2: the callback reads it hot) */
+	/* read in a worker thread while the callback scans the previous batch
+	 * (pays where a core is free; not on 2-vCPU VMs: see proc_mem.c) */
+	bool reader_thread;
+	size_t buffer_bytes; /* bytes a read holds: 0 = 256 KiB (fits L2: the callback reads it hot) */
 };
 
 /*
  * Called for each run of the target's memory read: LEN bytes, BYTES, that
  * the target holds at ADDR (page-aligned except at a region's ends; the
  * bytes are valid only during the call), in address order, always from
- * the thread that called proc_mem_read (a worker thread reads the next
- * run meanwhile).  Returns 0 to go on, anything else to stop
- * proc_mem_read with that value.
+ * the thread that called proc_mem_read (with reader_thread, a worker
+ * reads the next run meanwhile).  Returns 0 to go on, anything else to
+ * stop proc_mem_read with that value.
  */
 typedef int (*proc_mem_chunk_fn)(void *ctx, uint64_t addr, const void *bytes, size_t len);
 

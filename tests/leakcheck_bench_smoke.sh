@@ -25,7 +25,7 @@ tools = sys.argv[2].split()
 names = {"dwleak": "dwleak", "lsan": "LeakSanitizer", "memcheck": "valgrind memcheck"}
 lost, bad = {}, 0
 for t in tools:
-    rows = [l.split("|") for l in md.splitlines() if l.startswith("| 1e4-100MiB | " + names[t])]
+    rows = [l.split("|") for l in md.splitlines() if l.startswith("| 1e4-100MiB | " + names[t] + " |")]
     if len(rows) != 1 or not re.match(r"^[0-9]+\.[0-9]$", rows[0][3].strip()):
         print("FAIL: %s: row %r" % (t, rows))
         bad += 1

@@ -224,10 +224,10 @@ static void test_read_self(void)
 	for (i = 0; i < p.nmaps; i++)
 		if (p.maps[i].start == (uint64_t)(uintptr_t)shm)
 			EXPECT(p.kinds[i] == PROC_MAP_FILE, "%s is %s", p.maps[i].path, proc_map_kind_name(p.kinds[i]));
-	/* modes: PAGEMAP_SCAN with the reader thread; pagemap whole; without
-	 * the thread, in 3-page batches */
+	/* modes: PAGEMAP_SCAN; pagemap whole; with the reader thread; all in
+	 * 3-page batches */
 	for (mode = 0; mode < 3; mode++) {
-		struct proc_mem_read_opts o = { .no_pagemap_scan = mode == 1, .no_reader_thread = mode == 2,
+		struct proc_mem_read_opts o = { .no_pagemap_scan = mode == 1, .reader_thread = mode == 2,
 						.buffer_bytes = 3 * K };
 		struct proc_mem_plan one = p;
 
@@ -247,15 +247,15 @@ static void test_read_self(void)
 		EXPECT(st.scanned_bytes > 0 && st.untouched_bytes >= 60 * K && st.unreadable_bytes == 0);
 		EXPECT(st.total_ns >= st.read_ns + st.callback_ns);
 		printf("%s: read %.1f MiB of %zu regions in %.2f ms; %.1f GiB never touched\n",
-		       mode == 1 ? "pagemap, one region" : mode ? "no reader thread" : "PAGEMAP_SCAN, this process",
+		       mode == 1 ? "pagemap, one region" : mode ? "reader thread" : "PAGEMAP_SCAN, this process",
 		       (double)st.scanned_bytes / 1048576,
 		       one.nregions, (double)st.total_ns / 1e6, (double)st.untouched_bytes / (1 << 30));
 	}
 	EXPECT(proc_mem_read(getpid(), &p, NULL, stop_at_once, NULL, NULL) == 42);
 	{
-		struct proc_mem_read_opts sync = { .no_reader_thread = true };
+		struct proc_mem_read_opts threaded = { .reader_thread = true };
 
-		EXPECT(proc_mem_read(getpid(), &p, &sync, stop_at_once, NULL, NULL) == 42);
+		EXPECT(proc_mem_read(getpid(), &p, &threaded, stop_at_once, NULL, NULL) == 42);
 	}
 	proc_mem_plan_free(&p);
 	EXPECT(proc_mem_plan_build(0x7ffffff0, NULL, 0, NULL, 0, &p) == -ESRCH);
