@@ -117,7 +117,9 @@ struct proc_mem_plan {
  * pointer (glibc and musl put the thread descriptor and static TLS at the
  * top of the stack they map).  No range of KEEP[0..NKEEP) (the tracked
  * blocks; may be empty) is ever cut: a stack the program allocated itself
- * is read whole.  The target should be stopped.  Returns 0, -ESRCH (no
+ * is read whole.  (Untracked memory the kernel merged into the bottom of
+ * a stack mapping would be cut with it; glibc's guard page below every
+ * thread stack keeps anything from merging there.)  The target should be stopped.  Returns 0, -ESRCH (no
  * such process), -ENOMEM or another negative errno.  Free with
  * proc_mem_plan_free.
  */
