@@ -397,11 +397,12 @@ static int run_dwleak(const struct shape *sh, int reps)
 		}
 		printf("leakcheck_bench: tool=%s shape=%s blocks=%zu block_bytes=%llu pause_ms=%.2f build_ms=%.2f "
 		       "plan_ms=%.2f read_ms=%.2f pagemap_ms=%.2f syscalls_ms=%.2f scan_ms=%.2f classify_ms=%.2f "
-		       "scanned_bytes=%llu shared_bytes=%llu lost_bytes=%llu possibly_bytes=%llu reachable_bytes=%llu "
+		       "regions=%zu read_calls=%llu scanned_bytes=%llu shared_bytes=%llu lost_bytes=%llu possibly_bytes=%llu reachable_bytes=%llu "
 		       "definitely_blocks=%llu indirectly_blocks=%llu possibly_blocks=%llu\n",
 		       TOOL, sh->name, n, (unsigned long long)bytes, t3 - t0, t1 - t0, t2 - t1, t3 - t2,
 		       (double)rs.pagemap_ns / 1e6, (double)rs.read_ns / 1e6, (double)rs.callback_ns / 1e6, t4 - t3,
-		       (unsigned long long)rs.scanned_bytes, (unsigned long long)rs.shared_bytes,
+		       plan.nregions, (unsigned long long)rs.read_calls, (unsigned long long)rs.scanned_bytes,
+		       (unsigned long long)rs.shared_bytes,
 		       (unsigned long long)(tot.bytes[LEAK_DEFINITELY_LOST] + tot.bytes[LEAK_INDIRECTLY_LOST]),
 		       (unsigned long long)tot.bytes[LEAK_POSSIBLY_LOST], (unsigned long long)tot.bytes[LEAK_REACHABLE],
 		       (unsigned long long)tot.blocks[LEAK_DEFINITELY_LOST],
