@@ -35,7 +35,6 @@
  *   leakcheck_bench: tool=T shape=S blocks=N block_bytes=B pause_ms=X [more key=value]
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -308,25 +307,21 @@ static struct leak_block *read_blocks(int fd, size_t *n, uint64_t *tls)
 	}
 }
 
-/* The child's one thread: its sp from /proc/PID/syscall. */
+/* The child's one thread: its sp (proc_mem_threads) and TLS. */
 static struct proc_mem_thread child_thread(pid_t pid, uint64_t tls)
 {
-	char path[64], buf[512], *tok, *save, *prev = NULL, *last = NULL;
-	int fd;
-	ssize_t got;
+	struct proc_mem_thread *t, one;
+	size_t n;
+	int err = proc_mem_threads(pid, &t, NULL, &n);
 
-	snprintf(path, sizeof(path), "/proc/%d/syscall", pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		fail(path);
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[got > 0 ? got : 0] = 0;
-	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-		prev = last;
-		last = tok;
+	if (err || n != 1) {
+		errno = err ? -err : EINVAL;
+		fail("the child's thread");
 	}
-	return (struct proc_mem_thread){ .sp = prev ? strtoull(prev, NULL, 16) : 0, .tls = tls };
+	one = t[0];
+	one.tls = tls;
+	free(t);
+	return one;
 }
 
 static void wait_stopped(pid_t pid)

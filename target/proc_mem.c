@@ -4,6 +4,7 @@
  * shares), and the residency and RSS accounts built from the same
  * pagemap. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -150,6 +151,91 @@ static ssize_t map_index(const struct proc_map *maps, size_t n, uint64_t addr)
 			hi = mid;
 	}
 	return lo < n && maps[lo].start <= addr ? (ssize_t)lo : -1;
+}
+
+/* Thread TID's sp from /proc/PID/task/TID/syscall: "NR ARG... SP PC" in a
+ * syscall, "-1 SP PC" outside one, "running" when it runs. */
+static int thread_sp(int pid, int tid, uint64_t *sp)
+{
+	char path[64], buf[256], *tok, *save, *prev = NULL, *last = NULL;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return got < 0 ? -errno : -EIO;
+	buf[got] = 0;
+	if (!strncmp(buf, "running", 7))
+		return -EBUSY;
+	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		prev = last;
+		last = tok;
+	}
+	if (!prev)
+		return -EIO;
+	*sp = strtoull(prev, NULL, 16);
+	return 0;
+}
+
+int proc_mem_threads(int pid, struct proc_mem_thread **threads, int **tids, size_t *n)
+{
+	struct proc_mem_thread *t = NULL, *grown_t;
+	int *id = NULL, *grown_id;
+	size_t cnt = 0, cap = 0;
+	char path[64];
+	struct dirent *d;
+	int err = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!err && (d = readdir(dir))) {
+		int tid = atoi(d->d_name);
+		uint64_t sp = 0;
+
+		if (tid <= 0)
+			continue;
+		err = thread_sp(pid, tid, &sp);
+		if (err == -ESRCH) { /* it exited meanwhile */
+			err = 0;
+			continue;
+		}
+		if (!err && cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			grown_t = realloc(t, cap * sizeof(*t));
+			if (grown_t)
+				t = grown_t;
+			grown_id = realloc(id, cap * sizeof(*id));
+			if (grown_id)
+				id = grown_id;
+			if (!grown_t || !grown_id)
+				err = -ENOMEM;
+		}
+		if (!err) {
+			t[cnt] = (struct proc_mem_thread){ .sp = sp };
+			id[cnt++] = tid;
+		}
+	}
+	closedir(dir);
+	if (err) {
+		free(t);
+		free(id);
+		return err;
+	}
+	*threads = t;
+	*n = cnt;
+	if (tids)
+		*tids = id;
+	else
+		free(id);
+	return 0;
 }
 
 /* Whether mapping I is thread T's stack and nothing else: [stack], or an
@@ -506,7 +592,7 @@ static int mapping_empty(struct reader *r, const struct proc_mem_plan *plan, siz
 	return 0;
 }
 
-/* -- the worker's side: reading one batch ---------------------------- */
+/* -- reading one batch (the worker, or the caller without one) ------- */
 
 static void piece_add(const struct reader *r, struct batch *b, uint64_t addr, size_t off, size_t len)
 {

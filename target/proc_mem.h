@@ -51,6 +51,17 @@ struct proc_mem_thread {
 	uint64_t tls;
 };
 
+/*
+ * The stack pointer of every thread of process PID, stopped, from
+ * /proc/PID/task/TID/syscall (which shows a stopped or blocked thread's
+ * user sp without ptrace; registers still need the tracer's ptrace stop):
+ * a malloc'd array *THREADS (tls 0: not known here) and their thread ids
+ * *TIDS (malloc'd; TIDS may be NULL), *N of each; free both with free().
+ * Returns 0, -EBUSY when a thread is running (the process is not
+ * stopped), -ESRCH, -ENOMEM or another negative errno.
+ */
+int proc_mem_threads(int pid, struct proc_mem_thread **threads, int **tids, size_t *n);
+
 /* Why a region is a root: X(enum, name). */
 #define PROC_MEM_ROOT_LIST(X)                                                                   \
 	X(PROC_MEM_ROOT_WRITABLE, "writable")		/* a readable, writable mapping, whole */ \

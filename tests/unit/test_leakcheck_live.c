@@ -8,7 +8,6 @@
  * PAGEMAP_SCAN and with pagemap read whole.  Registers are not scanned
  * here: that needs the tracer's ptrace stop. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -109,47 +108,25 @@ static void child_stop(const struct child *c)
 	CHECK(waitpid(c->pid, &st, WUNTRACED) == c->pid && WIFSTOPPED(st));
 }
 
-/* Each thread's sp from /proc/PID/task/TID/syscall ("NR ARGS... SP PC",
- * or "-1 SP PC" outside a syscall), paired with the TLS it reported. */
+/* Each thread's sp (proc_mem_threads), paired with the TLS it reported. */
 static size_t child_threads(const struct child *c, struct proc_mem_thread *t)
 {
-	char path[64], buf[512];
-	struct dirent *d;
-	size_t n = 0, i;
-	DIR *dir;
+	struct proc_mem_thread *got;
+	size_t n, i, k;
+	int *tids;
 
-	snprintf(path, sizeof(path), "/proc/%d/task", c->pid);
-	dir = opendir(path);
-	CHECK(dir);
-	while ((d = readdir(dir))) {
-		int tid = atoi(d->d_name), fd;
-		char *tok, *save, *prev = NULL, *last = NULL;
-		ssize_t got;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", c->pid, tid);
-		fd = open(path, O_RDONLY);
-		CHECK(fd >= 0, "%s: %s", path, strerror(errno));
-		got = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		CHECK(got > 0);
-		buf[got] = 0;
-		for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
-			prev = last;
-			last = tok;
-		}
-		CHECK(prev && n < MAX_THREADS, "syscall of %d: %s", tid, buf);
-		t[n].sp = strtoull(prev, NULL, 16);
-		t[n].tls = 0;
-		for (i = 0; i < c->nthreads; i++)
-			if (c->threads[i].tid == tid)
-				t[n].tls = c->threads[i].tls;
-		CHECK(t[n].sp && t[n].tls, "thread %d: sp %#llx, tls %#llx", tid, (unsigned long long)t[n].sp,
-		      (unsigned long long)t[n].tls);
-		n++;
+	CHECK(proc_mem_threads(c->pid, &got, &tids, &n) == 0);
+	CHECK(n <= MAX_THREADS, "%zu threads", n);
+	for (i = 0; i < n; i++) {
+		t[i] = got[i];
+		for (k = 0; k < c->nthreads; k++)
+			if (c->threads[k].tid == tids[i])
+				t[i].tls = c->threads[k].tls;
+		CHECK(t[i].sp && t[i].tls, "thread %d: sp %#llx, tls %#llx", tids[i], (unsigned long long)t[i].sp,
+		      (unsigned long long)t[i].tls);
 	}
-	closedir(dir);
+	free(got);
+	free(tids);
 	return n;
 }
 

@@ -259,6 +259,12 @@ static void test_read_self(void)
 	}
 	proc_mem_plan_free(&p);
 	EXPECT(proc_mem_plan_build(0x7ffffff0, NULL, 0, NULL, 0, &p) == -ESRCH);
+	{
+		struct proc_mem_thread *t;
+		size_t n;
+
+		EXPECT(proc_mem_threads(0x7ffffff0, &t, NULL, &n) == -ESRCH);
+	}
 	munmap(m, 64 * K);
 	munmap(shm, 4096);
 }
