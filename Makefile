@@ -1,5 +1,5 @@
 # dwleak's build.  Every source list is a wildcard, so a new file in a layer
-# (tables/, target/, unwinder/, bpf/, report/, cli/) or tests/unit/ is built
+# (tables/, target/, unwinder/, bpf/, report/, leakcheck/, cli/) or tests/unit/ is built
 # without editing this file.
 #
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
@@ -7,6 +7,7 @@
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
+#   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make clean
@@ -38,23 +39,26 @@ FUZZ_SECONDS ?= 20
 # include list of the layers it may use, so that an include against the
 # arrows does not compile.  bpf/abi/ is the header-only contract between
 # the kernel program and user space.
-LAYERS := tables target unwinder bpf report cli
+LAYERS := tables target unwinder bpf report leakcheck cli
 INC_tables := -I tables
 INC_target := -I target -I bpf/abi
 INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
 INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
 INC_report := -I report
-INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I $(BUILD)
+# The leak check's algorithm: a leaf over blocks and memory it is handed.
+INC_leakcheck := -I leakcheck
+INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # Link order: each library before the ones it uses.
-LINK_LAYERS := cli bpf unwinder report target tables
+LINK_LAYERS := cli bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
 SRCS_target := $(wildcard target/*.c)
 SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
+SRCS_leakcheck := $(wildcard leakcheck/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -152,7 +156,8 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
+	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/run.sh
@@ -194,16 +199,31 @@ $(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost: $(BUILD)/bench/%: bench/%.c 
 	$(CC) -O2 -Wall -Wextra -Werror -I bpf -I target -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
 		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf) -lpthread
 
+# The leak check's cost (issue 15): dwleak's scanner and memcheck's check
+# from one program, LeakSanitizer's from the same source built with clang.
+$(BUILD)/bench/leakcheck_bench: bench/leakcheck_bench.c $(BUILD)/libdwleak_leakcheck.a $(BUILD)/libdwleak_target.a
+	@mkdir -p $(@D)
+	$(CC) $(INC_leakcheck) $(INC_target) $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		$(BUILD)/libdwleak_leakcheck.a $(BUILD)/libdwleak_target.a -lpthread
+
+$(BUILD)/bench/leakcheck_bench_lsan: bench/leakcheck_bench.c
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -fsanitize=leak -DLEAKCHECK_BENCH_LSAN -Wall -Wextra -Werror -o $@ $< -lpthread
+
+bench-leakcheck: $(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
+	$(BENCH_ENV) bash bench/run_leakcheck_bench.sh
+
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
-	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost
+	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost \
+	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
 bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
-# memory, stack quality, the cost of each BPF operation; writes
-# bench/results.md (needs root; ~13 minutes).
+# memory, stack quality, the cost of each BPF operation, the leak check's
+# pause; writes bench/results.md (needs root; ~20 minutes).
 bench-all: $(BENCH_PROGS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
@@ -211,7 +231,7 @@ bench-all: $(BENCH_PROGS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-all
+.PHONY: bench-malloc bench-leakcheck bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak

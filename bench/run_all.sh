@@ -6,16 +6,18 @@
 #   3. attach  bench/run_attach_bench.sh  attach latency, BPF map memory
 #   4. stacks  bench/run_stack_bench.sh   frames reported for seed_O2's leak
 #   5. ops     bench/run_op_cost.sh       what each BPF operation costs in a uprobe
-# Environment: SECTIONS ("micro macro attach stacks ops"), RESULTS (default
+#   6. leakcheck bench/run_leakcheck_bench.sh  the leak check's pause next to
+#              LeakSanitizer's and memcheck's (issue 15)
+# Environment: SECTIONS ("micro macro attach stacks ops leakcheck"), RESULTS (default
 # ROOT/bench/results.md), and each script's own (REPS, ... : see them).
 # Needs root; installs heaptrack, valgrind, bpftrace with apt-get when
-# missing.  Takes about 13 minutes on a 2-CPU VM.
+# missing.  Takes about 20 minutes on a 2-CPU VM.
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=${RESULTS:-$ROOT/bench/results.md}
-SECTIONS=${SECTIONS:-micro macro attach stacks ops}
+SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck}
 export ROOT BUILD
 . "$ROOT/bench/ensure_tools.sh"
 
@@ -35,6 +37,7 @@ for s in $SECTIONS; do
 	attach) script=run_attach_bench.sh ;;
 	stacks) script=run_stack_bench.sh ;;
 	ops) script=run_op_cost.sh ;;
+	leakcheck) script=run_leakcheck_bench.sh ;;
 	*) echo "run_all: unknown section $s" >&2; exit 2 ;;
 	esac
 	echo "run_all: $s ($script)" >&2

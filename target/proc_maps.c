@@ -1,5 +1,6 @@
-/* /proc/PID/maps parser: which files a process runs code from, and where;
- * and where the bytes of a mapped file are opened (map_files). */
+/* /proc/PID/maps parser: which files a process runs code from, and where,
+ * and which memory it can write (the leak check's roots); and where the
+ * bytes of a mapped file are opened (map_files). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,10 @@ static int map_parse(char *line, struct proc_map *m)
 	if (nl)
 		*nl = 0;
 	m->dev = proc_kdev(major, minor);
+	m->readable = perms[0] == 'r';
+	m->writable = perms[1] == 'w';
 	m->exec = perms[2] == 'x';
+	m->shared = perms[3] == 's';
 	m->path = strdup(line + pathpos);
 	return m->path ? 0 : -ENOMEM;
 }
@@ -83,7 +87,7 @@ void proc_maps_free(struct proc_map *maps, size_t n)
 	free(maps);
 }
 
-static char *map_files_path(int pid, const struct proc_map *m)
+char *proc_map_files_path(int pid, const struct proc_map *m)
 {
 	char *p;
 
@@ -115,14 +119,14 @@ char *proc_maps_file_path(int pid, const struct proc_map *maps, size_t n, const 
 			continue;
 		if (replaced)
 			*replaced = p[len] != 0;
-		return map_files_path(pid, &maps[i]);
+		return proc_map_files_path(pid, &maps[i]);
 	}
 	return root_path(pid, name);
 }
 
 int proc_map_open(int pid, const struct proc_map *m)
 {
-	char *p = map_files_path(pid, m);
+	char *p = proc_map_files_path(pid, m);
 	int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 
 	free(p);

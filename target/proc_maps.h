@@ -13,6 +13,9 @@ struct proc_map {
 	uint64_t dev;	 /* kernel encoding, major << 20 | minor, as BPF sees i_sb->s_dev */
 	uint64_t ino;
 	bool exec;
+	bool readable;
+	bool writable;
+	bool shared; /* MAP_SHARED ('s'): writes reach the file or other mappers */
 	char *path; /* as the kernel prints it; "" for anonymous, "[vdso]" etc. */
 };
 
@@ -46,6 +49,10 @@ void proc_maps_free(struct proc_map *maps, size_t n);
 char *proc_maps_file_path(int pid, const struct proc_map *maps, size_t n, const char *name,
 			  bool *replaced);
 int proc_map_open(int pid, const struct proc_map *m);
+
+/* Mapping M's /proc/PID/map_files entry (malloc'd; NULL when out of
+ * memory): a link to the very object mapped, for stat() and open(). */
+char *proc_map_files_path(int pid, const struct proc_map *m);
 
 /* The kernel's dev_t encoding of userspace MAJOR:MINOR. */
 static inline uint64_t proc_kdev(unsigned int major, unsigned int minor)
