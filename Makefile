@@ -21,8 +21,10 @@ AR ?= ar
 BUILD := build
 ASAN := $(BUILD)/asan
 
-# zlib: SHF_COMPRESSED sections.  libbpf joins once installed (it is after .ci/deps.sh).
-PKGS := libelf libdw libzstd zlib $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+# zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
+# was compiled from (its cache key; SHA-NI where the CPU has it, no global
+# state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
+PKGS := libelf libdw libzstd zlib nettle $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libstdc++: __cxa_demangle for C++ names in reports.
 LDLIBS := $(shell pkg-config --libs $(PKGS)) -lpthread -lstdc++ -lm

@@ -9,6 +9,7 @@ packages=(
 	libbpf-dev bpftool				# BPF skeletons and loading
 	libelf-dev libdw-dev elfutils			# ELF and DWARF CFI
 	libzstd-dev zlib1g-dev zstd xz-utils		# compressed sections, MiniDebugInfo
+	nettle-dev					# SHA-256: table cache keys
 	pkg-config binutils make coreutils		# build and testdata (objcopy, strip, nm)
 	libtcmalloc-minimal4 libgoogle-perftools4 libjemalloc2	# allocators to trace
 	python3.11 perl bpftrace			# test targets and cross-checks
