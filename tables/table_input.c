@@ -41,7 +41,10 @@ static int regular_check(const struct stat *st, const char *what)
 		return -EISDIR;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		table_set_error("%snot a regular file", what);
+		table_set_error("%s%s, not a regular file", what,
+				S_ISFIFO(st->st_mode) ? "is a FIFO (named pipe)"
+				: S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "is a device"
+									 : "is not a file");
 		return -ENOEXEC;
 	}
 	if (st->st_size == 0) {
