@@ -151,20 +151,16 @@ out:
 	return ret;
 }
 
-int cache_entry_encode(const struct unwind_table *t, const char *key, uint8_t **buf, size_t *len)
+int cache_entry_pack(const void *raw, size_t raw_len, const char *key, uint8_t **buf,
+		     size_t *len)
 {
-	size_t key_len = strlen(key), raw_len, zcap, zlen;
+	size_t key_len = strlen(key), zcap, zlen;
 	ZSTD_CCtx *cctx = NULL;
-	void *raw = NULL;
 	uint8_t *p = NULL;
-	int ret;
+	int ret = -ENOMEM;
 
 	if (key_len > CACHE_ENTRY_MAX_KEY)
 		return -EINVAL;
-	ret = table_serialize(t, &raw, &raw_len);
-	if (ret)
-		return ret;
-	ret = -ENOMEM;
 	zcap = ZSTD_compressBound(raw_len);
 	cctx = ZSTD_createCCtx();
 	p = malloc(CACHE_ENTRY_HEADER_SIZE + key_len + zcap);
@@ -190,7 +186,22 @@ int cache_entry_encode(const struct unwind_table *t, const char *key, uint8_t **
 	ret = 0;
 out:
 	ZSTD_freeCCtx(cctx);
-	free(raw);
 	free(p);
+	return ret;
+}
+
+int cache_entry_encode(const struct unwind_table *t, const char *key, uint8_t **buf, size_t *len)
+{
+	size_t raw_len;
+	void *raw;
+	int ret;
+
+	if (strlen(key) > CACHE_ENTRY_MAX_KEY)
+		return -EINVAL;
+	ret = table_serialize(t, &raw, &raw_len);
+	if (ret)
+		return ret;
+	ret = cache_entry_pack(raw, raw_len, key, buf, len);
+	free(raw);
 	return ret;
 }

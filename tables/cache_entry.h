@@ -32,6 +32,14 @@ uint64_t cache_entry_max_size(size_t key_len, uint64_t max_raw);
 int cache_entry_encode(const struct unwind_table *t, const char *key, uint8_t **buf, size_t *len);
 
 /*
+ * Frames the RAW_LEN bytes at RAW (a table_serialize() payload) as an
+ * entry under KEY: what cache_entry_encode() does after serializing.
+ * Same returns.
+ */
+int cache_entry_pack(const void *raw, size_t raw_len, const char *key, uint8_t **buf,
+		     size_t *len);
+
+/*
  * Decodes the LEN bytes at BUF (only read; any bytes at all) into a new
  * table at *OUT when they are an entry stored under KEY whose payload is at
  * most MAX_RAW bytes: the payload length is checked against MAX_RAW and the
