@@ -121,7 +121,7 @@ static int dir_check(const struct dir_walk *w, int fd, bool last)
 }
 
 /* The next component of W's path into *COMP (NUL-terminated in place);
- * false at the end.  *LAST says whether any component follows. */
+ * false at the end.  *LAST is set when no component follows it. */
 static bool next_component(struct dir_walk *w, char **comp, bool *last)
 {
 	char *p = w->rest + w->pos, *end;

@@ -49,7 +49,7 @@ struct table_cache_stats {
  * table_cache_why() says why in one line, for the caller to print before
  * running without a cache (a NULL cache is valid everywhere):
  *   -ENOENT  DIR is NULL and neither variable is set
- *   -EINVAL  DIR is "" or has a ".." component
+ *   -EINVAL  DIR is "", or it or a link's target on it has a ".." component
  *   -EPERM   a directory on the path is owned by another user or writable
  *            by others, or the cache directory is not private
  *   -ELOOP   a symbolic link nobody trusted could have made, or the cache
