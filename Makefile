@@ -4,7 +4,8 @@
 #
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
-#   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20)
+#   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20) and
+#                      on the cache entry decoder for FUZZ_CACHE_SECONDS (10)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
@@ -22,8 +23,10 @@ AR ?= ar
 BUILD := build
 ASAN := $(BUILD)/asan
 
-# zlib: SHF_COMPRESSED sections.  libbpf joins once installed (it is after .ci/deps.sh).
-PKGS := libelf libdw libzstd zlib $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+# zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
+# was compiled from (its cache key; SHA-NI where the CPU has it, no global
+# state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
+PKGS := libelf libdw libzstd zlib nettle $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.
@@ -34,6 +37,7 @@ DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 20
+FUZZ_CACHE_SECONDS ?= 10
 
 # --- Layers (ARCHITECTURE.md): one folder, one static library, and the
 # include list of the layers it may use, so that an include against the
@@ -71,7 +75,7 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZER := $(BUILD)/fuzz/fuzz_tables
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache
 
 all: $(LIBS) $(SKELS) dwleak
 
@@ -137,22 +141,29 @@ $(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 testdata:
 	+$(MAKE) -C testdata OUT=$(CURDIR)/$(BUILD)/testdata
 
-# --- Fuzzing: the table compiler on arbitrary bytes ---
+# --- Fuzzing: the table compiler and the cache entry decoder on arbitrary bytes ---
 
-$(BUILD)/fuzz/fuzz_tables: tests/fuzz/fuzz_tables.c $(TABLES_SRCS) $(wildcard tables/*.h)
+# tests/fuzz/fuzz_NAME.c is one fuzzer over the whole tables/ layer.
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(TABLES_SRCS) $(wildcard tables/*.h)
 	@mkdir -p $(@D)
 	$(CLANG) $(INC_tables) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
-		tests/fuzz/fuzz_tables.c $(TABLES_SRCS) $(LDLIBS)
+		$< $(TABLES_SRCS) $(LDLIBS)
 
-# Seed corpus: small real ELF files and damaged copies of them.
+# Seed corpora: small real ELF files and damaged copies of them; real cache
+# entries (written by ./dwleak tables) and damaged copies of those.
 $(BUILD)/fuzz/seeds/.done: tests/fuzz/make_corpus.sh testdata
 	bash tests/fuzz/make_corpus.sh $(BUILD)/fuzz/seeds $(BUILD)/testdata
 	touch $@
 
-fuzz-build: $(FUZZER) $(BUILD)/fuzz/seeds/.done
+$(BUILD)/fuzz/cache_seeds/.done: tests/fuzz/make_cache_corpus.sh dwleak testdata
+	bash tests/fuzz/make_cache_corpus.sh $(BUILD)/fuzz/cache_seeds $(CURDIR)/dwleak $(BUILD)/testdata
+	touch $@
+
+fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done
 
 fuzz-smoke: fuzz-build
-	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz_smoke.sh
+	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) bash tests/fuzz_smoke.sh
 
 # --- Tests ---
 
@@ -160,7 +171,8 @@ check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
-	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/run.sh
+	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) bash tests/run.sh
 
 # --- Benchmarks ---
 

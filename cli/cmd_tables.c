@@ -70,7 +70,9 @@ static const char tables_usage[] =
 	"                      next to FILE, in .debug/ and under /usr/lib/debug\n"
 	"  --debug-dir DIR     also look for debug files under DIR (repeatable)\n"
 	"  --no-cache          compile every table afresh; do not read or write the cache\n"
-	"                      ($XDG_CACHE_HOME/dwleak or ~/.cache/dwleak)\n"
+	"                      ($XDG_CACHE_HOME/dwleak or ~/.cache/dwleak, used only when it\n"
+	"                      is a directory of yours that nobody else can write; tables\n"
+	"                      of files other users own or can write are never stored)\n"
 	"  -h, --help          show this help\n"
 	"\n"
 	"Rows read like:  0x26000-0x26006  cfa=rsp+16 rbp=same\n"
@@ -100,6 +102,12 @@ static const char *error_advice(int err)
 		return "check its permissions, or run as a user who can read it";
 	case -EISDIR:
 		return "give an ELF file, not a directory";
+	case -EINVAL:
+		return "give a regular ELF file";
+	case -EFBIG:
+		return "its call-frame information is implausibly large: the file is damaged or hostile";
+	case -EIO:
+		return "the file changed or could not be read; retry";
 	case -ENOEXEC:
 		return "give an x86_64 ELF executable or shared library (is it truncated?)";
 	case -ENODATA:
@@ -207,21 +215,36 @@ static int object_verify(const char *path, int fd, const struct table_opts *opts
 	return res.mismatches ? EXIT_MISMATCH : 0;
 }
 
-/* Opens PATH for reading; refuses what is not a regular file. */
+/* What a file of type MODE is, for a refusal message. */
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "is a directory";
+	if (S_ISFIFO(mode))
+		return "is a FIFO (named pipe), not a regular file";
+	if (S_ISSOCK(mode))
+		return "is a socket, not a regular file";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "is a device, not a regular file";
+	return "not a regular file";
+}
+
+/* Opens PATH for reading; refuses what is not a regular file.  O_NONBLOCK:
+ * opening a FIFO would otherwise wait for a writer forever. */
 static int object_open(const char *path, int *fd)
 {
 	struct stat st;
 	int err;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (*fd < 0) {
 		err = -errno;
 		report_error(path, err, strerror(-err));
 		return err;
 	}
 	if (fstat(*fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
-		report_error(path, err, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		report_error(path, err, file_kind(st.st_mode));
 		close(*fd);
 		*fd = -1;
 		return err;
@@ -317,9 +340,10 @@ int cmd_tables(int argc, char **argv)
 	ret = options_parse(&env, argc, argv);
 	if (ret >= 0)
 		goto out;
-	/* A cache that cannot be opened (no $HOME) just means compiling every time. */
+	/* A cache that cannot be used (no $HOME, a directory others can write)
+	 * just means compiling every time; say why once. */
 	if (!env.no_cache && table_cache_open(NULL, &env.cache))
-		env.cache = NULL;
+		fprintf(stderr, "dwleak: warning: not using the table cache: %s\n", table_cache_why());
 	for (i = optind; i < argc; i++) {
 		ret = object_run(&env, argv[i]);
 		if (ret > status)

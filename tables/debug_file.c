@@ -3,6 +3,7 @@
  * checked (same build id, or the link's CRC32) so that a stale or unrelated
  * file is never taken for the object's debug info. */
 #define _GNU_SOURCE /* asprintf, strndup */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,15 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <elfutils/libdwelf.h>
-#include <libelf.h>
-
 #include "build_id.h"
 #include "debug_file.h"
 #include "table.h"
 
 #define SYSTEM_DEBUG_ROOT "/usr/lib/debug"
 #define CRC_CHUNK 65536
+/* A .gnu_debuglink section is a file name and a CRC; anything longer than
+ * a path can be is not read. */
+#define DEBUGLINK_MAX (PATH_MAX + 8)
 
 /* The I-th debug root: the caller's extra dirs, then the system one. */
 static const char *debug_root(const char *const *extra_dirs, size_t i)
@@ -50,53 +51,62 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 	return ~crc;
 }
 
-static int file_crc32(const char *path, uint32_t *crc)
+/*
+ * Opens candidate PATH for reading when it is a regular file other than the
+ * one open at FD.  O_NONBLOCK and the check on the open fd (not on a stat
+ * of the path first): candidates lie in directories the object's owner may
+ * write, and a FIFO put there must neither hang us nor be read.
+ */
+static int candidate_open(int fd, const char *path)
+{
+	struct stat self, st;
+	int cfd;
+
+	cfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (cfd < 0)
+		return -errno;
+	if (fstat(cfd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (fstat(fd, &self) == 0 && st.st_dev == self.st_dev && st.st_ino == self.st_ino)) {
+		close(cfd);
+		return -ENOENT;
+	}
+	return cfd;
+}
+
+static int file_crc32(int fd, uint32_t *crc)
 {
 	uint8_t *buf;
 	ssize_t n;
-	int fd, ret = 0;
+	int ret = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	buf = malloc(CRC_CHUNK);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!buf)
+		return -ENOMEM;
 	*crc = 0;
-	while ((n = read(fd, buf, CRC_CHUNK)) > 0)
+	while ((n = read(fd, buf, CRC_CHUNK)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
 		*crc = crc32_update(*crc, buf, (size_t)n);
-	if (n < 0)
-		ret = -errno;
-out:
+	}
 	free(buf);
-	close(fd);
 	return ret;
 }
 
-/* True when PATH is a regular file other than the one open at FD. */
-static bool other_regular_file(int fd, const char *path)
-{
-	struct stat self, st;
-
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return false;
-	if (fstat(fd, &self))
-		return true;
-	return st.st_dev != self.st_dev || st.st_ino != self.st_ino;
-}
-
-static bool build_id_matches(const char *path, const uint8_t *id, int len)
+/* True when candidate PATH is another regular file carrying build id ID. */
+static bool build_id_matches(int fd, const char *path, const uint8_t *id, int len)
 {
 	uint8_t other[TABLE_BUILD_ID_MAX];
-	int fd, n;
+	int cfd, n;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	cfd = candidate_open(fd, path);
+	if (cfd < 0)
 		return false;
-	n = elf_build_id_fd(fd, other, sizeof(other));
-	close(fd);
+	n = elf_build_id_fd(cfd, other, sizeof(other));
+	close(cfd);
 	return n == len && memcmp(other, id, (size_t)len) == 0;
 }
 
@@ -134,7 +144,7 @@ static int find_by_build_id(int fd, const char *const *extra_dirs, char **out)
 		cand = build_id_path(root, id, len);
 		if (!cand)
 			return -ENOMEM;
-		if (other_regular_file(fd, cand) && build_id_matches(cand, id, len)) {
+		if (build_id_matches(fd, cand, id, len)) {
 			*out = cand;
 			return 0;
 		}
@@ -143,28 +153,40 @@ static int find_by_build_id(int fd, const char *const *extra_dirs, char **out)
 	return -ENOENT;
 }
 
-/* The .gnu_debuglink name (malloc'd) and CRC of the object at FD. */
+/* The .gnu_debuglink name (malloc'd) and CRC of the object at FD: a
+ * NUL-terminated name, padded to 4 bytes, then the CRC (as libdwelf's
+ * dwelf_elf_gnu_debuglink() reads it). */
 static int debuglink_read(int fd, char **name, uint32_t *crc)
 {
-	const char *link;
-	GElf_Word word = 0;
-	Elf *elf;
-	int ret = -ENOENT;
+	struct elf_section sec;
+	struct elf_image img;
+	const char *why;
+	struct stat st;
+	size_t len, crc_off;
+	int ret;
 
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		ret = -ENOEXEC;
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	ret = elf_image_open_fd(&img, fd, (uint64_t)st.st_size, &why);
+	if (ret)
+		return ret;
+	ret = elf_image_section(&img, ".gnu_debuglink", DEBUGLINK_MAX, &sec);
+	elf_image_close(&img);
+	if (ret)
+		return ret == -ENOMEM || ret == -EIO ? ret : -ENOENT;
+	ret = -ENOENT;
+	len = strnlen((const char *)sec.data, sec.size);
+	crc_off = (len + 4) & ~(size_t)3;
+	if (len == 0 || len == sec.size || crc_off > sec.size || sec.size - crc_off < 4)
 		goto out;
-	}
-	link = dwelf_elf_gnu_debuglink(elf, &word);
-	if (!link || !link[0])
-		goto out;
-	*name = strdup(link);
-	*crc = word;
+	memcpy(crc, sec.data + crc_off, 4);
+	*crc = le32toh(*crc);
+	*name = strndup((const char *)sec.data, len);
 	ret = *name ? 0 : -ENOMEM;
 out:
-	elf_end(elf);
+	elf_section_release(&sec);
 	return ret;
 }
 
@@ -190,12 +212,18 @@ static int try_link(int fd, uint32_t crc, char **out, const char *fmt, const cha
 {
 	uint32_t got = 0;
 	char *cand;
+	int cfd, err;
 
 	if (asprintf(&cand, fmt, a, b) < 0)
 		return -ENOMEM;
-	if (other_regular_file(fd, cand) && file_crc32(cand, &got) == 0 && got == crc) {
-		*out = cand;
-		return 0;
+	cfd = candidate_open(fd, cand);
+	if (cfd >= 0) {
+		err = file_crc32(cfd, &got);
+		close(cfd);
+		if (err == 0 && got == crc) {
+			*out = cand;
+			return 0;
+		}
 	}
 	free(cand);
 	return -ENOENT;

@@ -45,16 +45,23 @@ struct table_opts {
 };
 
 /*
- * Compile the CFI of the ELF object open at FD (read with pread; the fd's
- * offset is not used and the fd stays open and owned by the caller).
+ * Compile the CFI of the ELF object open at FD (read with pread, never
+ * mapped, so a file truncated meanwhile gives -EIO instead of SIGBUS; the
+ * fd's offset is not used and the fd stays open and owned by the caller).
+ * OPTS->debug_path is opened without blocking and must be a regular file.
+ * Every size the files declare (sections, compressed sections' ch_size) is
+ * checked against the file and what real CFI can be before anything is
+ * allocated for it (table_input.h).
  * On success stores a new table at *OUT and returns 0.  Returns a negative
- * errno on failure: -ENOEXEC not an ELF object or malformed beyond use,
- * -ENODATA the object has no CFI at all, -EISDIR a directory, -EIO/-ENOMEM.
- * table_last_error() then says what was wrong, for the caller to print.
+ * errno on failure: -ENOEXEC not a regular ELF object or malformed beyond
+ * use, -ENODATA the object has no CFI at all, -EISDIR a directory, -EFBIG a
+ * section claims more than real CFI can be, -EIO the file shrank or could
+ * not be read, -ENOMEM.  table_last_error() then says what was wrong, for
+ * the caller to print.
  */
 int table_compile_fd(int fd, const struct table_opts *opts, struct unwind_table **out);
 
-/* Same, opening PATH read-only first. */
+/* Same, opening PATH read-only first (without blocking: a FIFO is refused). */
 int table_compile_path(const char *path, const struct table_opts *opts, struct unwind_table **out);
 
 /* Same, on an ELF image in memory (the fuzzer's entry point). */

@@ -1,58 +1,67 @@
-/* Keeps compiled unwind tables on disk, zstd-compressed, one file per
- * object.  Nothing read back is trusted: an entry is used only when its
- * key, length, zstd checksum, our own payload hash and every structural
- * check of table_deserialize() agree; anything else is recompiled. */
+/* Keeps compiled unwind tables on disk, one file per object, for root as
+ * much as for users.  Nothing read back is trusted: the directory is used
+ * only when nobody but us can write it, an entry is opened without
+ * following links and read only when it is a private regular file of ours
+ * no larger than its object could produce, and it is used only when its key
+ * (a digest of the exact CFI bytes it was compiled from) and every check of
+ * cache_entry_decode() agree; anything else is recompiled. */
 #define _GNU_SOURCE
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <zstd.h>
-
-#include "build_id.h"
+#include "cache_entry.h"
 #include "table_cache.h"
+#include "table_input.h"
 
-/*
- * An entry file: a fixed header, the key text, then one zstd frame (with
- * its content checksum) holding a table_serialize() payload.
- *   0 magic "DWLKCACH"  8 u32 version  12 u32 key length
- *  16 u64 payload length  24 u64 frame length  32 u64 XXH64 of payload
- * Integers are little-endian; the file length must be exactly
- * header + key + frame.
- */
-#define ENTRY_MAGIC "DWLKCACH"
-#define ENTRY_HEADER_SIZE 40
-#define ENTRY_MAX_KEY 65536		    /* a key is two paths and two ids */
-#define ENTRY_MAX_SIZE (1ull << 30)	    /* no object's table comes near 1 GiB */
-#define ENTRY_ZSTD_LEVEL 3		    /* fast to write; reads cost the same at any level */
-#define FNV64_OFFSET 0xcbf29ce484222325ull /* FNV-1a: file names from key text */
+#define FNV64_OFFSET 0xcbf29ce484222325ull /* FNV-1a: file names from identities */
 #define FNV64_PRIME 0x100000001b3ull
-#define XXH_PRIME64_1 0x9e3779b185ebca87ull	/* XXH64: entry payloads */
-#define XXH_PRIME64_2 0xc2b2ae3d27d4eb4full
-#define XXH_PRIME64_3 0x165667b19e3779f9ull
-#define XXH_PRIME64_4 0x85ebca77c2b2ae63ull
-#define XXH_PRIME64_5 0x27d4eb2f165667c5ull
+#define CACHE_MAX_LINKS 40	  /* symbolic links one walk follows, as the kernel's limit */
+#define CACHE_TMP_TRIES 16	  /* temporary names tried before a store gives up */
+#define CACHE_DIR_MODE 0700	  /* created directories: ours alone */
+#define CACHE_ENTRY_MODE 0600
 
+/* The directory is open for the cache's lifetime and every entry is
+ * reached relative to DIRFD, so nothing done to the path after open can
+ * redirect a read or a write.  DIRFD is -1 exactly when BYPASS. */
 struct table_cache {
 	char *dir;
+	int dirfd;
 	bool bypass; /* TABLE_CACHE_ENV_DISABLE was set: compile every time */
 	struct table_cache_stats stats;
 };
 
 /* What identifies one compiled table.  TEXT is compared in full against
- * the copy stored in the entry; FILE is where the entry lives.  The file
- * name leaves out size and mtime, so a rebuilt object overwrites its
- * predecessor's entry instead of adding one. */
+ * the copy stored in the entry; NAME is the entry's file in the directory. */
 struct cache_key {
 	char *text;
-	char *file;
+	char *name;
 };
+
+static __thread char open_why[512];
+
+const char *table_cache_why(void)
+{
+	return open_why[0] ? open_why : "no error";
+}
+
+static int __attribute__((format(printf, 2, 3))) refuse(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(open_why, sizeof(open_why), fmt, ap);
+	va_end(ap);
+	return err;
+}
 
 static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
 {
@@ -65,107 +74,219 @@ static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
-static uint64_t rotl64(uint64_t x, int r)
+/* --- The directory: walked without trusting anything on the way --- */
+
+/* One walk of the cache path: AT is the directory reached, SHOWN its path
+ * for messages, REST the components still to walk. */
+struct dir_walk {
+	int at;
+	char *shown;
+	char *rest;
+	size_t pos; /* next unread byte of REST */
+	int links;
+	uid_t euid;
+};
+
+/*
+ * Checks the directory open at FD, reached as SHOWN.  On the way (LAST
+ * false) it must belong to root or the effective user, and others may not
+ * write it unless it is sticky (/tmp: they cannot touch what is ours in
+ * it).  The cache directory itself (LAST) must belong to the effective
+ * user, and neither group nor others may write it.
+ */
+static int dir_check(const struct dir_walk *w, int fd, bool last)
 {
-	return x << r | x >> (64 - r);
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return refuse(-errno, "cannot stat %s: %s", w->shown, strerror(errno));
+	if (last) {
+		if (st.st_uid != w->euid)
+			return refuse(-EPERM, "%s is owned by uid %u, not by the effective user (uid %u)",
+				      w->shown, (unsigned)st.st_uid, (unsigned)w->euid);
+		if (st.st_mode & (S_IWGRP | S_IWOTH))
+			return refuse(-EPERM, "%s is writable by %s (mode %04o)", w->shown,
+				      st.st_mode & S_IWOTH ? "everyone" : "its group",
+				      (unsigned)(st.st_mode & 07777));
+		return 0;
+	}
+	if (st.st_uid != 0 && st.st_uid != w->euid)
+		return refuse(-EPERM, "%s is owned by uid %u, neither root nor the effective user",
+			      w->shown, (unsigned)st.st_uid);
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		return refuse(-EPERM, "%s is writable by %s (mode %04o) and not sticky", w->shown,
+			      st.st_mode & S_IWOTH ? "everyone" : "its group",
+			      (unsigned)(st.st_mode & 07777));
+	return 0;
 }
 
-static uint64_t load_le64(const uint8_t *p)
+/* The next component of W's path into *COMP (NUL-terminated in place);
+ * false at the end.  *LAST is set when no component follows it. */
+static bool next_component(struct dir_walk *w, char **comp, bool *last)
 {
-	uint64_t v;
+	char *p = w->rest + w->pos, *end;
 
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
+	while (*p == '/')
+		p++;
+	if (!*p)
+		return false;
+	end = strchrnul(p, '/');
+	w->pos = (size_t)(end - w->rest) + (*end ? 1 : 0);
+	*end = '\0';
+	*comp = p;
+	for (p = w->rest + w->pos; *p == '/'; p++)
+		;
+	*last = *p == '\0';
+	return true;
 }
 
-static uint32_t load_le32(const uint8_t *p)
+static int shown_append(struct dir_walk *w, const char *comp)
 {
-	uint32_t v;
+	char *s;
 
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
+	if (asprintf(&s, "%s/%s", strcmp(w->shown, "/") ? w->shown : "", comp) < 0)
+		return refuse(-ENOMEM, "out of memory");
+	free(w->shown);
+	w->shown = s;
+	return 0;
 }
 
-static uint64_t xxh64_round(uint64_t acc, uint64_t input)
+/* Drops the last component of SHOWN (the link just read). */
+static void shown_pop(struct dir_walk *w)
 {
-	acc += input * XXH_PRIME64_2;
-	return rotl64(acc, 31) * XXH_PRIME64_1;
+	char *slash = strrchr(w->shown, '/');
+
+	if (slash && slash != w->shown)
+		*slash = '\0';
+	else if (slash)
+		slash[1] = '\0';
 }
 
-static uint64_t xxh64_merge(uint64_t acc, uint64_t val)
+static int reopen_root(struct dir_walk *w)
 {
-	acc ^= xxh64_round(0, val);
-	return acc * XXH_PRIME64_1 + XXH_PRIME64_4;
+	close(w->at);
+	free(w->shown);
+	w->shown = strdup("/");
+	w->at = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!w->shown || w->at < 0)
+		return refuse(w->at < 0 ? -errno : -ENOMEM, "cannot open /");
+	return dir_check(w, w->at, false);
 }
 
 /*
- * XXH64 with seed 0, the payload hash of an entry.  It is 20x faster than
- * FNV-1a, which matters: a cache hit on libc reads ~120 KiB of payload.
- * (zstd verifies the same function's low 32 bits as its frame checksum.)
+ * COMP in W->at is a symbolic link: follows it when root or the effective
+ * user made it (W->at is trusted, so nobody else could have replaced it),
+ * by splicing its target in front of the components still to walk.
  */
-static uint64_t xxh64(const uint8_t *p, size_t len)
+static int link_follow(struct dir_walk *w, const char *comp, bool last)
 {
-	const uint8_t *end = p + len;
-	uint64_t h;
+	char target[PATH_MAX], *rest;
+	struct stat st;
+	ssize_t n;
 
-	if (len >= 32) {
-		uint64_t v1 = XXH_PRIME64_1 + XXH_PRIME64_2, v2 = XXH_PRIME64_2, v3 = 0,
-			 v4 = -XXH_PRIME64_1;
-
-		for (; end - p >= 32; p += 32) {
-			v1 = xxh64_round(v1, load_le64(p));
-			v2 = xxh64_round(v2, load_le64(p + 8));
-			v3 = xxh64_round(v3, load_le64(p + 16));
-			v4 = xxh64_round(v4, load_le64(p + 24));
-		}
-		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
-		h = xxh64_merge(xxh64_merge(xxh64_merge(xxh64_merge(h, v1), v2), v3), v4);
-	} else {
-		h = XXH_PRIME64_5;
-	}
-	h += len;
-	for (; end - p >= 8; p += 8)
-		h = rotl64(h ^ xxh64_round(0, load_le64(p)), 27) * XXH_PRIME64_1 + XXH_PRIME64_4;
-	if (end - p >= 4) {
-		h = rotl64(h ^ (load_le32(p) * XXH_PRIME64_1), 23) * XXH_PRIME64_2 + XXH_PRIME64_3;
-		p += 4;
-	}
-	for (; p < end; p++)
-		h = rotl64(h ^ (*p * XXH_PRIME64_5), 11) * XXH_PRIME64_1;
-	h ^= h >> 33;
-	h *= XXH_PRIME64_2;
-	h ^= h >> 29;
-	h *= XXH_PRIME64_3;
-	return h ^ h >> 32;
+	if (fstatat(w->at, comp, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return refuse(-errno, "cannot stat %s: %s", w->shown, strerror(errno));
+	if (!S_ISLNK(st.st_mode))
+		return refuse(-ENOTDIR, "%s is not a directory", w->shown);
+	if (last)
+		return refuse(-ELOOP, "%s is a symbolic link, not a real directory", w->shown);
+	if (st.st_uid != 0 && st.st_uid != w->euid)
+		return refuse(-ELOOP, "%s is a symbolic link owned by uid %u", w->shown,
+			      (unsigned)st.st_uid);
+	if (++w->links > CACHE_MAX_LINKS)
+		return refuse(-ELOOP, "%s: too many symbolic links", w->shown);
+	n = readlinkat(w->at, comp, target, sizeof(target) - 1);
+	if (n <= 0)
+		return refuse(n < 0 ? -errno : -ENOENT, "cannot read link %s", w->shown);
+	target[n] = '\0';
+	if (asprintf(&rest, "%s/%s", target, w->rest + w->pos) < 0)
+		return refuse(-ENOMEM, "out of memory");
+	free(w->rest);
+	w->rest = rest;
+	w->pos = 0;
+	if (target[0] == '/')
+		return reopen_root(w);
+	shown_pop(w);
+	return 0;
 }
 
-static void le_put(uint8_t *p, uint64_t v, int bytes)
+/* Opens directory COMP in W->at without following a link, creating it
+ * (mode 0700) when it is missing.  Returns the fd, -ELOOP or -ENOTDIR for
+ * the caller to look at, or another negative errno with the reason set. */
+static int component_open(struct dir_walk *w, const char *comp)
 {
-	for (int i = 0; i < bytes; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(w->at, comp, flags);
+
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(w->at, comp, CACHE_DIR_MODE) != 0 && errno != EEXIST)
+			return refuse(-errno, "cannot create %s: %s", w->shown, strerror(errno));
+		fd = openat(w->at, comp, flags);
+	}
+	if (fd >= 0 || errno == ELOOP || errno == ENOTDIR)
+		return fd < 0 ? -errno : fd;
+	return refuse(-errno, "cannot open %s: %s", w->shown, strerror(errno));
 }
 
-/* Creates DIR and its missing parents with mode 0700. */
-static int mkdir_p(const char *dir)
+static int dir_walk_step(struct dir_walk *w, char *comp, bool last)
 {
-	char *copy = strdup(dir), *slash;
-	int ret = 0;
+	int fd, err;
 
-	if (!copy)
-		return -ENOMEM;
-	for (slash = copy + 1; (slash = strchr(slash, '/')) != NULL; slash++) {
-		*slash = '\0';
-		if (mkdir(copy, 0700) != 0 && errno != EEXIST) {
-			ret = -errno;
-			goto out;
-		}
-		*slash = '/';
+	if (strcmp(comp, "..") == 0)
+		return refuse(-EINVAL, "%s: a cache path may not contain '..'", w->shown);
+	err = shown_append(w, comp);
+	if (err)
+		return err;
+	fd = component_open(w, comp);
+	if (fd == -ELOOP || fd == -ENOTDIR)
+		return link_follow(w, comp, last);
+	if (fd < 0)
+		return fd;
+	err = dir_check(w, fd, last);
+	close(w->at);
+	w->at = fd;
+	return err;
+}
+
+/* Opens directory PATH for the cache (see table_cache_open()). */
+static int cache_dir_open(const char *path, int *out)
+{
+	struct dir_walk w = { .at = -1, .euid = geteuid() };
+	bool last = false;
+	char *comp;
+	int err;
+
+	open_why[0] = '\0';
+	w.rest = strdup(path);
+	w.shown = strdup(path[0] == '/' ? "/" : ".");
+	if (!w.rest || !w.shown) {
+		err = refuse(-ENOMEM, "out of memory");
+		goto out;
 	}
-	if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-		ret = -errno;
+	w.at = open(w.shown, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.at < 0) {
+		err = refuse(-errno, "cannot open %s: %s", w.shown, strerror(errno));
+		goto out;
+	}
+	err = dir_check(&w, w.at, false);
+	while (!err && next_component(&w, &comp, &last)) {
+		if (strcmp(comp, ".") != 0)
+			err = dir_walk_step(&w, comp, last);
+	}
+	/* Again on the directory reached, whatever the path ended with
+	 * ("/", ".", a link's target). */
+	if (!err)
+		err = dir_check(&w, w.at, true);
+	if (!err) {
+		*out = w.at;
+		w.at = -1;
+	}
 out:
-	free(copy);
-	return ret;
+	if (w.at >= 0)
+		close(w.at);
+	free(w.rest);
+	free(w.shown);
+	return err;
 }
 
 static int default_dir(char **out)
@@ -178,35 +299,53 @@ static int default_dir(char **out)
 	else if (home && home[0])
 		n = asprintf(out, "%s/.cache/dwleak", home);
 	else
-		return -ENOENT;
-	return n < 0 ? -ENOMEM : 0;
+		return refuse(-ENOENT, "neither $XDG_CACHE_HOME (absolute) nor $HOME is set");
+	return n < 0 ? refuse(-ENOMEM, "out of memory") : 0;
 }
 
 int table_cache_open(const char *dir, struct table_cache **out)
 {
 	const char *off = getenv(TABLE_CACHE_ENV_DISABLE);
 	struct table_cache *c;
-	int ret;
+	char *msg;
+	size_t len;
+	int ret, n = -1;
 
+	*out = NULL;
+	open_why[0] = '\0';
 	if (dir && !dir[0])
-		return -EINVAL;
+		return refuse(-EINVAL, "the cache directory is \"\"");
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
+		return refuse(-ENOMEM, "out of memory");
+	c->dirfd = -1;
 	if (dir) {
 		c->dir = strdup(dir);
-		ret = c->dir ? 0 : -ENOMEM;
+		ret = c->dir ? 0 : refuse(-ENOMEM, "out of memory");
 	} else {
 		ret = default_dir(&c->dir);
 	}
 	if (ret)
 		goto err;
 	c->bypass = off && off[0] && strcmp(off, "0") != 0;
-	if (!c->bypass)
-		mkdir_p(c->dir); /* failure only means every get will miss */
+	if (!c->bypass) {
+		ret = cache_dir_open(c->dir, &c->dirfd);
+		if (ret)
+			goto err;
+	}
 	*out = c;
 	return 0;
 err:
+	/* Say which cache it was: the reason names only the culprit. */
+	len = c->dir ? strlen(c->dir) : 0;
+	if (len && strncmp(open_why, c->dir, len) == 0 && open_why[len] == ' ')
+		n = asprintf(&msg, "cache directory %s", open_why);
+	else if (len)
+		n = asprintf(&msg, "cache directory %s: %s", c->dir, open_why);
+	if (len && n >= 0) {
+		snprintf(open_why, sizeof(open_why), "%s", msg);
+		free(msg);
+	}
 	table_cache_close(c);
 	return ret;
 }
@@ -215,6 +354,8 @@ void table_cache_close(struct table_cache *c)
 {
 	if (!c)
 		return;
+	if (c->dirfd >= 0)
+		close(c->dirfd);
 	free(c->dir);
 	free(c);
 }
@@ -232,6 +373,8 @@ const char *table_cache_dir(const struct table_cache *c)
 	return c ? c->dir : NULL;
 }
 
+/* --- Keys --- */
+
 static void hex_encode(char *dst, const uint8_t *src, size_t len)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -243,129 +386,75 @@ static void hex_encode(char *dst, const uint8_t *src, size_t len)
 	dst[2 * len] = '\0';
 }
 
-/* Sets HEX to the object's build id in hex, or "" when it has none. */
-static void build_id_hex(int fd, char hex[2 * TABLE_BUILD_ID_MAX + 1])
+static void cache_key_release(struct cache_key *key)
 {
-	uint8_t id[TABLE_BUILD_ID_MAX];
-	int n = elf_build_id_fd(fd, id, sizeof(id));
-
-	hex_encode(hex, id, n > 0 ? (size_t)n : 0);
+	free(key->text);
+	free(key->name);
 }
 
 /*
- * The object's identity: NAME (stable across rebuilds, for the file name)
- * and FULL (what must match).  HEX is its build id or "".  Paths are
- * length-prefixed so no path can forge the fields that follow it.
+ * The key TEXT is the digest of IN: only an entry compiled from the same
+ * bytes matches.  The file NAME hashes what survives a rebuild of the
+ * object (its build id, else its path or inode, and the debug file's path),
+ * so a rebuilt object or a new TABLE_FORMAT_VERSION overwrites the entry
+ * it replaces instead of piling up next to it.  Paths are length-prefixed
+ * so no path can forge the fields that follow it.
  */
-static int object_identity(int fd, const char *path, const char *hex, char **name, char **full)
+static int cache_key_build(int fd, const char *path, const struct table_opts *opts,
+			   const struct table_input *in, struct cache_key *key)
 {
+	const char *debug_path = opts ? opts->debug_path : NULL;
+	char hex[2 * TABLE_BUILD_ID_MAX + 1], digest_hex[2 * TABLE_INPUT_DIGEST_SIZE + 1];
+	uint8_t digest[TABLE_INPUT_DIGEST_SIZE];
+	char *identity = NULL;
 	struct stat st;
+	uint64_t h;
 	int n;
 
-	if (fstat(fd, &st) != 0)
-		return -errno;
+	memset(key, 0, sizeof(*key));
+	table_input_digest(in, digest);
+	hex_encode(digest_hex, digest, sizeof(digest));
+	hex_encode(hex, in->build_id, in->build_id_len);
 	if (hex[0])
-		n = asprintf(name, "build-id:%s", hex);
+		n = asprintf(&identity, "build-id:%s", hex);
 	else if (path)
-		n = asprintf(name, "path:%zu:%s", strlen(path), path);
+		n = asprintf(&identity, "path:%zu:%s", strlen(path), path);
+	else if (fstat(fd, &st) == 0)
+		n = asprintf(&identity, "inode:%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
 	else
-		n = asprintf(name, "inode:%ju:%ju", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino);
+		return -errno;
 	if (n < 0)
 		return -ENOMEM;
-	if (hex[0])
-		n = asprintf(full, "%s", *name);
-	else
-		n = asprintf(full, "%s size:%jd mtime:%jd.%09ld", *name, (intmax_t)st.st_size,
-			     (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-	if (n < 0) {
-		free(*name);
+	h = fnv1a64(FNV64_OFFSET, identity, strlen(identity) + 1);
+	if (debug_path)
+		h = fnv1a64(h, debug_path, strlen(debug_path) + 1);
+	free(identity);
+	if (asprintf(&key->text, "dwleak-table v%d input-sha256:%s", TABLE_FORMAT_VERSION,
+		     digest_hex) < 0)
+		key->text = NULL;
+	if (asprintf(&key->name, "%s-%016" PRIx64 ".tbl", hex[0] ? hex : "nobuildid", h) < 0)
+		key->name = NULL;
+	if (!key->text || !key->name) {
+		cache_key_release(key);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-/* The separate debug file's identity: its build id, else size and mtime. */
-static int debug_identity(const char *debug_path, char **out)
-{
-	char hex[2 * TABLE_BUILD_ID_MAX + 1];
-	struct stat st;
-	int fd, n;
+/* --- Entries --- */
 
-	if (!debug_path)
-		return asprintf(out, "none") < 0 ? -ENOMEM : 0;
-	fd = open(debug_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		n = asprintf(out, "path:%zu:%s missing", strlen(debug_path), debug_path);
-		goto out;
-	}
-	build_id_hex(fd, hex);
-	if (hex[0])
-		n = asprintf(out, "path:%zu:%s build-id:%s", strlen(debug_path), debug_path, hex);
-	else
-		n = asprintf(out, "path:%zu:%s size:%jd mtime:%jd.%09ld", strlen(debug_path),
-			     debug_path, (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
-			     st.st_mtim.tv_nsec);
-out:
-	if (fd >= 0)
-		close(fd);
-	return n < 0 ? -ENOMEM : 0;
-}
-
-static void cache_key_release(struct cache_key *key)
-{
-	free(key->text);
-	free(key->file);
-}
+/* Why an entry was not used, beyond what cache_entry_decode() says. */
+#define ENTRY_UNSAFE (-EPERM) /* not read: a link, not regular, not ours alone */
 
 /*
- * The file name hashes only what survives a rebuild of the object (its
- * build id, else its path or inode, and the debug file's path), so a
- * rebuilt object or a new TABLE_FORMAT_VERSION overwrites the entry it
- * replaces instead of piling up next to it.
+ * Reads entry NAME of C into a new buffer.  It is opened relative to the
+ * directory without following a link and without blocking (a FIFO), and
+ * read only when it is a regular file of the effective user's that group
+ * and others cannot write, of at most MAX_SIZE bytes.  Returns 0, -ENOENT,
+ * ENTRY_UNSAFE, -EBADMSG (too large, or shorter than it said), -ENOMEM.
  */
-static int cache_key_build(const struct table_cache *c, int fd, const char *path,
-			   const struct table_opts *opts, struct cache_key *key)
-{
-	const char *debug_path = opts ? opts->debug_path : NULL;
-	char *obj_name = NULL, *obj_full = NULL, *debug = NULL;
-	char hex[2 * TABLE_BUILD_ID_MAX + 1];
-	uint64_t h;
-	int ret;
-
-	memset(key, 0, sizeof(*key));
-	build_id_hex(fd, hex);
-	ret = object_identity(fd, path, hex, &obj_name, &obj_full);
-	if (ret)
-		return ret;
-	ret = debug_identity(debug_path, &debug);
-	if (ret)
-		goto out;
-	ret = -ENOMEM;
-	if (asprintf(&key->text, "dwleak-table v%d obj=%s debug=%s", TABLE_FORMAT_VERSION,
-		     obj_full, debug) < 0) {
-		key->text = NULL;
-		goto out;
-	}
-	h = fnv1a64(FNV64_OFFSET, obj_name, strlen(obj_name) + 1);
-	if (debug_path)
-		h = fnv1a64(h, debug_path, strlen(debug_path) + 1);
-	if (asprintf(&key->file, "%s/%s-%016" PRIx64 ".tbl", c->dir, hex[0] ? hex : "nobuildid",
-		     h) < 0) {
-		key->file = NULL;
-		goto out;
-	}
-	ret = 0;
-out:
-	if (ret)
-		cache_key_release(key);
-	free(obj_name);
-	free(obj_full);
-	free(debug);
-	return ret;
-}
-
-/* Reads all of PATH into a new buffer; refuses files over ENTRY_MAX_SIZE. */
-static int file_read_all(const char *path, uint8_t **buf, size_t *len)
+static int entry_read(const struct table_cache *c, const char *name, uint64_t max_size,
+		      uint8_t **buf, size_t *len)
 {
 	struct stat st;
 	uint8_t *p = NULL;
@@ -373,11 +462,15 @@ static int file_read_all(const char *path, uint8_t **buf, size_t *len)
 	ssize_t n;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno == ELOOP ? ENTRY_UNSAFE : -errno;
+	ret = ENTRY_UNSAFE;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		goto out;
 	ret = -EBADMSG;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ENTRY_MAX_SIZE)
+	if ((uint64_t)st.st_size > max_size)
 		goto out;
 	ret = -ENOMEM;
 	p = malloc(st.st_size ? (size_t)st.st_size : 1);
@@ -403,86 +496,18 @@ out:
 	return ret;
 }
 
-/* Checks an entry's framing and key, then decompresses and decodes it.
- * Returns 0, -ESTALE (an entry of another version or for another key),
- * -EBADMSG, -ENOMEM. */
-static int entry_decode(const uint8_t *buf, size_t len, const char *key, struct unwind_table **out)
+static int cache_load(const struct table_cache *c, const struct cache_key *key, uint64_t max_raw,
+		      struct unwind_table **out)
 {
-	uint64_t key_len, raw_len, zlen, hash;
-	const uint8_t *frame;
-	uint8_t *raw = NULL;
-	size_t n;
-	int ret = -EBADMSG;
-
-	if (len < ENTRY_HEADER_SIZE || memcmp(buf, ENTRY_MAGIC, 8) != 0)
-		return -EBADMSG;
-	if (load_le32(buf + 8) != TABLE_FORMAT_VERSION)
-		return -ESTALE;
-	key_len = load_le32(buf + 12);
-	raw_len = load_le64(buf + 16);
-	zlen = load_le64(buf + 24);
-	hash = load_le64(buf + 32);
-	if (key_len > ENTRY_MAX_KEY || raw_len > ENTRY_MAX_SIZE || zlen > ENTRY_MAX_SIZE ||
-	    ENTRY_HEADER_SIZE + key_len + zlen != len)
-		return -EBADMSG;
-	if (key_len != strlen(key) || memcmp(buf + ENTRY_HEADER_SIZE, key, key_len) != 0)
-		return -ESTALE;
-	frame = buf + ENTRY_HEADER_SIZE + key_len;
-	if (ZSTD_getFrameContentSize(frame, zlen) != raw_len ||
-	    ZSTD_findFrameCompressedSize(frame, zlen) != zlen)
-		return -EBADMSG;
-	raw = malloc(raw_len ? raw_len : 1);
-	if (!raw)
-		return -ENOMEM;
-	n = ZSTD_decompress(raw, raw_len, frame, zlen);
-	if (ZSTD_isError(n) || n != raw_len || xxh64(raw, n) != hash)
-		goto out;
-	ret = table_deserialize(raw, n, out);
-out:
-	free(raw);
-	return ret;
-}
-
-/* Builds an entry holding T under KEY into a new buffer. */
-static int entry_encode(const struct unwind_table *t, const char *key, uint8_t **buf, size_t *len)
-{
-	size_t key_len = strlen(key), raw_len, zcap, zlen;
-	ZSTD_CCtx *cctx = NULL;
-	void *raw = NULL;
-	uint8_t *p = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
 	int ret;
 
-	ret = table_serialize(t, &raw, &raw_len);
+	ret = entry_read(c, key->name, cache_entry_max_size(strlen(key->text), max_raw), &buf, &len);
 	if (ret)
 		return ret;
-	ret = -ENOMEM;
-	zcap = ZSTD_compressBound(raw_len);
-	cctx = ZSTD_createCCtx();
-	p = malloc(ENTRY_HEADER_SIZE + key_len + zcap);
-	if (!cctx || !p)
-		goto out;
-	ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, ENTRY_ZSTD_LEVEL);
-	ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-	zlen = ZSTD_compress2(cctx, p + ENTRY_HEADER_SIZE + key_len, zcap, raw, raw_len);
-	if (ZSTD_isError(zlen)) {
-		ret = -EIO;
-		goto out;
-	}
-	memcpy(p, ENTRY_MAGIC, 8);
-	le_put(p + 8, TABLE_FORMAT_VERSION, 4);
-	le_put(p + 12, key_len, 4);
-	le_put(p + 16, raw_len, 8);
-	le_put(p + 24, zlen, 8);
-	le_put(p + 32, xxh64(raw, raw_len), 8);
-	memcpy(p + ENTRY_HEADER_SIZE, key, key_len);
-	*buf = p;
-	*len = ENTRY_HEADER_SIZE + key_len + zlen;
-	p = NULL;
-	ret = 0;
-out:
-	ZSTD_freeCCtx(cctx);
-	free(raw);
-	free(p);
+	ret = cache_entry_decode(buf, len, key->text, max_raw, out);
+	free(buf);
 	return ret;
 }
 
@@ -502,88 +527,112 @@ static int fd_write_all(int fd, const uint8_t *buf, size_t len)
 	return 0;
 }
 
-/* Writes BUF to a temporary file next to PATH and renames it over PATH,
- * so readers see the old entry or the new one, never a partial one. */
-static int file_replace(const char *path, const uint8_t *buf, size_t len)
+/* Creates a new temporary file NAME.XXXXXX in the directory (O_EXCL, no
+ * link followed) and stores its name at *TMP. */
+static int tmp_create(const struct table_cache *c, const char *name, char **tmp)
 {
-	char *tmp;
+	uint32_t r;
+	int fd = -EEXIST;
+
+	for (int i = 0; i < CACHE_TMP_TRIES && fd == -EEXIST; i++) {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r = (uint32_t)getpid() * 2654435761u + (uint32_t)i;
+		if (asprintf(tmp, "%s.%06" PRIx32, name, r & 0xffffff) < 0)
+			return -ENOMEM;
+		fd = openat(c->dirfd, *tmp,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, CACHE_ENTRY_MODE);
+		if (fd < 0) {
+			fd = -errno;
+			free(*tmp);
+			*tmp = NULL;
+		}
+	}
+	return fd;
+}
+
+/* Writes BUF to a temporary file in the directory and renames it over
+ * NAME, so readers see the old entry or the new one, never a partial one;
+ * a link, FIFO or foreign file at NAME is replaced, not written through. */
+static int entry_replace(const struct table_cache *c, const char *name, const uint8_t *buf,
+			 size_t len)
+{
+	char *tmp = NULL;
 	int fd, ret;
 
-	if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
-		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		goto out;
-	}
+	fd = tmp_create(c, name, &tmp);
+	if (fd < 0)
+		return fd;
 	ret = fd_write_all(fd, buf, len);
 	if (close(fd) != 0 && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path) != 0)
+	if (!ret && renameat(c->dirfd, tmp, c->dirfd, name) != 0)
 		ret = -errno;
 	if (ret)
-		unlink(tmp);
-out:
+		unlinkat(c->dirfd, tmp, 0);
 	free(tmp);
 	return ret;
 }
 
-static int cache_load(const struct cache_key *key, struct unwind_table **out)
+static int cache_store(const struct table_cache *c, const struct cache_key *key,
+		       const struct unwind_table *t)
 {
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int ret;
 
-	ret = file_read_all(key->file, &buf, &len);
+	ret = cache_entry_encode(t, key->text, &buf, &len);
 	if (ret)
 		return ret;
-	ret = entry_decode(buf, len, key->text, out);
+	ret = entry_replace(c, key->name, buf, len);
 	free(buf);
 	return ret;
 }
 
-static int cache_store(const struct cache_key *key, const struct unwind_table *t)
+static void count_miss(struct table_cache *c, int why)
 {
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int ret;
-
-	ret = entry_encode(t, key->text, &buf, &len);
-	if (ret)
-		return ret;
-	ret = file_replace(key->file, buf, len);
-	free(buf);
-	return ret;
+	if (why == -EBADMSG)
+		c->stats.corrupt++;
+	else if (why == ENTRY_UNSAFE)
+		c->stats.unsafe++;
+	else
+		c->stats.misses++;
 }
 
 int table_cache_get(struct table_cache *c, int fd, const char *path,
 		    const struct table_opts *opts, struct unwind_table **out, bool *hit)
 {
-	struct cache_key key;
+	struct cache_key key = { NULL, NULL };
+	struct table_input in;
 	int ret;
 
 	if (hit)
 		*hit = false;
 	if (!c || c->bypass)
 		return table_compile_fd(fd, opts, out);
-	ret = cache_key_build(c, fd, path, opts, &key);
+	*out = NULL;
+	ret = table_input_read_fd(fd, opts, &in);
 	if (ret)
 		return ret;
-	ret = cache_load(&key, out);
+	ret = cache_key_build(fd, path, opts, &in, &key);
+	if (ret)
+		goto out;
+	ret = cache_load(c, &key, table_input_max_serialized(&in), out);
 	if (ret == 0) {
 		c->stats.hits++;
 		if (hit)
 			*hit = true;
 		goto out;
 	}
-	if (ret == -EBADMSG)
-		c->stats.corrupt++;
-	else
-		c->stats.misses++;
-	ret = table_compile_fd(fd, opts, out);
-	if (ret == 0 && cache_store(&key, *out) != 0)
+	count_miss(c, ret);
+	ret = table_compile_input(&in, out);
+	if (ret)
+		goto out;
+	if (!table_input_trusted(&in))
+		c->stats.untrusted++;
+	else if (cache_store(c, &key, *out) != 0)
 		c->stats.store_errors++;
 out:
 	cache_key_release(&key);
+	table_input_release(&in);
 	return ret;
 }

@@ -8,24 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "build_id.h"
 #include "cfi.h"
 #include "elf_image.h"
 #include "table.h"
-
-/* An object whose code spans more than this many pages (1 TiB) is refused
- * rather than given a page array of absurd size. */
-#define TABLE_MAX_PAGES (1u << 24)
+#include "table_input.h"
 
 enum fde_source { SRC_EH = 0, SRC_DEBUG = 1, SRC_DEBUG_FILE = 2, SRC_COUNT };
 
 static __thread char last_error[256];
 
-static void set_error(const char *fmt, ...)
+void table_set_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -174,13 +169,10 @@ static int fde_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* The CFI sources of one compile and the images they live in. */
+/* The CFI one compile reads: IN's sections, decompressed when they were
+ * stored compressed, and the cfi_section views of them. */
 struct inputs {
-	struct elf_image img;
-	struct elf_image dbg;
-	int have_dbg;
-	void *dbg_map;
-	size_t dbg_size;
+	const struct table_input *in;
 	struct elf_section eh, hdr, df, dbg_df;
 	struct cfi_section sec[SRC_COUNT];
 	int have[SRC_COUNT];
@@ -192,39 +184,6 @@ static void inputs_close(struct inputs *in)
 	elf_section_release(&in->hdr);
 	elf_section_release(&in->df);
 	elf_section_release(&in->dbg_df);
-	elf_image_close(&in->img);
-	if (in->have_dbg)
-		elf_image_close(&in->dbg);
-	if (in->dbg_map)
-		munmap(in->dbg_map, in->dbg_size);
-}
-
-static int map_file(const char *path, void **map, size_t *size)
-{
-	struct stat st;
-	int fd, err = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-		err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOEXEC;
-		goto out;
-	}
-	*map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (*map == MAP_FAILED) {
-		*map = NULL;
-		err = -errno;
-		goto out;
-	}
-	*size = st.st_size;
-out:
-	close(fd);
-	return err;
 }
 
 static void cfi_from(struct inputs *in, enum fde_source src, const struct elf_section *s, int is_eh)
@@ -233,53 +192,51 @@ static void cfi_from(struct inputs *in, enum fde_source src, const struct elf_se
 	in->have[src] = s->data != NULL && s->size > 0;
 }
 
-static int inputs_open_debug(struct inputs *in, const char *path)
+/* Decompresses STORED into *OUT (an absent section stays absent). */
+static int inflate_part(const struct table_input *in, const struct elf_section *stored,
+			struct elf_section *out, const char *file, const char *name)
 {
-	const char *why;
 	int err;
 
-	err = map_file(path, &in->dbg_map, &in->dbg_size);
-	if (err) {
-		set_error("cannot read debug file %s: %s", path, strerror(-err));
-		return err;
-	}
-	err = elf_image_open(&in->dbg, in->dbg_map, in->dbg_size, &why);
-	if (err) {
-		set_error("debug file %s: %s", path, why);
-		return err;
-	}
-	in->have_dbg = 1;
-	err = elf_image_section(&in->dbg, ".debug_frame", &in->dbg_df);
-	if (err == -ENOEXEC) {
-		set_error("debug file %s: .debug_frame is truncated or cannot be decompressed", path);
-		return err;
-	}
-	cfi_from(in, SRC_DEBUG_FILE, &in->dbg_df, 0);
-	return 0;
+	memset(out, 0, sizeof(*out));
+	if (!stored->data)
+		return 0;
+	err = elf_section_inflate(stored, in->cfi_limit, out);
+	if (err == -EFBIG)
+		table_set_error("%s%s claims %llu bytes decompressed, more than its %zu compressed bytes "
+			  "could hold or than any real CFI (%llu for this object's code); refusing",
+			  file, name, (unsigned long long)elf_section_claimed_size(stored),
+			  stored->size, (unsigned long long)in->cfi_limit);
+	else if (err == -ENOEXEC)
+		table_set_error("%s%s is truncated or cannot be decompressed", file, name);
+	return err;
 }
 
-static int inputs_open(struct inputs *in, const void *image, size_t size,
-		       const struct table_opts *opts)
+static int inputs_open(struct inputs *in, const struct table_input *input)
 {
-	const char *why;
+	const struct table_input_file *obj = &input->obj, *dbg = &input->dbg;
 	int err;
 
 	memset(in, 0, sizeof(*in));
-	err = elf_image_open(&in->img, image, size, &why);
-	if (err) {
-		set_error("%s", why);
+	in->in = input;
+	err = inflate_part(input, &obj->sec[CFI_PART_EH_FRAME], &in->eh, "", ".eh_frame");
+	err = err ?: inflate_part(input, &obj->sec[CFI_PART_DEBUG_FRAME], &in->df, "", ".debug_frame");
+	if (err)
 		return err;
+	/* An .eh_frame_hdr that cannot be used only means scanning .eh_frame. */
+	if (inflate_part(input, &obj->sec[CFI_PART_EH_FRAME_HDR], &in->hdr, "", ".eh_frame_hdr")) {
+		last_error[0] = 0;
+		memset(&in->hdr, 0, sizeof(in->hdr));
 	}
-	if (elf_image_section(&in->img, ".eh_frame", &in->eh) == -ENOEXEC ||
-	    elf_image_section(&in->img, ".debug_frame", &in->df) == -ENOEXEC) {
-		set_error("a CFI section lies outside the file (truncated?) or cannot be decompressed");
-		return -ENOEXEC;
-	}
-	elf_image_section(&in->img, ".eh_frame_hdr", &in->hdr);
 	cfi_from(in, SRC_EH, &in->eh, 1);
 	cfi_from(in, SRC_DEBUG, &in->df, 0);
-	if (opts && opts->debug_path)
-		return inputs_open_debug(in, opts->debug_path);
+	if (input->have_dbg) {
+		err = inflate_part(input, &dbg->sec[CFI_PART_DEBUG_FRAME], &in->dbg_df,
+				   "the debug file's ", ".debug_frame");
+		if (err)
+			return err;
+		cfi_from(in, SRC_DEBUG_FILE, &in->dbg_df, 0);
+	}
 	return 0;
 }
 
@@ -303,7 +260,7 @@ static int fdes_collect(struct inputs *in, struct cfi_fde **out, size_t *n, size
 	for (i = 0; i < *n; i++) {
 		if (fdes[i].start == fdes[i].end)
 			continue; /* empty FDEs cover nothing */
-		if (!elf_image_range_loaded(&in->img, fdes[i].start, fdes[i].end)) {
+		if (!elf_image_range_loaded(&in->in->obj.img, fdes[i].start, fdes[i].end)) {
 			(*bad)++;
 			continue;
 		}
@@ -416,7 +373,7 @@ static int pages_build(const struct compile *c, struct unwind_table *t)
 	first = c->spans[0].start >> UNWIND_PAGE_SHIFT;
 	last = (c->spans[c->nspans - 1].end - 1) >> UNWIND_PAGE_SHIFT;
 	if (last - first + 1 > TABLE_MAX_PAGES) {
-		set_error("call-frame information spans %llu pages of address space; refusing",
+		table_set_error("call-frame information spans %llu pages of address space; refusing",
 			  (unsigned long long)(last - first + 1));
 		return -E2BIG;
 	}
@@ -452,8 +409,7 @@ out:
 	return err;
 }
 
-static int table_compile_image(const void *image, size_t size, const struct table_opts *opts,
-			       struct unwind_table **out)
+int table_compile_input(const struct table_input *input, struct unwind_table **out)
 {
 	static const struct unwind_rule none = { 0 };
 	struct compile c = { .err = 0 };
@@ -465,17 +421,18 @@ static int table_compile_image(const void *image, size_t size, const struct tabl
 
 	last_error[0] = 0;
 	*out = NULL;
+	memset(&in, 0, sizeof(in));
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	err = inputs_open(&in, image, size, opts);
+	err = inputs_open(&in, input);
 	if (err)
 		goto out;
-	err = elf_build_id_mem(image, size, t->build_id, sizeof(t->build_id));
-	t->build_id_len = err > 0 ? (uint32_t)err : 0;
+	memcpy(t->build_id, input->build_id, input->build_id_len);
+	t->build_id_len = input->build_id_len;
 	err = -ENODATA;
 	if (!in.have[SRC_EH] && !in.have[SRC_DEBUG] && !in.have[SRC_DEBUG_FILE]) {
-		set_error("no .eh_frame or .debug_frame (no call-frame information to unwind with)");
+		table_set_error("no .eh_frame or .debug_frame (no call-frame information to unwind with)");
 		goto out;
 	}
 	err = fdes_collect(&in, &fdes, &nfdes, &bad);
@@ -489,12 +446,12 @@ static int table_compile_image(const void *image, size_t size, const struct tabl
 	err = fdes_compile(&in, fdes, nfdes, &c, t);
 	if (err) {
 		if (err == -E2BIG)
-			set_error("more than %u distinct unwind rules", UNWIND_MAX_RULES);
+			table_set_error("more than %u distinct unwind rules", UNWIND_MAX_RULES);
 		goto out;
 	}
 	if (!c.nspans) {
 		err = t->nfdes_bad ? -ENOEXEC : -ENODATA;
-		set_error(t->nfdes_bad ? "call-frame information is malformed: no usable FDE (%u bad)"
+		table_set_error(t->nfdes_bad ? "call-frame information is malformed: no usable FDE (%u bad)"
 				       : "call-frame information has no FDE",
 			  t->nfdes_bad);
 		goto out;
@@ -511,7 +468,7 @@ static int table_compile_image(const void *image, size_t size, const struct tabl
 	t = NULL;
 out:
 	if (err == -ENOMEM)
-		set_error("out of memory");
+		table_set_error("out of memory");
 	inputs_close(&in);
 	free(fdes);
 	free(c.spans);
@@ -524,38 +481,31 @@ out:
 int table_compile_mem(const void *image, size_t size, const struct table_opts *opts,
 		      struct unwind_table **out)
 {
-	return table_compile_image(image, size, opts, out);
-}
-
-int table_compile_fd(int fd, const struct table_opts *opts, struct unwind_table **out)
-{
-	struct stat st;
-	void *map;
+	struct table_input in;
 	int err;
 
 	*out = NULL;
 	last_error[0] = 0;
-	if (fstat(fd, &st)) {
-		err = -errno;
-		set_error("%s", strerror(errno));
+	err = table_input_read_mem(image, size, opts, &in);
+	if (err)
 		return err;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		set_error("is a directory, not an ELF object");
-		return -EISDIR;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-		set_error(st.st_size == 0 ? "empty file, not an ELF object" : "not a regular file");
-		return -ENOEXEC;
-	}
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		err = -errno;
-		set_error("cannot map the file: %s", strerror(errno));
+	err = table_compile_input(&in, out);
+	table_input_release(&in);
+	return err;
+}
+
+int table_compile_fd(int fd, const struct table_opts *opts, struct unwind_table **out)
+{
+	struct table_input in;
+	int err;
+
+	*out = NULL;
+	last_error[0] = 0;
+	err = table_input_read_fd(fd, opts, &in);
+	if (err)
 		return err;
-	}
-	err = table_compile_image(map, st.st_size, opts, out);
-	munmap(map, st.st_size);
+	err = table_compile_input(&in, out);
+	table_input_release(&in);
 	return err;
 }
 
@@ -564,10 +514,12 @@ int table_compile_path(const char *path, const struct table_opts *opts, struct u
 	int fd, err;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer (it is then
+	 * refused as not a regular file). */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
-		set_error("%s", strerror(errno));
+		table_set_error("%s", strerror(errno));
 		return err;
 	}
 	err = table_compile_fd(fd, opts, out);

@@ -96,10 +96,10 @@ static void get_bytes(struct rcur *r, void *dst, size_t n)
 	r->p += n;
 }
 
-static uint64_t serialized_size(uint32_t npages, uint32_t nrows, uint32_t nrules)
+uint64_t table_serialized_size(uint64_t npages, uint64_t nrows, uint64_t nrules)
 {
-	return TABLE_SER_HEADER_SIZE + (uint64_t)npages * PAGE_SER_SIZE +
-	       (uint64_t)nrows * ROW_SER_SIZE + (uint64_t)nrules * RULE_SER_SIZE;
+	return TABLE_SER_HEADER_SIZE + npages * PAGE_SER_SIZE + nrows * ROW_SER_SIZE +
+	       nrules * RULE_SER_SIZE;
 }
 
 static void write_header(struct wcur *w, const struct unwind_table *t)
@@ -156,7 +156,7 @@ int table_serialize(const struct unwind_table *t, void **buf, size_t *len)
 	if (!t || t->build_id_len > TABLE_BUILD_ID_MAX || (t->npages && !t->pages) ||
 	    (t->nrows && !t->rows) || (t->nrules && !t->rules))
 		return -EINVAL;
-	size = serialized_size(t->npages, t->nrows, t->nrules);
+	size = table_serialized_size(t->npages, t->nrows, t->nrules);
 	if (size > SIZE_MAX)
 		return -EINVAL;
 	p = malloc((size_t)size);
@@ -196,7 +196,7 @@ static int read_header(struct rcur *r, size_t len, struct unwind_table *t)
 	if (r->bad || memcmp(magic, TABLE_SER_MAGIC, sizeof(magic)) != 0 ||
 	    version != TABLE_FORMAT_VERSION || hdr_size != TABLE_SER_HEADER_SIZE)
 		return -EBADMSG;
-	if (serialized_size(t->npages, t->nrows, t->nrules) != len)
+	if (table_serialized_size(t->npages, t->nrows, t->nrules) != len)
 		return -EBADMSG;
 	if (t->nrules > UNWIND_MAX_RULES || t->first_page > MAX_FIRST_PAGE ||
 	    t->npages > MAX_FIRST_PAGE - t->first_page + 1)

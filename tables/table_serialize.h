@@ -4,6 +4,7 @@
 #define DWLEAK_TABLE_SERIALIZE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "table.h"
 
@@ -29,6 +30,10 @@
  */
 #define TABLE_SER_MAGIC "DWLKTABL"
 #define TABLE_SER_HEADER_SIZE 136
+
+/* The encoded size of a table with these counts (u64: callers bound
+ * counts that do not fit the table's own fields). */
+uint64_t table_serialized_size(uint64_t npages, uint64_t nrows, uint64_t nrules);
 
 /*
  * Encodes T into a new malloc'd buffer stored at *BUF (the caller frees it)

@@ -716,7 +716,7 @@ static int sources_open_separate(struct libdw_sources *s, const char *path)
 {
 	int err;
 
-	s->sep_fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->sep_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not hang us */
 	if (s->sep_fd < 0) {
 		err = -errno;
 		return verify_fail(err, "cannot open debug file %s: %s", path, strerror(-err));

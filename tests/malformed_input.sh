@@ -1,6 +1,6 @@
 #!/bin/bash
-# Feeds `dwleak tables` files that are not (or no longer) valid ELF objects
-# and checks it never crashes: unreadable input exits 2 with exactly one
+# Feeds `dwleak tables` files that are not (or no longer) valid ELF objects,
+# or not regular files at all, and checks it never crashes nor hangs: unreadable input exits 2 with exactly one
 # `dwleak:` line on stderr; input that is still partly valid exits 0 and
 # prints what it could compile.  A signal (exit >= 128) or a sanitizer
 # report is a failure.
@@ -20,8 +20,12 @@ fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
 run() {
 	local name=$1 want=$2 rc lines
 	shift 2
-	"$DWLEAK" tables "$@" > "$tmp/out" 2> "$tmp/err"
+	timeout 30 "$DWLEAK" tables "$@" > "$tmp/out" 2> "$tmp/err"
 	rc=$?
+	if [ $rc -eq 124 ]; then
+		fail "$name: hung (killed after 30 s)"
+		return
+	fi
 	if [ $rc -ge 128 ] || grep -q 'Sanitizer\|runtime error' "$tmp/err"; then
 		fail "$name: crashed (exit $rc)"
 		head -n 20 "$tmp/err" | sed 's/^/    /'
@@ -52,7 +56,15 @@ printf 'not an ELF file\n' > "$tmp/text"
 run "missing file" 2 "$tmp/does-not-exist"
 run "zero-length file" 2 "$tmp/empty"
 run "directory" 2 "$tmp/dir"
+grep -q ': is a directory;' "$tmp/err" || fail "directory: $(cat "$tmp/err")"
 run "text file" 2 "$tmp/text"
+# Not regular files: said so at once; a FIFO must not wait for a writer.
+mkfifo "$tmp/fifo"
+run "FIFO" 2 "$tmp/fifo"
+grep -q ': is a FIFO' "$tmp/err" || fail "FIFO: $(cat "$tmp/err")"
+run "device" 2 /dev/null
+grep -q ': is a device' "$tmp/err" || fail "device: $(cat "$tmp/err")"
+run "FIFO as the debug file" 2 --debug-file "$tmp/fifo" "$SMALL"
 
 size=$(stat -c %s "$LIBC")
 for len in 10 64 4096 $((size / 2)); do
