@@ -498,7 +498,8 @@ int trace_run(const struct env *env)
 		goto out;
 
 	/* phase: the programs, then the target */
-	table_cache_open(NULL, &tr.cache);
+	if (table_cache_open(NULL, &tr.cache))
+		fprintf(stderr, "dwleak: warning: not using the table cache: %s\n", table_cache_why());
 	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
 	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
 	if (err) {
