@@ -20,6 +20,7 @@
 
 #include "demangle.h"
 #include "symbol_alias.h"
+#include "fd_snapshot.h"
 #include "symbolize.h"
 
 /* Where libdwfl looks by debuglink name before the user's dirs: the
@@ -122,6 +123,24 @@ int debug_dirs_add(const char ***dirs, size_t *n, const char *dir)
 	return 0;
 }
 
+/* libdwfl's own search for separate debug files, whose find it gets as a
+ * copy (fd_snapshot): a debug file beside a user's program is the user's
+ * to truncate while we read it. */
+static int find_debuginfo_snapshot(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+				   const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+				   char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					      debuglink_crc, debuginfo_file_name);
+	int copy;
+
+	if (fd < 0)
+		return fd;
+	copy = fd_snapshot(fd);
+	close(fd);
+	return copy >= 0 ? copy : -1;
+}
+
 int symbolizer_new(const char *const *debug_dirs, struct symbolizer **out)
 {
 	struct symbolizer *s;
@@ -167,7 +186,7 @@ int symbolizer_new(const char *const *debug_dirs, struct symbolizer **out)
 	}
 
 	s->callbacks.find_elf = dwfl_build_id_find_elf;
-	s->callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->callbacks.find_debuginfo = find_debuginfo_snapshot;
 	s->callbacks.section_address = dwfl_offline_section_address;
 	s->callbacks.debuginfo_path = &s->debuginfo_path;
 	*out = s;
@@ -216,7 +235,7 @@ void symbolizer_free(struct symbolizer *s)
  */
 static int read_build_id(int fd, char **out)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL); /* read, not mapped: no SIGBUS */
 	const void *bits;
 	ssize_t len;
 	int err = 0;
@@ -333,12 +352,18 @@ int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym
 		}
 	}
 	m = NULL;
-	if (fd >= 0)
-		own_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	else
-		own_fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* libdwfl maps what it reads: it gets a copy its owner cannot truncate */
+	if (fd >= 0) {
+		own_fd = fd_snapshot(fd);
+	} else {
+		int path_fd = open(path, O_RDONLY | O_CLOEXEC);
+
+		own_fd = path_fd < 0 ? -errno : fd_snapshot(path_fd);
+		if (path_fd >= 0)
+			close(path_fd);
+	}
 	if (own_fd < 0)
-		return -errno;
+		return own_fd == -EINVAL ? -ENOEXEC : own_fd;
 	err = read_build_id(own_fd, &build_id);
 	if (err)
 		goto fail;

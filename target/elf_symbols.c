@@ -74,7 +74,10 @@ static Elf *elf_open(int fd)
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* read (headers now, sections on demand with pread), not mapped: the
+	 * owner of a traced process's library truncating it must not be able
+	 * to kill dwleak with SIGBUS */
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (elf && elf_kind(elf) != ELF_K_ELF) {
 		elf_end(elf);
 		elf = NULL;
