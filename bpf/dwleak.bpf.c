@@ -55,6 +55,7 @@ volatile __u32 rule_gen = 0;
 #include "calls.bpf.h"	   /* allocator bookkeeping, records, the one walk dispatch */
 #include "mmap.bpf.h"	   /* --mmap: the memory syscalls */
 #include "linker.bpf.h"	   /* the dynamic linker's hook */
+#include "exit.bpf.h"	   /* exit(): the leak check's moment */
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_exit, __u64 ret)
@@ -110,6 +111,13 @@ SEC("uprobe")
 int BPF_KPROBE(dl_state)
 {
 	return linker_state_changed(ctx);
+}
+
+/* exit(): stopped for the leak check before atexit handlers run. */
+SEC("uprobe")
+int BPF_KPROBE(exit_enter)
+{
+	return process_exiting();
 }
 
 /* --mmap: BTF raw tracepoints (no tracefs needed) on every syscall. */

@@ -7,7 +7,9 @@
 #include "maps.bpf.h"
 #include "calls.bpf.h"
 
+#ifndef SIGSTOP
 #define SIGSTOP 19
+#endif
 #define RT_CONSISTENT 0		 /* struct r_debug's r_state: link map consistent */
 #define R_DEBUG_STATE_OFF 24	 /* offsetof(struct r_debug, r_state) on x86_64 */
 

@@ -172,6 +172,7 @@ static int settings_apply(struct probes *p)
 		attach_prepare(&multi, s->progs.alloc_exit);
 		attach_prepare(&multi, s->progs.free_enter);
 		attach_prepare(&multi, s->progs.dl_state);
+		attach_prepare(&multi, s->progs.exit_enter);
 	}
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap);
@@ -213,6 +214,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (e->type == EVENT_MMAP && size >= sizeof(struct mmap_event)) {
 		if (p->ev.mmap)
 			p->ev.mmap(p->ev.ctx, data);
+	} else if (e->type == EVENT_EXITING && p->ev.exiting) {
+		p->ev.exiting(p->ev.ctx, e->tgid);
 	} else if ((e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED) && p->ev.objects_changed) {
 		p->ev.objects_changed(p->ev.ctx, e->tgid, e->type == EVENT_MAPS_CHANGED && e->stopped);
 	}
@@ -318,15 +321,15 @@ int probes_attach_syscalls(struct probes *p)
 }
 
 int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
-		    bool stop_at_dl_state)
+		    unsigned int flags)
 {
-	struct proc_info pi = { .slot = slot };
+	struct proc_info pi = { .slot = slot, .flags = flags & PROC_STOP_AT_EXIT };
 	uint32_t key = (uint32_t)pid;
 
 	if (dl && dl->found) {
 		pi.dl_state_vaddr = dl->state_vaddr;
 		pi.r_debug_vaddr = dl->r_debug_vaddr;
-		pi.flags = stop_at_dl_state ? PROC_STOP_AT_DL_STATE : 0;
+		pi.flags = flags;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.procs), &key, &pi, BPF_ANY))
 		return errno == E2BIG || errno == ENOSPC ? -E2BIG : -errno;
@@ -334,6 +337,11 @@ int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_
 	pp->added = true;
 	pp->links.multi = p->multi;
 	return 0;
+}
+
+int probes_proc_attach_exit(struct probes *p, struct probes_proc *pp, const char *path, uint64_t off)
+{
+	return attach_uprobes(&pp->links, p->skel->progs.exit_enter, path, pp->pid, &off, NULL, 1, false);
 }
 
 int probes_proc_attach_linker(struct probes *p, struct probes_proc *pp, const struct dl_hook *dl)

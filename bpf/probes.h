@@ -47,6 +47,9 @@ struct probes_events {
 	 * dynamic linker finished (un)loading; STOPPED: the thread that called
 	 * it stopped itself (SIGSTOP) and waits (see probes_proc_add) */
 	void (*objects_changed)(void *ctx, uint32_t tgid, bool stopped);
+	/* process TGID called exit() and its thread stopped itself for the
+	 * leak check (see PROC_STOP_AT_EXIT) */
+	void (*exiting)(void *ctx, uint32_t tgid);
 };
 
 /* How the allocator calls ended up probed, for --stats. */
@@ -99,15 +102,22 @@ struct probes_proc {
 /*
  * Tells the programs of process PID: its mapping table slot SLOT (from
  * unwinder_slot_take, or DWLEAK_NO_SLOT) and its dynamic linker's hook DL
- * (may be NULL).  With STOP_AT_DL_STATE the thread that calls the hook
- * stops itself (SIGSTOP, si_code SI_KERNEL) each time the objects are
- * consistent, until the caller has loaded their tables and resumed it:
- * for processes followed with ptrace, so even a first allocation from a
- * new object has a complete stack.  Returns 0 or a negative errno
- * (-E2BIG: DWLEAK_MAX_PROCS processes are traced already).
+ * (may be NULL).  FLAGS (enum proc_flags) ask for stops, only for
+ * processes followed with ptrace, whose tracer resumes them: with
+ * PROC_STOP_AT_DL_STATE the thread that calls the hook stops itself
+ * (SIGSTOP, si_code SI_KERNEL) each time the objects are consistent,
+ * until the caller has loaded their tables and resumed it, so even a
+ * first allocation from a new object has a complete stack; with
+ * PROC_STOP_AT_EXIT the thread calling exit() stops for the leak check.
+ * Returns 0 or a negative errno (-E2BIG: DWLEAK_MAX_PROCS processes are
+ * traced already).
  */
 int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
-		    bool stop_at_dl_state);
+		    unsigned int flags);
+
+/* Probes exit() for PP's process: the function at file offset OFF of the
+ * object PATH.  Returns 0 or a negative errno. */
+int probes_proc_attach_exit(struct probes *p, struct probes_proc *pp, const char *path, uint64_t off);
 
 /* Probes PP's dynamic linker hook DL->state_off of DL->path.  Returns 0 or
  * a negative errno (new objects are then found by rescans only). */

@@ -146,6 +146,32 @@ static void go_switch_cut(const struct report_frame *fr, struct frame_span *span
 	}
 }
 
+/* The leak check's verdicts of G's blocks in report stack RS: kinds by
+ * name (leakcheck/ and report/ order them differently), scaled like the
+ * stack's bytes under --sample-bytes; where the classified bytes are. */
+static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack *g, struct report_stack *rs)
+{
+	double scale = o->sample_bytes && g->bytes ? g->est_bytes / (double)g->bytes : 1.0;
+	double cscale = o->sample_bytes && g->count ? g->est_count / (double)g->count : 1.0;
+	size_t r, k;
+
+	rs->has_leak_kinds = true;
+	for (r = 0; r < REPORT_LEAK_KIND_COUNT; r++) {
+		for (k = 0; k < LEAK_KIND_COUNT; k++) {
+			if (strcmp(leak_kind_name((enum leak_kind)k), report_leak_kind_names[r]))
+				continue;
+			rs->leak_kinds[r].bytes = (uint64_t)llround((double)g->leak_bytes[k] * scale);
+			rs->leak_kinds[r].allocations = (uint64_t)llround((double)g->leak_count[k] * cscale);
+		}
+	}
+	if (g->checked) {
+		rs->has_residency = true;
+		rs->residency.resident = g->resident;
+		rs->residency.swapped = g->swapped;
+		rs->residency.untouched = g->untouched;
+	}
+}
+
 static int stack_build(const struct build_opts *o, const struct build_proc *bp, struct built *b,
 		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
 {
@@ -178,6 +204,8 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	    !strcmp(fr[span[0].n - 1].function, "_dl_start_user"))
 		rs->unwind_error = NULL;
 	go_switch_cut(fr, &span[0], rs);
+	if (o->leak_check)
+		leak_kinds_set(o, g, rs);
 	span[1] = frame_span_start(&b->arena);
 	if (g->fp_stack_id && o->unwind_mode != UNWIND_MODE_FP) {
 		err = frames_of(src, b, g->fp_stack_id, &end);
@@ -356,6 +384,12 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		return err;
 	if (o->supp && (err = suppress_stacks(o->supp, b)))
 		return err;
+	if (o->leak_check) {
+		b->r.leak_check.present = true;
+		b->r.leak_check.scanned_bytes = o->scanned_bytes;
+		b->r.leak_check.pause_ms = o->pause_ms;
+		b->r.rss = o->rss;
+	}
 	report_totals_from_stacks(&b->r);
 	if (o->unwind_mode == UNWIND_MODE_BOTH && (err = fp_compare(&b->r, &b->fp)))
 		return err;

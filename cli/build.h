@@ -67,6 +67,13 @@ struct build_opts {
 	const uint64_t *counters;    /* CNT_COUNT values, or NULL */
 	const char *const *counter_names; /* CNT_COUNT names for the report */
 	uint64_t lost_records;	/* records the ledger could not apply (out of memory) */
+	/* --leak-check: every stack gets its kinds (the blocks the checks
+	 * classified; what came after is unclassified), and the report the
+	 * checks' memory read, longest pause and RSS account */
+	bool leak_check;
+	uint64_t scanned_bytes;
+	double pause_ms;
+	struct report_rss rss;
 };
 
 struct built {

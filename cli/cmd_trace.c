@@ -29,6 +29,7 @@ enum trace_opt_key {
 	OPT_NO_DEFAULT_SUPP,
 	OPT_FOLLOW_FORKS,
 	OPT_NO_FOLLOW_FORKS,
+	OPT_LEAK_CHECK,
 };
 
 static const struct option trace_options[] = {
@@ -50,6 +51,7 @@ static const struct option trace_options[] = {
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 	{ NULL, 0, NULL, 0 },
 };
@@ -190,6 +192,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 		return 0;
 	case OPT_NO_DEFAULT_SUPP:
 		env->no_default_suppressions = true;
+		return 0;
+	case OPT_LEAK_CHECK:
+		env->leak_check = true;
 		return 0;
 	case OPT_FOLLOW_FORKS:
 	case OPT_NO_FOLLOW_FORKS:

@@ -125,14 +125,15 @@ static struct ledger_stack *stacks_get(struct ledger_stacks *t, uint64_t id, uin
 
 /* Counts one outstanding allocation of SIZE bytes of KIND, made at TS, into
  * the aggregate of its stacks (ID, FP_ID) in T.  W is its weight in the
- * --sample-bytes estimates.  Returns 0 or -ENOMEM. */
-static int stacks_count(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, uint64_t ts, uint64_t size,
-			uint32_t kind, double w)
+ * --sample-bytes estimates.  Returns the aggregate, or NULL when out of
+ * memory. */
+static struct ledger_stack *stacks_count(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, uint64_t ts,
+					 uint64_t size, uint32_t kind, double w)
 {
 	struct ledger_stack *g = stacks_get(t, id, fp_id);
 
 	if (!g)
-		return -ENOMEM;
+		return NULL;
 	if (!g->count || ts < g->oldest_ts)
 		g->oldest_ts = ts;
 	g->bytes += size;
@@ -140,7 +141,20 @@ static int stacks_count(struct ledger_stacks *t, uint64_t id, uint64_t fp_id, ui
 	g->kind = kind;
 	g->est_bytes += (double)size * w;
 	g->est_count += w;
-	return 0;
+	return g;
+}
+
+/* Adds allocation A's leak check verdict to its stack's aggregate G. */
+static void leak_count(struct ledger_stack *g, const struct alloc_rec *a)
+{
+	if (!a->leak || a->leak > LEAK_KIND_COUNT)
+		return;
+	g->checked = true;
+	g->leak_bytes[a->leak - 1] += a->size;
+	g->leak_count[a->leak - 1]++;
+	g->resident += a->resident;
+	g->swapped += a->swapped;
+	g->untouched += a->size - a->resident - a->swapped;
 }
 
 /* True when something made at TS is younger than MIN_AGE_NS at NOW. */
@@ -154,8 +168,8 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 {
 	const struct alloc_rec *a;
 	const struct mmap_region *r;
+	struct ledger_stack *g;
 	size_t i;
-	int err;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < l->allocs.cap; i++) {
@@ -167,23 +181,23 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 		/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
 		if (sample_bytes && a->size)
 			w = 1.0 / -expm1(-(double)a->size / (double)sample_bytes);
-		err = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
-		if (err)
+		g = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
+		if (!g)
 			goto fail;
+		leak_count(g, a);
 	}
 	/* --mmap regions: one "allocation" each, never sampled */
 	for (i = 0; i < l->regions.n; i++) {
 		r = &l->regions.r[i];
 		if (too_young(now_ns, r->ts, min_age_ns))
 			continue;
-		err = stacks_count(out, r->stack_id, r->fp_stack_id, r->ts, r->end - r->start, ALLOC_MMAP, 1.0);
-		if (err)
+		if (!stacks_count(out, r->stack_id, r->fp_stack_id, r->ts, r->end - r->start, ALLOC_MMAP, 1.0))
 			goto fail;
 	}
 	return 0;
 fail:
 	ledger_stacks_free(out);
-	return err;
+	return -ENOMEM;
 }
 
 void ledger_stacks_free(struct ledger_stacks *s)

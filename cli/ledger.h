@@ -6,11 +6,13 @@
 #ifndef DWLEAK_LEDGER_H
 #define DWLEAK_LEDGER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "alloc_table.h"
 #include "dwleak.h"
+#include "leakcheck.h"
 #include "mmap_regions.h"
 
 #define LEDGER_REALLOC_RING 16
@@ -50,6 +52,13 @@ struct ledger_stack {
 	double est_count;  /* and = count */
 	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
 	uint32_t kind;	    /* enum alloc_kind of the call that made them */
+	/* --leak-check: what the last check found of them (blocks allocated
+	 * since are in none of these), by enum leak_kind, and where the
+	 * classified bytes were */
+	bool checked;
+	uint64_t leak_bytes[LEAK_KIND_COUNT];
+	uint64_t leak_count[LEAK_KIND_COUNT];
+	uint64_t resident, swapped, untouched;
 };
 
 /* An open-addressing table of ledger_stack, by (stack_id, fp_stack_id);

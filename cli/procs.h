@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "allocator.h"
+#include "leak_scan.h"
 #include "ledger.h"
 #include "objects.h"
 #include "probes.h"
@@ -27,6 +28,8 @@ struct proc {
 				   * stops it with every initial object mapped */
 	bool vfork_child;	  /* shares its parent's memory until it execs */
 	bool refresh;		  /* its objects changed: load tables, republish */
+	bool exit_called;	  /* --leak-check: it called exit() (and stopped there) */
+	struct leak_scan_result check; /* --leak-check: the last check of it */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */

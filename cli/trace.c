@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "leak_scan.h"
 #include "ledger.h"
 #include "output.h"
 #include "stats.h"
@@ -104,11 +105,39 @@ static void on_objects_changed(void *ctx, uint32_t tgid, bool stopped)
 		p->refresh = true;
 }
 
+static void on_exiting(void *ctx, uint32_t tgid)
+{
+	struct tracer *tr = ctx;
+	struct proc *p = procs_find(&tr->procs, (pid_t)tgid);
+
+	if (p)
+		p->exit_called = true;
+}
+
 /* Applies every record the probes have written so far. */
 static void records_drain(struct tracer *tr)
 {
 	records_now = tracer_now_ns();
 	probes_drain(tr->probes);
+}
+
+static void records_drain_cb(void *ctx)
+{
+	records_drain(ctx);
+}
+
+/* --leak-check of P now (WHEN says at what moment, for messages). */
+static void leak_check(struct tracer *tr, struct proc *p, const char *when)
+{
+	int err;
+
+	if (!tr->env->leak_check || p->not_followed || !p->probed)
+		return;
+	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, records_drain_cb, tr, &p->check);
+	if (err && err != -ESRCH)
+		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
+			when, strerror(-err),
+			err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)" : "");
 }
 
 /* Phase: open, configure and load the programs and the tables known now. */
@@ -123,7 +152,7 @@ static int probes_setup(struct tracer *tr)
 		.guard = env->preempt_guard,
 		.no_walk = env->bench_no_walk,
 	};
-	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed };
+	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed, on_exiting };
 	struct unwinder_maps maps;
 	int err;
 
@@ -150,7 +179,7 @@ static int probes_setup(struct tracer *tr)
 static int target_start(struct tracer *tr)
 {
 	const struct env *env = tr->env;
-	struct tracee_options to = { .follow = env->follow_forks };
+	struct tracee_options to = { .follow = env->follow_forks, .exit_stops = env->leak_check };
 	int err;
 
 	if ((env->cmd || env->follow_forks) && (err = tracee_set_new(&to, &tr->tracees)))
@@ -184,6 +213,43 @@ static int target_start(struct tracer *tr)
 
 /* --- Reports --- */
 
+/* What --fail-on-leak counts: every outstanding byte, or with
+ * --leak-check only what is definitely or indirectly lost (LeakSanitizer's
+ * rule: memory globals still hold at exit needs no suppression). */
+static uint64_t leaked_bytes(const struct report *r)
+{
+	if (!r->leak_check.present)
+		return r->totals.outstanding_bytes;
+	return r->leak_check.kinds[REPORT_LEAK_DEFINITELY_LOST].bytes +
+	       r->leak_check.kinds[REPORT_LEAK_INDIRECTLY_LOST].bytes;
+}
+
+/* Adds process check C's memory read, pause and RSS account to O. */
+static void leak_check_totals(struct build_opts *o, const struct leak_scan_result *c)
+{
+	static const enum report_rss_part part_of[PROC_RSS_PART_COUNT] = {
+		[PROC_RSS_TRACKED] = REPORT_RSS_TRACKED_BLOCKS,
+		[PROC_RSS_HEAP_UNTRACKED] = REPORT_RSS_ALLOCATOR_UNTRACKED,
+		[PROC_RSS_STACKS] = REPORT_RSS_STACKS,
+		[PROC_RSS_CODE] = REPORT_RSS_CODE_AND_DATA,
+		[PROC_RSS_DATA] = REPORT_RSS_CODE_AND_DATA,
+		[PROC_RSS_OTHER] = REPORT_RSS_OTHER_MAPPINGS,
+	};
+	size_t k;
+
+	if (!c->done)
+		return;
+	o->scanned_bytes += c->scanned_bytes;
+	if (c->pause_ms > o->pause_ms)
+		o->pause_ms = c->pause_ms; /* the longest any process was stopped */
+	if (!c->rss_known)
+		return;
+	o->rss.present = true;
+	o->rss.rss_bytes += c->rss.rss;
+	for (k = 0; k < PROC_RSS_PART_COUNT; k++)
+		o->rss.parts[part_of[k]] += c->rss.bytes[k];
+}
+
 /* Writes a report of what is outstanding now to F: the final one (in
  * --format, then --stats), or an --interval one (text).  Returns 0, 1
  * when the final report is over --fail-on-leak, or a negative errno. */
@@ -216,8 +282,16 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 
 	for (i = 0; i < CNT_COUNT; i++)
 		counter_names[i] = probes_counter_name((unsigned int)i);
+	/* --leak-check: the processes still running are checked now (those
+	 * gone were checked when they exited) */
+	for (i = 0; i < n; i++)
+		if (!tr->procs.v[i]->exited)
+			leak_check(tr, tr->procs.v[i], "before the report");
 	records_drain(tr);
 	probes_counters(tr->probes, counters);
+	o.leak_check = env->leak_check;
+	for (i = 0; env->leak_check && i < n; i++)
+		leak_check_totals(&o, &tr->procs.v[i]->check);
 	for (i = 0; !err && i < n; i++) {
 		struct proc *p = tr->procs.v[i];
 
@@ -247,7 +321,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		probes_info(tr->probes, &pi);
 		stats_print(stderr, &us, &pi, n ? &tr->procs.v[0]->alloc : NULL, counters);
 	}
-	if (final && env->fail_on_leak && !err && b.r.totals.outstanding_bytes > (uint64_t)env->fail_bytes)
+	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes)
 		err = 1;
 	build_free(&b);
 	for (i = 0; names && stacks && i < n; i++) {
@@ -308,6 +382,7 @@ static int command_status(const struct tracer *tr)
 static int tracee_events(struct tracer *tr)
 {
 	struct tracee_event ev;
+	struct proc *p;
 	int ret, err = 0;
 
 	while (!err && (ret = tracee_next(tr->tracees, &ev)) > 0) {
@@ -324,8 +399,20 @@ static int tracee_events(struct tracer *tr)
 			tracee_resume(tr->tracees, ev.tid);
 			break;
 		case TRACEE_STOP_ASKED:
-			records_drain(tr);
-			err = proc_on_linker_stop(tr, ev.pid);
+			records_drain(tr); /* and the events: which stop this is */
+			p = procs_find(&tr->procs, ev.pid);
+			if (p && p->exit_called && !p->check.done)
+				leak_check(tr, p, "at exit()");
+			else
+				err = proc_on_linker_stop(tr, ev.pid);
+			tracee_resume(tr->tracees, ev.tid);
+			break;
+		case TRACEE_EXITING:
+			/* exiting without exit() (_exit, a signal): the memory is
+			 * still there, if not every thread's registers */
+			p = procs_find(&tr->procs, ev.pid);
+			if (p && !p->check.done)
+				leak_check(tr, p, "as it exits");
 			tracee_resume(tr->tracees, ev.tid);
 			break;
 		case TRACEE_EXIT:

@@ -29,6 +29,7 @@ struct env {
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL) */
 	size_t ndebug_dirs;
 	bool stats;		  /* --stats: print the walker's counters */
+	bool leak_check;	  /* --leak-check: classify blocks by scanning memory */
 	char **cmd;		  /* after --: command to start; NULL with -p */
 	bool follow_forks;	  /* trace every process it forks or execs: default with
 				   * -- CMD (--no-follow-forks: not); --follow-forks with -p */

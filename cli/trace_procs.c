@@ -101,6 +101,21 @@ static void go_heap_say(const struct proc *p)
 	close(fd);
 }
 
+/* --leak-check with ptrace: P stops at exit() for its check, before its
+ * atexit handlers and destructors free what globals still hold. */
+static void exit_probe(struct tracer *tr, struct proc *p)
+{
+	const char *path;
+	uint64_t off;
+
+	if (!tr->env->leak_check || !tr->tracees)
+		return;
+	if (proc_objects_function(&p->objs, "exit", &path, &off) ||
+	    probes_proc_attach_exit(tr->probes, &p->pp, path, off))
+		fprintf(stderr, "dwleak: warning: cannot probe exit() in pid %d (%s): its leak check runs when it "
+				"exits, after its atexit handlers\n", p->pid, p->command);
+}
+
 /* P's objects are all mapped: find its allocator, load the tables and
  * probe it.  Returns 0, or a negative errno after letting P go. */
 static int proc_probe(struct tracer *tr, struct proc *p)
@@ -139,6 +154,7 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 	}
 	p->probed = true;
 	p->awaiting_linker = false;
+	exit_probe(tr, p);
 	announce(tr, p);
 	return 0;
 }
@@ -149,9 +165,14 @@ static int proc_register(struct tracer *tr, struct proc *p)
 {
 	int err;
 
+	unsigned int flags = 0;
+
+	/* stops need a tracer that resumes: ptrace */
+	if (tr->tracees)
+		flags = PROC_STOP_AT_DL_STATE | (tr->env->leak_check ? PROC_STOP_AT_EXIT : 0);
 	if (p->slot == DWLEAK_NO_SLOT)
 		p->slot = unwinder_slot_take(tr->uw, p->pid);
-	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, &p->objs.dl, tr->tracees != NULL);
+	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, &p->objs.dl, flags);
 	if (err == -E2BIG)
 		not_followed(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
 	else if (err)
@@ -265,6 +286,7 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 			return 0;
 		}
 		c->probed = true;
+		exit_probe(tr, c);
 	}
 	/* the same files mapped at the same places: the tables are loaded */
 	unwinder_publish(tr->uw, child, c->slot, NULL);

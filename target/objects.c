@@ -147,6 +147,28 @@ int proc_objects_of_pid(pid_t pid, struct proc_objects *out)
 	return err;
 }
 
+int proc_objects_function(const struct proc_objects *o, const char *name, const char **path, uint64_t *off)
+{
+	size_t i;
+	int fd;
+
+	for (i = 0; i < o->n; i++) {
+		struct elf_sym_want w = { .name = name, .dynsym_only = o->n > 1 }; /* static: .symtab */
+
+		fd = open(o->paths[i], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		elf_symbols_find(fd, &w, 1);
+		close(fd);
+		if (w.found && w.file_off) {
+			*path = o->paths[i];
+			*off = w.file_off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static void strings_free(char **s)
 {
 	size_t i;

@@ -42,6 +42,14 @@ struct proc_objects {
  */
 int proc_objects_of_pid(pid_t pid, struct proc_objects *out);
 
+/*
+ * The definition of function NAME the dynamic linker binds for O's
+ * process: the first object in lookup order that exports it.  Sets *PATH
+ * (borrowed from O) and *OFF (its file offset, where a uprobe goes).
+ * Returns 0, or -ENOENT when no object exports it.
+ */
+int proc_objects_function(const struct proc_objects *o, const char *name, const char **path, uint64_t *off);
+
 /* A deep copy of SRC into *DST.  Returns 0 or -ENOMEM (DST then empty). */
 int proc_objects_copy(struct proc_objects *dst, const struct proc_objects *src);
 

@@ -128,6 +128,7 @@ struct proc_mapping {
  * tgid): its walker mapping table and its dynamic linker's hook. */
 enum proc_flags {
 	PROC_STOP_AT_DL_STATE = 1, /* stop at _dl_debug_state until tables are loaded */
+	PROC_STOP_AT_EXIT = 2,	   /* stop at exit() for the leak check (--leak-check) */
 };
 
 struct proc_info {
@@ -382,6 +383,7 @@ enum event_type {
 	EVENT_NEED_TABLE = 1,	 /* a walk met a file with no table */
 	EVENT_MAPS_CHANGED = 2,	 /* the dynamic linker finished (un)loading objects */
 	EVENT_MMAP = 3,		 /* struct mmap_event: --mmap */
+	EVENT_EXITING = 4,	 /* the process called exit(); stopped (PROC_STOP_AT_EXIT) */
 };
 
 enum mmap_op {

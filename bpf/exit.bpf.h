@@ -1,0 +1,44 @@
+/* exit(): a process about to run its atexit handlers and destructors,
+ * stopped so the leak check sees its memory intact, as memcheck and
+ * LeakSanitizer do at exit.
+ * Part of dwleak.bpf.c's one translation unit (see there). */
+#ifndef DWLEAK_EXIT_BPF_H
+#define DWLEAK_EXIT_BPF_H
+
+#include "maps.bpf.h"
+#include "calls.bpf.h"
+
+#ifndef SIGSTOP
+#define SIGSTOP 19
+#endif
+
+/*
+ * The entry of exit() in a process traced with --leak-check: tell user
+ * space, and stop the calling thread (under ptrace: a signal-delivery-stop
+ * the tracer resumes without the signal) until the check is done.  Only
+ * processes registered with PROC_STOP_AT_EXIT: no stop without a tracer
+ * that resumes.
+ */
+static __always_inline int process_exiting(void)
+{
+	__u32 tgid = current_tgid();
+	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
+	struct event *e;
+
+	if (!pi || !(pi->flags & PROC_STOP_AT_EXIT))
+		return 0;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = EVENT_EXITING;
+	e->tgid = tgid;
+	e->stopped = 1;
+	bpf_ringbuf_submit(e, 0);
+	bpf_send_signal_thread(SIGSTOP);
+	return 0;
+}
+
+#endif

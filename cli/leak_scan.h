@@ -1,0 +1,45 @@
+/* --leak-check on one traced process: stop every thread (ptrace), read
+ * the registers, hand the process's tracked blocks and its memory to the
+ * leak check (leakcheck/ over target/proc_mem), resume, classify, and
+ * write each block's kind and residency into its ledger record.  The
+ * target is stopped only while its memory is read: classification and the
+ * residency and RSS accounts run after it resumes. */
+#ifndef DWLEAK_LEAK_SCAN_H
+#define DWLEAK_LEAK_SCAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "leakcheck.h"
+#include "proc_mem.h"
+#include "tracee.h"
+
+struct proc;
+
+/* What one check of a process found. */
+struct leak_scan_result {
+	bool done;
+	struct leakcheck_totals totals; /* bytes and blocks per enum leak_kind */
+	uint64_t scanned_bytes;		/* memory read for pointers */
+	double pause_ms;		/* how long the process was stopped */
+	uint64_t blocks;		/* blocks checked */
+	struct leakcheck_scan_stats scan;
+	struct proc_mem_read_stats read;
+	bool rss_known;
+	struct proc_rss_explained rss;
+};
+
+/*
+ * Checks process P: stops it through TRACEES (which follow it already),
+ * or, when TRACEES is NULL, seizes it for the check only and detaches
+ * after (-p: the process is not left traced between checks).  DRAIN is
+ * called once every thread is stopped, to apply the records the probes
+ * wrote up to then (CTX passed back).  Writes the verdicts into P's
+ * ledger records and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
+ * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
+ * traces it); the process is resumed on every path.
+ */
+int leak_scan_process(struct tracee_set *tracees, struct proc *p, void (*drain)(void *ctx), void *ctx,
+		      struct leak_scan_result *out);
+
+#endif
