@@ -83,13 +83,66 @@ int report_stacks_ordered(const struct report *r, const struct report_stack ***o
 	return 0;
 }
 
+/* What a leak check says matters most in a stack: its lost bytes
+ * (definitely and indirectly), then its possibly lost ones. */
+static uint64_t stack_lost(const struct report_stack *s)
+{
+	if (!s->has_leak_kinds)
+		return 0;
+	return s->leak_kinds[REPORT_LEAK_DEFINITELY_LOST].bytes + s->leak_kinds[REPORT_LEAK_INDIRECTLY_LOST].bytes;
+}
+
+static uint64_t stack_possibly(const struct report_stack *s)
+{
+	return s->has_leak_kinds ? s->leak_kinds[REPORT_LEAK_POSSIBLY_LOST].bytes : 0;
+}
+
+static int stack_lost_ptr_cmp(const void *pa, const void *pb)
+{
+	const struct report_stack *a = *(const struct report_stack *const *)pa;
+	const struct report_stack *b = *(const struct report_stack *const *)pb;
+
+	if (stack_lost(a) != stack_lost(b))
+		return stack_lost(a) > stack_lost(b) ? -1 : 1;
+	if (stack_possibly(a) != stack_possibly(b))
+		return stack_possibly(a) > stack_possibly(b) ? -1 : 1;
+	return stack_ptr_cmp(pa, pb);
+}
+
 int report_stacks_top(const struct report *r, unsigned int top,
 		      const struct report_stack ***out, size_t *n)
 {
+	const struct report_stack **by_loss;
+	bool *kept;
+	size_t i, k;
 	int err = report_stacks_ordered(r, out);
 
 	*n = err ? 0 : top && top < r->nstacks ? top : r->nstacks;
-	return err;
+	if (err || *n == r->nstacks || !r->leak_check.present)
+		return err;
+	/* A cut after a leak check keeps the lost stacks: a big reachable
+	 * cache must not push a small definite leak out of the report (as
+	 * memcheck lists every lost record).  The kept ones stay in byte order. */
+	by_loss = malloc(r->nstacks * sizeof(*by_loss));
+	kept = calloc(r->nstacks, sizeof(*kept));
+	if (!by_loss || !kept) {
+		free(by_loss);
+		free(kept);
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return -ENOMEM;
+	}
+	memcpy(by_loss, *out, r->nstacks * sizeof(*by_loss));
+	qsort(by_loss, r->nstacks, sizeof(*by_loss), stack_lost_ptr_cmp);
+	for (i = 0; i < *n; i++)
+		kept[by_loss[i] - r->stacks] = true;
+	for (i = k = 0; i < r->nstacks; i++)
+		if (kept[(*out)[i] - r->stacks])
+			(*out)[k++] = (*out)[i];
+	free(by_loss);
+	free(kept);
+	return 0;
 }
 
 int report_sort(struct report *r)

@@ -13,8 +13,10 @@
 /*
  * Sets *OUT to R's stacks in the writers' order (see
  * report_stacks_ordered(), whose contract this shares: the caller frees
- * *OUT) and *N to how many of them TOP shows (0 = all).  *N is 0 on error.
- * Returns 0 or -ENOMEM.
+ * *OUT) and *N to how many of them TOP shows (0 = all).  After a leak
+ * check the N kept are those with the most lost bytes (definitely and
+ * indirectly), then possibly lost, then bytes, still listed in byte order.
+ * *N is 0 on error.  Returns 0 or -ENOMEM.
  */
 int report_stacks_top(const struct report *r, unsigned int top,
 		      const struct report_stack ***out, size_t *n);

@@ -25,7 +25,12 @@
  * With --wait it makes site_before's block, writes "waiting", waits for
  * SIGUSR1 (dwleak attached), sets up the rest, writes "ready", and runs on:
  * a thread counts, and each SIGUSR2 makes it write "alive N" (the test's
- * proof that it runs correctly after the checks) until it is killed. */
+ * proof that it runs correctly after the checks) until it is killed.
+ *
+ * --reachable-only skips the lost sites (lost, tree, cycle): what is left
+ * outstanding is reachable or possibly lost, never definitely or indirectly.
+ * --heap-mb N (with --wait) also keeps N MiB of written memory reachable, so
+ * that a scan takes long enough to be caught in the middle. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -227,13 +232,15 @@ static void on_usr2(int sig)
 	report = 1;
 }
 
-static NOINLINE void set_up(void)
+static NOINLINE void set_up(int reachable_only)
 {
 	pthread_t t;
 
-	site_lost();
-	site_tree_root();
-	site_cycle();
+	if (!reachable_only) {
+		site_lost();
+		site_tree_root();
+		site_cycle();
+	}
 	site_interior();
 	site_list();
 	site_anon();
@@ -244,10 +251,26 @@ static NOINLINE void set_up(void)
 	usleep(200000); /* the threads have set up */
 }
 
+static slot g_big; /* --heap-mb's block */
+
 int main(int argc, char **argv)
 {
-	int wait_attach = argc > 1 && !strcmp(argv[1], "--wait");
+	int wait_attach = 0, reachable_only = 0, i;
+	size_t heap_mb = 0;
 	pthread_t t;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--wait"))
+			wait_attach = 1;
+		else if (!strcmp(argv[i], "--reachable-only"))
+			reachable_only = 1;
+		else if (!strcmp(argv[i], "--heap-mb") && i + 1 < argc)
+			heap_mb = strtoul(argv[++i], NULL, 10);
+		else {
+			fprintf(stderr, "usage: leak_kinds [--wait] [--reachable-only] [--heap-mb N]\n");
+			return 2;
+		}
+	}
 
 	signal(SIGUSR1, on_usr1);
 	signal(SIGUSR2, on_usr2);
@@ -257,7 +280,13 @@ int main(int argc, char **argv)
 		while (!go)
 			pause();
 	}
-	set_up();
+	set_up(reachable_only);
+	if (heap_mb) {
+		g_big = malloc(heap_mb << 20);
+		if (!g_big)
+			_exit(7);
+		memset((void *)g_big, 0x5a, heap_mb << 20);
+	}
 	scrub_stack();
 	out("ready\n");
 	if (!wait_attach)

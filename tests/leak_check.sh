@@ -1,0 +1,267 @@
+#!/bin/bash
+# The leak check (issue 15): dwleak --leak-check classifies each outstanding
+# block as memcheck and LeakSanitizer do, on a live process.  The target is
+# testdata/leak_kinds, built so that every allocation site has one known
+# kind (see its header); valgrind's memcheck on the same program is the
+# independent oracle.  Every site's kind is checked to the byte:
+#
+#   a  -- CMD: the check at exit(); each site's kinds, bytes and blocks
+#      equal memcheck's (direct and indirect split as memcheck splits its
+#      records); totals.leak_check and the residency of every stack add up
+#   b  the text report's LEAK SUMMARY equals memcheck's, line by line; the
+#      lost sites are listed even where reachable ones are bigger (--top)
+#   c  -p: attach to a running leak_kinds --wait before it sets up; the
+#      check at the report; the block made before attach is a root, not a
+#      leak, and what only it points to is reachable; the target runs on
+#      (it answers SIGUSR2) and is not left traced
+#   d  --fail-on-leak with --leak-check counts only lost bytes: exit 1 when
+#      definitely lost bytes exist, 0 when all is reachable or possibly
+#      lost (and 1 for the same program without --leak-check)
+#   e  dwleak killed (SIGKILL) in the middle of a check: the target, caught
+#      stopped by the check, runs on
+#   f  folded: each stack's kind is the frame after its process
+#
+# Run by tests/run.sh; by hand: LT_ONLY=ab bash tests/leak_check.sh
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+lt_testdata leak_kinds
+tmp=$LT_TMP
+
+if ! command -v valgrind > /dev/null; then
+	echo "FAIL: valgrind is missing (Debian: valgrind, which .ci/deps.sh installs): it is the oracle"
+	exit 1
+fi
+
+# What memcheck says of leak_kinds ARGS: $tmp/vg.xml and $tmp/vg.txt.
+valgrind --leak-check=full --show-leak-kinds=all --xml=yes --xml-file="$tmp/vg.xml" \
+	"$PROG" > /dev/null 2>&1
+valgrind --leak-check=full --show-leak-kinds=all --log-file="$tmp/vg.txt" "$PROG" > /dev/null 2>&1
+[ -s "$tmp/vg.xml" ] || fail "valgrind wrote no XML: $(tail -3 "$tmp/vg.txt")"
+
+# The per-site oracle: { site: { kind: [bytes, blocks] } } from memcheck's
+# records, a record's site its first frame that is not an allocator's.  A
+# memcheck "definitely lost" record of N (D direct, I indirect) bytes is D
+# definitely lost bytes of its site: the I bytes are the indirect records'.
+cat > "$tmp/oracle.py" << 'PY'
+import re, sys, json
+import xml.etree.ElementTree as ET
+ALLOC = {"malloc", "calloc", "realloc", "operator new", "memalign"}
+KIND = {"Leak_DefinitelyLost": "definitely_lost", "Leak_IndirectlyLost": "indirectly_lost",
+        "Leak_PossiblyLost": "possibly_lost", "Leak_StillReachable": "reachable"}
+sites = {}
+for e in ET.parse(sys.argv[1]).getroot().iter("error"):
+    k = e.findtext("kind")
+    if k not in KIND:
+        continue
+    fns = [f.findtext("fn") or "?" for f in e.find("stack").findall("frame")]
+    site = next((f for f in fns if f not in ALLOC), "?")
+    x = e.find("xwhat")
+    b, n = int(x.findtext("leakedbytes")), int(x.findtext("leakedblocks"))
+    m = re.search(r"\(([\d,]+) direct, ([\d,]+) indirect\)", x.findtext("text"))
+    if m:
+        b = int(m.group(1).replace(",", ""))
+    c = sites.setdefault(site, {}).setdefault(KIND[k], [0, 0])
+    c[0] += b
+    c[1] += n
+json.dump(sites, open(sys.argv[2], "w"), indent=1, sort_keys=True)
+PY
+"$LT_PYTHON" "$tmp/oracle.py" "$tmp/vg.xml" "$tmp/oracle.json" || fail "could not read valgrind's XML"
+
+# compare JSON ORACLE [SKIP_SITES...]: dwleak's per-site kinds (sites named
+# as in the oracle) equal the oracle's, but for SKIP_SITES
+COMPARE='
+oracle = json.load(open(ARGS[0]))
+skip = set(ARGS[1:])
+ALLOC = {"malloc", "calloc", "realloc", "operator new", "memalign"}
+got = {}
+for s in r["stacks"]:
+    site = next((f for f in names(s) if f and base(f) not in ALLOC), "?")
+    for k, c in s.get("leak_kinds", {}).items():
+        if c["bytes"] or c["allocations"]:
+            g = got.setdefault(site, {}).setdefault(k, [0, 0])
+            g[0] += c["bytes"]
+            g[1] += c["allocations"]
+want = {s: k for s, k in oracle.items() if s not in skip}
+for site in sorted(set(want) | set(got)):
+    if site in skip:
+        continue
+    if got.get(site) != want.get(site):
+        fail("%s: dwleak says %s, memcheck %s" % (site, got.get(site), want.get(site)))
+if len(want) < 10:
+    fail("memcheck found only %d sites: %s" % (len(want), sorted(want)))
+'
+
+# --- a: -- CMD, each site to the byte against memcheck ---
+if lt_part a; then
+	timeout -k 5 120 "$DWLEAK" --leak-check -t 0 --format json -o "$tmp/cmd.json" -- "$PROG" \
+		> "$tmp/cmd.out" 2> "$tmp/cmd.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "-- CMD: dwleak exit $rc, want 0: $(tail -3 "$tmp/cmd.err")"
+	lt_check "$tmp/cmd.json" "$tmp/oracle.json" << PY
+$COMPARE
+lc = r["totals"].get("leak_check")
+if not lc:
+    fail("no totals.leak_check")
+else:
+    for k in ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable"):
+        b = sum(s["leak_kinds"][k]["bytes"] for s in r["stacks"])
+        n = sum(s["leak_kinds"][k]["allocations"] for s in r["stacks"])
+        if [lc[k]["bytes"], lc[k]["allocations"]] != [b, n]:
+            fail("totals.leak_check.%s %s, the stacks add up to %d B in %d" % (k, lc[k], b, n))
+    if not lc["scanned_bytes"] > 4096 or not 0 < lc["pause_ms"] < 10000:
+        fail("scanned_bytes %s, pause_ms %s" % (lc["scanned_bytes"], lc["pause_ms"]))
+for s in r["stacks"]:
+    res = s.get("residency")
+    if not res or res["resident_bytes"] + res["swapped_bytes"] + res["untouched_bytes"] != s["bytes"]:
+        fail("stack %s: residency %s does not add up to its %d bytes" % (names(s)[:2], res, s["bytes"]))
+rss = r.get("rss")
+if not rss or abs(sum(v["share"] for k, v in rss.items() if k != "rss_bytes") - 1) > 0.01:
+    fail("rss account %s does not add up to 1" % rss)
+PY
+	[ $lt_errors -eq 0 ] && pass "-- CMD: every site's kind, bytes and blocks equal memcheck's"
+fi
+
+# --- b: the text report's summary against memcheck's ---
+if lt_part b; then
+	before=$lt_errors
+	timeout -k 5 120 "$DWLEAK" --leak-check -- "$PROG" > "$tmp/text.out" 2> "$tmp/text.err"
+	for kind in "definitely lost" "indirectly lost" "possibly lost" "still reachable"; do
+		want=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/vg.txt")
+		got=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/text.out")
+		[ -n "$want" ] && [ "$got" = "$want" ] || fail "text: '$got', memcheck says '$want'"
+	done
+	# -t 10 cuts 19 stacks: every definitely lost record stays
+	n=$(grep -c "are definitely lost in loss record" "$tmp/text.out")
+	[ "$n" -eq 4 ] || fail "text: $n definitely lost loss records, want 4 (site_lost x2, tree root, cycle)"
+	grep -q "the target was stopped for [0-9.]* ms" "$tmp/text.out" || fail "text: no pause figure"
+	grep -q "^RSS explained:" "$tmp/text.out" || fail "text: no RSS account"
+	[ $lt_errors -eq $before ] && pass "text: LEAK SUMMARY equals memcheck's; lost records kept by --top"
+fi
+
+# --- c: -p on a running process ---
+if lt_part c; then
+	before=$lt_errors
+	lt_start target "$tmp/wait.out" "$PROG" --wait
+	if lt_trace dw "$tmp/p.err" --leak-check -t 0 --format json -o "$tmp/p.json" -p "$target"; then
+		kill -USR1 "$target"
+		for ((i = 0; i < 100; i++)); do
+			grep -q ready "$tmp/wait.out" && break
+			sleep 0.05
+		done
+		grep -q ready "$tmp/wait.out" || fail "-p: leak_kinds never said ready"
+		kill -INT "$dw"
+		lt_wait "$dw" 60
+		rc=$?
+		[ $rc -eq 0 ] || fail "-p: dwleak exit $rc: $(tail -3 "$tmp/p.err")"
+		# site_before's block predates attach: a root for the scan, so
+		# site_via_before's block is reachable through it
+		# (and leak_kinds --wait has a fourth thread: its TLS block, like
+		# the others', only pointed into)
+		lt_check "$tmp/p.json" "$tmp/oracle.json" site_before allocate_dtv << PY
+$COMPARE
+if any("site_before" in names(s) for s in r["stacks"]):
+    fail("site_before's block was allocated before attach but is in the report")
+dtv = [s for s in r["stacks"] if "allocate_dtv" in names(s)]
+kinds = {k for s in dtv for k, c in s["leak_kinds"].items() if c["bytes"]}
+each = oracle["allocate_dtv"]["possibly_lost"]
+if len(dtv) != 4 or kinds != {"possibly_lost"} or any(s["bytes"] != each[0] // each[1] for s in dtv):
+    fail("the 4 threads' TLS blocks: %s" % [(s["bytes"], s["leak_kinds"]) for s in dtv])
+PY
+		state=$(awk '{ print $3 }' "/proc/$target/stat" 2> /dev/null)
+		tracer=$(awk '/^TracerPid/ { print $2 }' "/proc/$target/status" 2> /dev/null)
+		[ "$state" != t ] && [ "$state" != T ] && [ "$tracer" = 0 ] ||
+			fail "-p: after the check the target is in state '$state', traced by '$tracer'"
+		kill -USR2 "$target"
+		for ((i = 0; i < 100; i++)); do
+			grep -q alive "$tmp/wait.out" && break
+			sleep 0.05
+		done
+		grep -q alive "$tmp/wait.out" || fail "-p: the target does not answer SIGUSR2 after the check"
+	else
+		fail "-p: dwleak did not attach"
+	fi
+	kill -KILL "$target" 2> /dev/null
+	wait "$target" 2> /dev/null
+	[ $lt_errors -eq $before ] && pass "-p: every site equals memcheck's, the pre-attach block is a root, the target runs on"
+fi
+
+# --- d: --fail-on-leak counts lost bytes only ---
+if lt_part d; then
+	before=$lt_errors
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -- "$PROG" > /dev/null 2> "$tmp/d1.err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "--fail-on-leak --leak-check with lost blocks: exit $rc, want 1"
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -- "$PROG" --reachable-only > "$tmp/d2.out" 2> "$tmp/d2.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "--fail-on-leak --leak-check, nothing lost: exit $rc, want 0: $(grep -E 'lost:' "$tmp/d2.out")"
+	grep -q "definitely lost: 0 bytes in 0 blocks" "$tmp/d2.out" || fail "--reachable-only: definitely lost is not 0"
+	timeout -k 5 120 "$DWLEAK" --fail-on-leak -- "$PROG" --reachable-only > /dev/null 2> "$tmp/d3.err"
+	rc=$?
+	[ $rc -eq 1 ] || fail "--fail-on-leak without --leak-check, blocks outstanding: exit $rc, want 1"
+	[ $lt_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check"
+fi
+
+# --- e: dwleak killed while the target is stopped for a check ---
+if lt_part e; then
+	before=$lt_errors
+	# 512 MiB to read: the check takes long enough to be caught
+	lt_start target "$tmp/big.out" "$PROG" --wait --heap-mb 512
+	if lt_trace dw "$tmp/e.err" --leak-check --interval 0.5 -p "$target"; then
+		kill -USR1 "$target"
+		caught=
+		for ((i = 0; i < 3000 && !caught; i++)); do
+			for st in /proc/"$target"/task/*/stat; do
+				if [ "$(awk '{ print $3 }' "$st" 2> /dev/null)" = t ]; then
+					kill -KILL "$dw"
+					caught=1
+					break
+				fi
+			done
+		done
+		wait "$dw" 2> /dev/null
+		if [ -z "$caught" ]; then
+			fail "the target was never seen stopped by a check"
+		else
+			sleep 0.5
+			stopped=
+			for st in /proc/"$target"/task/*/stat; do
+				s=$(awk '{ print $3 }' "$st" 2> /dev/null)
+				[ "$s" = t ] || [ "$s" = T ] && stopped="$stopped $s"
+			done
+			[ -z "$stopped" ] || fail "after dwleak was killed mid-check the target's threads are stopped:$stopped"
+			: > "$tmp/big.out"
+			kill -USR2 "$target"
+			for ((i = 0; i < 100; i++)); do
+				grep -q alive "$tmp/big.out" && break
+				sleep 0.05
+			done
+			grep -q alive "$tmp/big.out" || fail "the target does not answer after dwleak was killed mid-check"
+		fi
+	else
+		fail "e: dwleak did not attach"
+	fi
+	kill -KILL "$target" 2> /dev/null
+	wait "$target" 2> /dev/null
+	[ $lt_errors -eq $before ] && pass "SIGKILL of dwleak mid-check: the target runs on"
+fi
+
+# --- f: folded carries the kind ---
+if lt_part f; then
+	before=$lt_errors
+	timeout -k 5 120 "$DWLEAK" --leak-check -t 0 --format folded -o "$tmp/f.folded" -- "$PROG" > /dev/null 2>&1
+	lt_check "$tmp/cmd.json" "$tmp/f.folded" << 'PY'
+import collections
+got = collections.Counter()
+for line in open(ARGS[0]):
+    path, b = line.rsplit(" ", 1)
+    kind = path.split(";")[0]
+    got[kind.strip("[]")] += int(b)
+want = {k: v["bytes"] for k, v in r["totals"]["leak_check"].items() if isinstance(v, dict) and v["bytes"]}
+if dict(got) != want:
+    fail("folded kinds %s, the JSON's %s" % (dict(got), want))
+PY
+	[ $lt_errors -eq $before ] && pass "folded: the kind is a frame, its bytes equal the JSON's"
+fi
+
+lt_finish
