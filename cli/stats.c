@@ -34,3 +34,27 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 			fprintf(f, "dwleak: stats: %s %llu\n", probes_counter_name((unsigned int)i),
 				(unsigned long long)counters[i]);
 }
+
+void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c)
+{
+	const struct proc_mem_read_stats *r = &c->read;
+	const struct leakcheck_scan_stats *s = &c->scan;
+
+	if (!c->done) {
+		fprintf(f, "dwleak: stats: leak check of pid %d: not done\n", pid);
+		return;
+	}
+	fprintf(f, "dwleak: stats: leak check of pid %d: %llu blocks, stopped %.3f ms; read %llu bytes "
+		   "(%llu by process_vm_readv, %llu shared or swapped by /proc/PID/mem, %llu swapped) in %llu "
+		   "calls, pages found by %s; skipped %llu never touched, %llu unreadable\n",
+		pid, (unsigned long long)c->blocks, c->pause_ms, (unsigned long long)r->scanned_bytes,
+		(unsigned long long)r->exclusive_bytes, (unsigned long long)r->shared_bytes,
+		(unsigned long long)r->swapped_bytes, (unsigned long long)r->read_calls,
+		r->pagemap_scan ? "PAGEMAP_SCAN" : "/proc/PID/pagemap", (unsigned long long)r->untouched_bytes,
+		(unsigned long long)r->unreadable_bytes);
+	fprintf(f, "dwleak: stats: leak check of pid %d: %llu register values, %llu root pointers, %llu "
+		   "block-to-block pointers, %llu overlapping blocks (a missed free), %llu edge bytes not "
+		   "scanned\n",
+		pid, (unsigned long long)s->values, (unsigned long long)s->root_hits, (unsigned long long)s->edges,
+		(unsigned long long)s->overlapping, (unsigned long long)s->edge_bytes);
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "allocator.h"
+#include "leak_scan.h"
 #include "probes.h"
 #include "unwinder.h"
 
@@ -15,5 +16,9 @@
  * filled in). */
 void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
 		 const struct allocator *a, const uint64_t *counters);
+
+/* Prints to F how the last --leak-check of process PID went (C): what was
+ * read and how, what could not be, and the scan's own counts. */
+void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c);
 
 #endif

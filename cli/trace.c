@@ -138,6 +138,16 @@ static void leak_check(struct tracer *tr, struct proc *p, const char *when)
 		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
 			when, strerror(-err),
 			err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)" : "");
+	/* what makes a verdict less sure is said, not only counted */
+	if (!err && p->check.read.unreadable_bytes)
+		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) could not read %llu bytes of its "
+				"memory: a pointer held only there was missed, so blocks may be called lost "
+				"that are not (--stats has the details)\n",
+			p->pid, p->command, (unsigned long long)p->check.read.unreadable_bytes);
+	if (!err && p->check.scan.overlapping)
+		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) found %llu blocks overlapping "
+				"others: frees were missed (dropped events?), each lower block was cut short\n",
+			p->pid, p->command, (unsigned long long)p->check.scan.overlapping);
 }
 
 /* Phase: open, configure and load the programs and the tables known now. */
@@ -320,6 +330,8 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		unwinder_stats(tr->uw, &us);
 		probes_info(tr->probes, &pi);
 		stats_print(stderr, &us, &pi, n ? &tr->procs.v[0]->alloc : NULL, counters);
+		for (i = 0; env->leak_check && i < n; i++)
+			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
 	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes)
 		err = 1;
