@@ -172,6 +172,15 @@ static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack
 	}
 }
 
+static size_t physical_frames(const struct report_frame *fr, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += !fr[i].inlined;
+	return k;
+}
+
 static int stack_build(const struct build_opts *o, const struct build_proc *bp, struct built *b,
 		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
 {
@@ -203,6 +212,12 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	if (end == WALK_ERR_NO_FDE && span[0].n && fr[span[0].n - 1].function &&
 	    !strcmp(fr[span[0].n - 1].function, "_dl_start_user"))
 		rs->unwind_error = NULL;
+	/* No allocator is a thread's first function: a walk that "completes"
+	 * in its frame ended on a table's say-so (a wrong table, or one a
+	 * user planted to hide stacks), and is an error, not a stack. */
+	if ((end == WALK_END_OK || end == WALK_END_ZERO_RA) && physical_frames(fr, span[0].n) == 1)
+		rs->unwind_error = "the walk ended in the allocator's own frame: its unwind table says the "
+				   "stack ends there, which no real stack does (a wrong table?)";
 	go_switch_cut(fr, &span[0], rs);
 	if (o->leak_check)
 		leak_kinds_set(o, g, rs);

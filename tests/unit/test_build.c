@@ -29,6 +29,7 @@ static const struct fake_walk walks[] = {
 	{ 14, WALK_END_TRUNCATED, 2, { 0x100, 0x700 | DWLEAK_FRAME_EXACT } },
 	{ 15, WALK_ERR_READ, 2, { 0x100, 0xf100 } },
 	{ 21, WALK_END_OK, 3, { 0x100, 0x200, 0x400 } }, /* an FP walk of 11 */
+	{ 16, WALK_END_OK, 1, { 0x100 } },		   /* "complete" in malloc */
 };
 
 static char names[64][32];
@@ -131,12 +132,13 @@ static void test_frames_and_ends(void)
 	stacks_add(&t, 15, 0, 50, 5, ALLOC_MALLOC);
 	stacks_add(&t, DWLEAK_STACK_WALKER_BUSY, 0, 60, 6, ALLOC_MALLOC);
 	stacks_add(&t, 99, 0, 70, 7, ALLOC_MALLOC); /* not stored */
+	stacks_add(&t, 16, 0, 80, 8, ALLOC_MALLOC);
 	ncalls = 0;
 	CHECK(build_one(&t, &o, &b) == 0);
-	EXPECT(b.r.nstacks == 7, "%zu stacks", b.r.nstacks);
+	EXPECT(b.r.nstacks == 8, "%zu stacks", b.r.nstacks);
 	EXPECT(b.r.pid == 42 && !strcmp(b.r.command, "./app") && !strcmp(b.r.unwind, "dwarf"));
-	EXPECT(b.r.totals.outstanding_bytes == 640, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
-	EXPECT(b.r.totals.outstanding_allocations == 34);
+	EXPECT(b.r.totals.outstanding_bytes == 720, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
+	EXPECT(b.r.totals.outstanding_allocations == 42);
 
 	s = stack_with(&b.r, "operator new(unsigned long)");
 	CHECK(s, "the C++ stack is missing");
@@ -162,8 +164,17 @@ static void test_frames_and_ends(void)
 	CHECK(s);
 	EXPECT(s->truncated && !s->unwind_error, "truncated");
 	EXPECT(b.r.totals.truncated_stacks == 1, "%llu truncated", (unsigned long long)b.r.totals.truncated_stacks);
-	/* read error, walker busy, not stored */
-	EXPECT(b.r.totals.unwind_errors == 4, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
+	/* a walk a table ended in the allocator's frame is an error (issue 13:
+	 * a planted table must not pass for complete stacks) */
+	s = NULL;
+	for (size_t i = 0; i < b.r.nstacks; i++)
+		if (b.r.stacks[i].bytes == 80)
+			s = &b.r.stacks[i];
+	CHECK(s);
+	EXPECT(s->nframes == 1 && s->unwind_error && strstr(s->unwind_error, "allocator's own frame"),
+	       "a walk complete in malloc: %s", s->unwind_error ? s->unwind_error : "(no error)");
+	/* read error, walker busy, not stored, ended in malloc */
+	EXPECT(b.r.totals.unwind_errors == 5, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
 	build_free(&b);
 }
 
