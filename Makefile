@@ -222,7 +222,7 @@ $(BUILD)/bench/leakcheck_bench_lsan: bench/leakcheck_bench.c
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -fsanitize=leak -DLEAKCHECK_BENCH_LSAN -Wall -Wextra -Werror -o $@ $< -lpthread
 
-bench-leakcheck: $(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
+bench-leakcheck: $(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan dwleak
 	$(BENCH_ENV) bash bench/run_leakcheck_bench.sh
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \

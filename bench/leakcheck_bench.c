@@ -26,7 +26,12 @@
  * head pointers make).  Each tool's verdict totals are printed, so the
  * table also shows that they agree.
  *
- * Usage: leakcheck_bench --shape NAME [--reps N] [--thread] [--buffer BYTES]
+ *   dwleak --leak-check -- leakcheck_bench --shape S --build-and-exit
+ *       the whole of dwleak: the heap built under its probes, the check at
+ *       exit() (threads stopped, records drained, registers, memory); the
+ *       script reads the pause from the JSON report.
+ *
+ * Usage: leakcheck_bench --shape NAME [--reps N] [--thread] [--buffer BYTES] [--build-and-exit]
  *   NAME: 1e4-100MiB, 1e4-1GiB, 1e6-100MiB, 1e6-1GiB
  *   --thread: dwleak reads in a worker thread (proc_mem_read_opts.reader_thread),
  *             tool=dwleak-thread
@@ -88,6 +93,7 @@ void *volatile g_directory;
 /* --thread: proc_mem_read with its reader thread; --buffer */
 static int reader_thread;
 static size_t buffer_bytes;
+static int build_and_exit;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -432,12 +438,24 @@ int main(int argc, char **argv)
 			reader_thread = 1;
 		else if (!strcmp(argv[i], "--buffer") && i + 1 < argc)
 			buffer_bytes = strtoul(argv[++i], NULL, 0);
+		else if (!strcmp(argv[i], "--build-and-exit"))
+			build_and_exit = 1;
 		else
 			sh = NULL, i = argc;
 	}
 	if (!sh || reps < 1) {
-		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--thread] [--buffer BYTES]\n");
+		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--thread] [--buffer BYTES] [--build-and-exit]\n");
 		return 2;
+	}
+	if (build_and_exit) {
+		struct block_sink s = { .fd = -1 };
+
+		build_heap(sh, &s);
+		scrub_stack();
+		printf("leakcheck_bench: tool=dwleak-trace shape=%s blocks=%zu block_bytes=%llu\n", sh->name,
+		       sh->blocks, (unsigned long long)s.bytes);
+		fflush(stdout);
+		exit(0); /* dwleak --leak-check checks here */
 	}
 #ifdef LEAKCHECK_BENCH_LSAN
 	return run_in_process(sh, reps);

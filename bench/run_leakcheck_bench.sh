@@ -13,6 +13,10 @@
 #   LSan       __lsan_do_recoverable_leak_check() in the heap's process
 #              (clang -fsanitize=leak): it stops the world and scans
 #   memcheck   VALGRIND_DO_LEAK_CHECK under valgrind --leak-check=full
+#   dwleak-trace  the whole tool: dwleak --leak-check -- leakcheck_bench
+#              --build-and-exit, the heap built under dwleak's probes and
+#              checked at exit(); the pause is the report's (every thread
+#              stopped by ptrace, the ring drained, registers, memory)
 # Each run makes REPS checks of one heap (the first one included); tools
 # alternate, ROUNDS rounds; medians over all checks.  Each tool's verdict
 # totals are printed too: the three must agree on the lost bytes.
@@ -30,7 +34,8 @@ SHAPES=${SHAPES:-1e4-100MiB 1e6-100MiB 1e4-1GiB 1e6-1GiB}
 REPS=${REPS:-3}
 ROUNDS=${ROUNDS:-2}
 VG_REPS=${VG_REPS:-1}
-TOOLS=${TOOLS:-dwleak dwleak-thread lsan memcheck}
+TOOLS=${TOOLS:-dwleak dwleak-thread dwleak-trace lsan memcheck}
+DWLEAK=${DWLEAK_BIN:-$ROOT/dwleak}
 OUT=${OUT:-$BUILD/bench/leakcheck.md}
 BENCH=$BUILD/bench/leakcheck_bench
 BENCH_LSAN=$BUILD/bench/leakcheck_bench_lsan
@@ -64,6 +69,10 @@ for round in $(seq "$ROUNDS"); do
 			dwleak) timeout -k 5 600 "$BENCH" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
 			dwleak-thread)
 				timeout -k 5 600 "$BENCH" --shape "$shape" --reps "$REPS" --thread > "$out" 2> "$out.err" ;;
+			dwleak-trace)
+				timeout -k 5 900 "$DWLEAK" --leak-check -t 1 --format json -o "$out.json" -- \
+					"$BENCH" --shape "$shape" --build-and-exit > "$out" 2> "$out.err" &&
+					python3 "$ROOT/bench/leakcheck_report_line.py" "$out.json" >> "$out" ;;
 			lsan)
 				LSAN_OPTIONS=print_suppressions=0 \
 					timeout -k 5 600 "$BENCH_LSAN" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
@@ -102,6 +111,10 @@ for f in os.listdir(tmp):
         if line.startswith("lsan_lost_bytes="):
             lsan_lost = int(line.split("=")[1])
             continue
+        if line.startswith("pause_ms=") and runs.get((tool, shape)):
+            # dwleak-trace: the figures from the report, after the program's line
+            runs[(tool, shape)][-1].update(x.split("=", 1) for x in line.split())
+            continue
         if not line.startswith("leakcheck_bench: "):
             continue
         kv = dict(x.split("=", 1) for x in line.split()[1:])
@@ -117,7 +130,7 @@ def med(rows, key):
 def mib(b):
     return "%.1f" % (b / 1048576) if b is not None else ""
 
-names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "lsan": "LeakSanitizer",
+names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check, end to end", "lsan": "LeakSanitizer",
          "memcheck": "valgrind memcheck"}
 print("| shape | tool | pause ms (median) | min | max | x LSan | heap GB/s | dwleak: scanned MiB, GB/s | lost MiB | possibly lost MiB | checks |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -126,6 +139,10 @@ for shape in shapes:
     lsan = med(runs.get(("lsan", shape), []), "pause_ms")
     for tool in tools:
         rows = runs.get((tool, shape), [])
+        if not rows:
+            print("| %s | %s | failed |  |  |  |  |  |  |  |  |" % (shape, names[tool]))
+            continue
+        rows = [r for r in rows if "pause_ms" in r]
         if not rows:
             print("| %s | %s | failed |  |  |  |  |  |  |  |  |" % (shape, names[tool]))
             continue
