@@ -30,6 +30,10 @@
  *       the whole of dwleak: the heap built under its probes, the check at
  *       exit() (threads stopped, records drained, registers, memory); the
  *       script reads the pause from the JSON report.
+ *   dwleak --leak-check -p PID, PID a leakcheck_bench --shape S --build-and-wait
+ *       the same on a live process: it waits for SIGUSR1 (dwleak attached),
+ *       builds the heap, says so, and idles until killed; the check runs at
+ *       dwleak's report, its index built before the stop.
  *
  * Usage: leakcheck_bench --shape NAME [--reps N] [--thread] [--buffer BYTES] [--build-and-exit]
  *   NAME: 1e4-100MiB, 1e4-1GiB, 1e6-100MiB, 1e6-1GiB
@@ -93,7 +97,14 @@ void *volatile g_directory;
 /* --thread: proc_mem_read with its reader thread; --buffer */
 static int reader_thread;
 static size_t buffer_bytes;
-static int build_and_exit;
+static int build_and_exit, build_and_wait;
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	go = 1;
+}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -440,22 +451,34 @@ int main(int argc, char **argv)
 			buffer_bytes = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--build-and-exit"))
 			build_and_exit = 1;
+		else if (!strcmp(argv[i], "--build-and-wait"))
+			build_and_wait = 1;
 		else
 			sh = NULL, i = argc;
 	}
 	if (!sh || reps < 1) {
-		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--thread] [--buffer BYTES] [--build-and-exit]\n");
+		fprintf(stderr, "usage: leakcheck_bench --shape 1e4-100MiB|1e4-1GiB|1e6-100MiB|1e6-1GiB [--reps N] [--thread] [--buffer BYTES] [--build-and-exit | --build-and-wait]\n");
 		return 2;
 	}
-	if (build_and_exit) {
+	if (build_and_exit || build_and_wait) {
 		struct block_sink s = { .fd = -1 };
 
+		if (build_and_wait) {
+			signal(SIGUSR1, on_usr1);
+			printf("leakcheck_bench: waiting\n");
+			fflush(stdout);
+			while (!go)
+				pause();
+		}
 		build_heap(sh, &s);
 		scrub_stack();
-		printf("leakcheck_bench: tool=dwleak-trace shape=%s blocks=%zu block_bytes=%llu\n", sh->name,
-		       sh->blocks, (unsigned long long)s.bytes);
+		printf("leakcheck_bench: tool=%s shape=%s blocks=%zu block_bytes=%llu\n",
+		       build_and_wait ? "dwleak-live" : "dwleak-trace", sh->name, sh->blocks, (unsigned long long)s.bytes);
 		fflush(stdout);
-		exit(0); /* dwleak --leak-check checks here */
+		if (build_and_exit)
+			exit(0); /* dwleak --leak-check checks here */
+		for (;;)
+			pause();
 	}
 #ifdef LEAKCHECK_BENCH_LSAN
 	return run_in_process(sh, reps);

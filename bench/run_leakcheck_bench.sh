@@ -17,6 +17,9 @@
 #              --build-and-exit, the heap built under dwleak's probes and
 #              checked at exit(); the pause is the report's (every thread
 #              stopped by ptrace, the ring drained, registers, memory)
+#   dwleak-live   the same on a live process, dwleak -p: the heap built
+#              after attach, the check at the report (the index built
+#              before the stop, as on a service)
 # Each run makes REPS checks of one heap (the first one included); tools
 # alternate, ROUNDS rounds; medians over all checks.  Each tool's verdict
 # totals are printed too: the three must agree on the lost bytes.
@@ -34,7 +37,7 @@ SHAPES=${SHAPES:-1e4-100MiB 1e6-100MiB 1e4-1GiB 1e6-1GiB}
 REPS=${REPS:-3}
 ROUNDS=${ROUNDS:-2}
 VG_REPS=${VG_REPS:-1}
-TOOLS=${TOOLS:-dwleak dwleak-thread dwleak-trace lsan memcheck}
+TOOLS=${TOOLS:-dwleak dwleak-thread dwleak-trace dwleak-live lsan memcheck}
 DWLEAK=${DWLEAK_BIN:-$ROOT/dwleak}
 OUT=${OUT:-$BUILD/bench/leakcheck.md}
 BENCH=$BUILD/bench/leakcheck_bench
@@ -56,6 +59,36 @@ for t in $TOOLS; do
 	fi
 	tools+=("$t")
 done
+# live_check SHAPE OUT: dwleak -p on a leakcheck_bench that builds its heap
+# once dwleak is attached; the check at dwleak's final report (SIGINT).
+live_check() {
+	local shape=$1 out=$2 target dw i rc=1
+	"$BENCH" --shape "$shape" --build-and-wait > "$out" 2> "$out.err" &
+	target=$!
+	for ((i = 0; i < 500; i++)); do
+		grep -q waiting "$out" 2> /dev/null && break
+		sleep 0.01
+	done
+	"$DWLEAK" --leak-check -t 1 --format json -o "$out.json" -p "$target" 2>> "$out.err" &
+	dw=$!
+	for ((i = 0; i < 3000; i++)); do
+		grep -q '^dwleak: tracing' "$out.err" 2> /dev/null && break
+		sleep 0.01
+	done
+	kill -USR1 "$target"
+	for ((i = 0; i < 60000; i++)); do
+		grep -q 'tool=dwleak-live' "$out" 2> /dev/null && break
+		kill -0 "$target" 2> /dev/null || break
+		sleep 0.01
+	done
+	kill -INT "$dw"
+	wait "$dw" && rc=0
+	kill -KILL "$target" 2> /dev/null
+	wait "$target" 2> /dev/null
+	[ $rc -eq 0 ] && python3 "$ROOT/bench/leakcheck_report_line.py" "$out.json" >> "$out"
+	return $rc
+}
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/leakcheck-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
@@ -73,6 +106,7 @@ for round in $(seq "$ROUNDS"); do
 				timeout -k 5 900 "$DWLEAK" --leak-check -t 1 --format json -o "$out.json" -- \
 					"$BENCH" --shape "$shape" --build-and-exit > "$out" 2> "$out.err" &&
 					python3 "$ROOT/bench/leakcheck_report_line.py" "$out.json" >> "$out" ;;
+			dwleak-live) live_check "$shape" "$out" ;;
 			lsan)
 				LSAN_OPTIONS=print_suppressions=0 \
 					timeout -k 5 600 "$BENCH_LSAN" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
@@ -115,7 +149,7 @@ for f in os.listdir(tmp):
             # dwleak-trace: the figures from the report, after the program's line
             runs[(tool, shape)][-1].update(x.split("=", 1) for x in line.split())
             continue
-        if not line.startswith("leakcheck_bench: "):
+        if not line.startswith("leakcheck_bench: ") or "tool=" not in line:
             continue
         kv = dict(x.split("=", 1) for x in line.split()[1:])
         runs.setdefault((tool, shape), []).append(kv)
@@ -130,7 +164,7 @@ def med(rows, key):
 def mib(b):
     return "%.1f" % (b / 1048576) if b is not None else ""
 
-names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check, end to end", "lsan": "LeakSanitizer",
+names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check -- CMD, at exit", "dwleak-live": "dwleak --leak-check -p, live", "lsan": "LeakSanitizer",
          "memcheck": "valgrind memcheck"}
 print("| shape | tool | pause ms (median) | min | max | x LSan | heap GB/s | dwleak: scanned MiB, GB/s | lost MiB | possibly lost MiB | checks |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -48,6 +48,38 @@ static size_t slot_find(const struct alloc_table *t, uint64_t addr)
 	return k;
 }
 
+static void log_change(struct alloc_table *t, uint64_t addr)
+{
+	struct alloc_table_log *l = &t->log;
+
+	if (!l->on || l->lost)
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		uint64_t *a = realloc(l->addrs, cap * sizeof(*a));
+
+		if (!a) {
+			l->lost = true;
+			return;
+		}
+		l->addrs = a;
+		l->cap = cap;
+	}
+	l->addrs[l->n++] = addr;
+}
+
+void alloc_table_log_start(struct alloc_table *t)
+{
+	t->log.n = 0;
+	t->log.lost = false;
+	t->log.on = true;
+}
+
+void alloc_table_log_stop(struct alloc_table *t)
+{
+	t->log.on = false;
+}
+
 int alloc_table_add(struct alloc_table *t, const struct alloc_rec *rec)
 {
 	size_t k;
@@ -55,12 +87,18 @@ int alloc_table_add(struct alloc_table *t, const struct alloc_rec *rec)
 	if ((t->n + 1) * 4 > t->cap * 3 && table_grow(t))
 		return -ENOMEM;
 	k = slot_find(t, rec->addr);
-	if (t->slots[k].addr)
+	if (t->slots[k].addr) {
 		t->replaced++; /* its free went by a path we do not see */
-	else
+		log_change(t, rec->addr);
+	} else
 		t->n++;
 	t->slots[k] = *rec;
 	return 0;
+}
+
+struct alloc_rec *alloc_table_get(struct alloc_table *t, uint64_t addr)
+{
+	return (struct alloc_rec *)alloc_table_find(t, addr);
 }
 
 const struct alloc_rec *alloc_table_find(const struct alloc_table *t, uint64_t addr)
@@ -81,6 +119,7 @@ int alloc_table_remove(struct alloc_table *t, uint64_t addr)
 		t->free_unknown++;
 		return -ENOENT;
 	}
+	log_change(t, addr);
 	k = slot_find(t, addr);
 	/* shift back every later entry of the run that may sit in k's place */
 	for (j = (k + 1) & mask; t->slots[j].addr; j = (j + 1) & mask) {
@@ -102,6 +141,7 @@ int alloc_table_resize(struct alloc_table *t, uint64_t addr, uint64_t size)
 
 	if (!r)
 		return -ENOENT;
+	log_change(t, addr);
 	r->size = size;
 	t->resized++;
 	return 0;
@@ -109,6 +149,7 @@ int alloc_table_resize(struct alloc_table *t, uint64_t addr, uint64_t size)
 
 void alloc_table_free(struct alloc_table *t)
 {
+	free(t->log.addrs);
 	free(t->slots);
 	memset(t, 0, sizeof(*t));
 }

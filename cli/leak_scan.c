@@ -11,6 +11,7 @@
 
 #include "leak_scan.h"
 #include "procs.h"
+#include "tracer.h"
 
 static double now_ms(void)
 {
@@ -44,23 +45,38 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, struct proc_mem_threa
 	return 0;
 }
 
-/* The ledger's records as blocks: BLOCKS[i] is *RECS[i]. */
-static int blocks_of(struct alloc_table *t, struct leak_block **blocks, struct alloc_rec ***recs, size_t *n)
+/* The ledger's records as blocks. */
+static int blocks_of(const struct alloc_table *t, struct leak_block **blocks, size_t *n)
 {
 	size_t i, k = 0;
 
 	*blocks = calloc(t->n + 1, sizeof(**blocks));
-	*recs = calloc(t->n + 1, sizeof(**recs));
-	if (!*blocks || !*recs)
+	if (!*blocks)
 		return -ENOMEM;
-	for (i = 0; i < t->cap; i++) {
+	for (i = 0; i < t->cap && k < t->n; i++) {
 		if (!t->slots[i].addr)
 			continue;
-		(*blocks)[k] = (struct leak_block){ t->slots[i].addr, t->slots[i].size };
-		(*recs)[k++] = &t->slots[i];
+		(*blocks)[k++] = (struct leak_block){ t->slots[i].addr, t->slots[i].size };
 	}
 	*n = k;
 	return 0;
+}
+
+/* The index of the ledger's blocks as they are now (*BLOCKS, *N, *LC). */
+static int index_build(const struct alloc_table *t, struct leak_block **blocks, size_t *n, struct leakcheck **lc)
+{
+	int err = blocks_of(t, blocks, n);
+
+	return err ?: leakcheck_new(*blocks, *n, lc);
+}
+
+/* The record of indexed block B, if it is still the block that was
+ * indexed: same address and size, recorded before SNAP_NS. */
+static struct alloc_rec *rec_of(struct alloc_table *t, const struct leak_block *b, uint64_t snap_ns)
+{
+	struct alloc_rec *r = alloc_table_get(t, b->addr);
+
+	return r && r->size == b->size && r->ts <= snap_ns ? r : NULL;
 }
 
 /* The pause's reading: the registers of threads TIDS[0..NTIDS) and the
@@ -84,49 +100,86 @@ static int pause_scan(pid_t pid, const pid_t *tids, size_t ntids, struct leakche
 
 _Static_assert(sizeof(struct leak_block) == sizeof(struct proc_mem_range), "blocks are ranges");
 
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, void (*drain)(void *ctx), void *ctx,
-		      struct leak_scan_result *out)
+int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, void (*drain)(void *ctx),
+		      void *ctx, struct leak_scan_result *out)
 {
 	struct tracee_options alone = { 0 };
 	struct tracee_set *own = NULL, *set = tracees;
+	struct alloc_table *table = &p->ledger.allocs;
 	struct proc_mem_thread *threads = NULL;
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL;
-	struct alloc_rec **recs = NULL;
 	struct leakcheck *lc = NULL;
 	size_t n = 0, nthreads = 0, i;
-	double t0 = now_ms();
+	double t0, t1, t2, t_pause;
+	uint64_t snap_ns;
 	pid_t *tids = NULL;
-	int err = 0;
+	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (!set) {
+	/* The index is built before the stop, from the blocks known now (on a
+	 * million blocks, most of the pause it would otherwise be); what the
+	 * records applied in the pause change is logged, and each indexed
+	 * block that changed is taken as reachable: live memory, as untracked
+	 * heap memory is.  Blocks allocated meanwhile are not in the index:
+	 * their memory is a root, and they stay unclassified. */
+	t0 = now_ms();
+	snap_ns = tracer_now_ns();
+	err = index_build(table, &blocks, &n, &lc);
+	alloc_table_log_start(table);
+	out->index_ms = now_ms() - t0;
+
+	/* the pause starts with the stop, or started already (in its exit) */
+	t_pause = stopped ? t0 : now_ms();
+	t0 = now_ms();
+	out->index_in_pause = stopped;
+	if (!err && !set) {
 		err = tracee_set_new(&alone, &own);
 		err = err ?: tracee_seize_process(own, p->pid);
 		set = own;
 	}
 	/* every thread stopped first, then what they wrote up to now */
 	err = err ?: tracee_stop_process(set, p->pid, &tids, &nthreads);
+	t1 = now_ms();
+	out->stop_ms = t1 - t0;
 	if (!err) {
 		drain(ctx);
+		t2 = now_ms();
+		out->drain_ms = t2 - t1;
+		if (table->log.lost) { /* no memory for the log: index again */
+			leakcheck_free(lc);
+			free(blocks);
+			lc = NULL;
+			blocks = NULL;
+			snap_ns = tracer_now_ns();
+			err = index_build(table, &blocks, &n, &lc);
+		}
+		for (i = 0; !err && i < table->log.n; i++)
+			out->changed += !leakcheck_keep(lc, table->log.addrs[i]);
 		threads = calloc(nthreads + 1, sizeof(*threads));
-		err = threads ? blocks_of(&p->ledger.allocs, &blocks, &recs, &n) : -ENOMEM;
-		err = err ?: leakcheck_new(blocks, n, &lc);
+		err = err ?: threads ? 0 : -ENOMEM;
+		t1 = now_ms();
+		out->index_ms += t1 - t2;
 		err = err ?: pause_scan(p->pid, tids, nthreads, lc, blocks, n, threads, out);
+		out->scan_ms = now_ms() - t1;
 	}
+	alloc_table_log_stop(table);
+	t1 = now_ms();
 	/* resumed on every path: detached when seized for this check only */
 	if (own)
 		tracee_set_free(own);
 	else if (set)
 		tracee_resume_process(set, p->pid);
-	out->pause_ms = now_ms() - t0;
+	out->resume_ms = now_ms() - t1;
+	out->pause_ms = now_ms() - t_pause;
 	if (!err)
 		err = leakcheck_classify(lc, &out->totals);
 	for (i = 0; !err && i < n; i++) {
+		struct alloc_rec *r = rec_of(table, &blocks[i], snap_ns);
 		struct leak_verdict v;
 
-		if (!leakcheck_verdict(lc, i, &v))
-			recs[i]->leak = 1 + v.kind;
+		if (r && !leakcheck_verdict(lc, i, &v))
+			r->leak = 1 + v.kind;
 	}
 	if (!err) {
 		leakcheck_stats(lc, &out->scan);
@@ -138,8 +191,12 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, void (*drain)(
 		each = calloc(n + 1, sizeof(*each));
 		if (each && !proc_mem_residency(p->pid, (const struct proc_mem_range *)blocks, n, each, NULL)) {
 			for (i = 0; i < n; i++) {
-				recs[i]->resident = each[i].resident;
-				recs[i]->swapped = each[i].swapped;
+				struct alloc_rec *r = rec_of(table, &blocks[i], snap_ns);
+
+				if (r) {
+					r->resident = each[i].resident;
+					r->swapped = each[i].swapped;
+				}
 			}
 		}
 		out->rss_known = !proc_rss_explain(p->pid, (const struct proc_mem_range *)blocks, n, threads, nthreads,
@@ -150,6 +207,5 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, void (*drain)(
 	free(threads);
 	leakcheck_free(lc);
 	free(blocks);
-	free(recs);
 	return err;
 }

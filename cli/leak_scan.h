@@ -22,7 +22,15 @@ struct leak_scan_result {
 	struct leakcheck_totals totals; /* bytes and blocks per enum leak_kind */
 	uint64_t scanned_bytes;		/* memory read for pointers */
 	double pause_ms;		/* how long the process was stopped */
+	/* the pause, part by part (ms): every thread stopped; the records the
+	 * probes wrote up to then applied; the registers and memory read and
+	 * scanned; the process resumed.  INDEX_MS, the blocks listed and
+	 * indexed, is in the pause only for a process stopped in its exit */
+	double stop_ms, drain_ms, index_ms, scan_ms, resume_ms;
+	bool index_in_pause;
 	uint64_t blocks;		/* blocks checked */
+	uint64_t changed;		/* of those, freed or resized while the index was built:
+					   taken as reachable, left unclassified */
 	struct leakcheck_scan_stats scan;
 	struct proc_mem_read_stats read;
 	bool rss_known;
@@ -32,14 +40,16 @@ struct leak_scan_result {
 /*
  * Checks process P: stops it through TRACEES (which follow it already),
  * or, when TRACEES is NULL, seizes it for the check only and detaches
- * after (-p: the process is not left traced between checks).  DRAIN is
+ * after (-p: the process is not left traced between checks).  STOPPED:
+ * P is already stopped (in its exit), so the pause it reports starts now;
+ * otherwise the blocks are indexed first, while P runs.  DRAIN is
  * called once every thread is stopped, to apply the records the probes
  * wrote up to then (CTX passed back).  Writes the verdicts into P's
  * ledger records and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, void (*drain)(void *ctx), void *ctx,
-		      struct leak_scan_result *out);
+int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, void (*drain)(void *ctx),
+		      void *ctx, struct leak_scan_result *out);
 
 #endif

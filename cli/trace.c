@@ -126,14 +126,15 @@ static void records_drain_cb(void *ctx)
 	records_drain(ctx);
 }
 
-/* --leak-check of P now (WHEN says at what moment, for messages). */
-static void leak_check(struct tracer *tr, struct proc *p, const char *when)
+/* --leak-check of P now (WHEN says at what moment, for messages);
+ * STOPPED: P is stopped already, in its exit. */
+static void leak_check(struct tracer *tr, struct proc *p, const char *when, bool stopped)
 {
 	int err;
 
 	if (!tr->env->leak_check || p->not_followed || !p->probed)
 		return;
-	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, records_drain_cb, tr, &p->check);
+	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, stopped, records_drain_cb, tr, &p->check);
 	if (err && err != -ESRCH)
 		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
 			when, strerror(-err),
@@ -296,7 +297,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	 * gone were checked when they exited) */
 	for (i = 0; i < n; i++)
 		if (!tr->procs.v[i]->exited)
-			leak_check(tr, tr->procs.v[i], "before the report");
+			leak_check(tr, tr->procs.v[i], "before the report", false);
 	records_drain(tr);
 	probes_counters(tr->probes, counters);
 	o.leak_check = env->leak_check;
@@ -414,7 +415,7 @@ static int tracee_events(struct tracer *tr)
 			records_drain(tr); /* and the events: which stop this is */
 			p = procs_find(&tr->procs, ev.pid);
 			if (p && p->exit_called && !p->check.done)
-				leak_check(tr, p, "at exit()");
+				leak_check(tr, p, "at exit()", true);
 			else
 				err = proc_on_linker_stop(tr, ev.pid);
 			tracee_resume(tr->tracees, ev.tid);
@@ -424,7 +425,7 @@ static int tracee_events(struct tracer *tr)
 			 * still there, if not every thread's registers */
 			p = procs_find(&tr->procs, ev.pid);
 			if (p && !p->check.done)
-				leak_check(tr, p, "as it exits");
+				leak_check(tr, p, "as it exits", true);
 			tracee_resume(tr->tracees, ev.tid);
 			break;
 		case TRACEE_EXIT:

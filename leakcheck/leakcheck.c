@@ -804,6 +804,16 @@ void leakcheck_scan_value(struct leakcheck *lc, uint64_t value)
 	lc->stats.root_hits++;
 }
 
+int leakcheck_keep(struct leakcheck *lc, uint64_t addr)
+{
+	uint32_t b = block_of(lc, addr);
+
+	if (b == NONE || lc->start[b] != addr)
+		return -ENOENT;
+	lc->root[b] |= ROOT_START;
+	return 0;
+}
+
 void leakcheck_stats(const struct leakcheck *lc, struct leakcheck_scan_stats *out)
 {
 	*out = lc->stats;

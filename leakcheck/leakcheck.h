@@ -118,6 +118,16 @@ int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_
 void leakcheck_scan_value(struct leakcheck *lc, uint64_t value);
 
 /*
+ * The block that starts at ADDR is to be taken as reachable, whatever
+ * points to it: memory the caller knows is live but can no longer vouch
+ * for as that block (freed, reallocated or resized since the blocks were
+ * handed to leakcheck_new).  Its contents then keep what they point to
+ * alive, as untracked heap memory would.  Returns 0, or -ENOENT when no
+ * block starts at ADDR.
+ */
+int leakcheck_keep(struct leakcheck *lc, uint64_t addr);
+
+/*
  * Classifies every block once all memory was scanned (the target may run
  * again), following memcheck's mc_leakcheck.c: marking from the roots
  * (start pointers reach, interior ones only possibly), then the lost

@@ -30,7 +30,10 @@
  * --reachable-only skips the lost sites (lost, tree, cycle): what is left
  * outstanding is reachable or possibly lost, never definitely or indirectly.
  * --heap-mb N (with --wait) also keeps N MiB of written memory reachable, so
- * that a scan takes long enough to be caught in the middle. */
+ * that a scan takes long enough to be caught in the middle.
+ * --churn (with --wait) adds a thread that keeps replacing the blocks of a
+ * global ring of 64 x 240 B (site_churn): always reachable, always
+ * changing while a check indexes and scans. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
@@ -203,6 +206,29 @@ static void *register_thread(void *arg)
 	return NULL;
 }
 
+static slot g_ring[64]; /* site_churn's blocks */
+
+static NOINLINE void *site_churn(void)
+{
+	return malloc(240);
+}
+
+static void *churn_thread(void *arg)
+{
+	unsigned long i;
+
+	(void)arg;
+	for (i = 0;; i++) {
+		void *old = g_ring[i % 64];
+
+		g_ring[i % 64] = site_churn();
+		free(old);
+		if (i % 64 == 63)
+			usleep(100);
+	}
+	return NULL;
+}
+
 static void *counting_thread(void *arg)
 {
 	char line[64];
@@ -255,7 +281,7 @@ static slot g_big; /* --heap-mb's block */
 
 int main(int argc, char **argv)
 {
-	int wait_attach = 0, reachable_only = 0, i;
+	int wait_attach = 0, reachable_only = 0, churn = 0, i;
 	size_t heap_mb = 0;
 	pthread_t t;
 
@@ -264,10 +290,12 @@ int main(int argc, char **argv)
 			wait_attach = 1;
 		else if (!strcmp(argv[i], "--reachable-only"))
 			reachable_only = 1;
+		else if (!strcmp(argv[i], "--churn"))
+			churn = 1;
 		else if (!strcmp(argv[i], "--heap-mb") && i + 1 < argc)
 			heap_mb = strtoul(argv[++i], NULL, 10);
 		else {
-			fprintf(stderr, "usage: leak_kinds [--wait] [--reachable-only] [--heap-mb N]\n");
+			fprintf(stderr, "usage: leak_kinds [--wait] [--reachable-only] [--heap-mb N] [--churn]\n");
 			return 2;
 		}
 	}
@@ -291,7 +319,7 @@ int main(int argc, char **argv)
 	out("ready\n");
 	if (!wait_attach)
 		exit(0);
-	if (pthread_create(&t, NULL, counting_thread, NULL))
+	if (pthread_create(&t, NULL, counting_thread, NULL) || (churn && pthread_create(&t, NULL, churn_thread, NULL)))
 		_exit(6);
 	for (;;)
 		pause();

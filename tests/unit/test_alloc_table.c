@@ -3,6 +3,7 @@
  * and removal has to shift entries back, checked after every step against
  * a plain array indexed by address (the oracle). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ static uint64_t addr_of(unsigned i)
 int main(void)
 {
 	static uint64_t size[ADDRS]; /* oracle: 0 = not allocated, else size + 1 */
+	static bool changed[ADDRS]; /* oracle of the change log, in its second half */
 	uint64_t replaced = 0, unknown = 0, resized = 0, live = 0;
 	struct alloc_table t = { 0 };
 	unsigned step, i;
@@ -39,6 +41,13 @@ int main(void)
 		unsigned k = (unsigned)(next_rand() % ADDRS), op = (unsigned)(next_rand() % 10);
 		uint64_t a = addr_of(k), sz = next_rand() % 100000;
 		const struct alloc_rec *r;
+
+		/* the second half runs with the change log on: every address
+		 * whose entry was replaced, removed or resized is in it */
+		if (step == STEPS / 2)
+			alloc_table_log_start(&t);
+		if (step >= STEPS / 2 && size[k] && (op < 9 || op == 9))
+			changed[k] = true;
 
 		if (op < 5) {
 			struct alloc_rec rec = { .addr = a, .size = sz, .stack_id = sz ^ 0x5a5a, .kind = op };
@@ -80,6 +89,23 @@ int main(void)
 	      "counters %llu/%llu/%llu, oracle %llu/%llu/%llu", (unsigned long long)t.replaced,
 	      (unsigned long long)t.free_unknown, (unsigned long long)t.resized, (unsigned long long)replaced,
 	      (unsigned long long)unknown, (unsigned long long)resized);
+	{
+		static bool logged[ADDRS];
+		size_t j;
+
+		CHECK(t.log.on && !t.log.lost);
+		for (j = 0; j < t.log.n; j++) {
+			uint64_t off = t.log.addrs[j] - 0x7f0000000000ull;
+			unsigned idx = (unsigned)((off / 0x100000) + (off % 0x100000) / 16 * 64);
+
+			CHECK(idx < ADDRS && addr_of(idx) == t.log.addrs[j], "logged %#llx is no address in play",
+			      (unsigned long long)t.log.addrs[j]);
+			logged[idx] = true;
+		}
+		for (i = 0; i < ADDRS; i++)
+			CHECK(logged[i] == changed[i], "address %u: logged %d, changed %d", i, logged[i], changed[i]);
+		alloc_table_log_stop(&t);
+	}
 	for (i = 0, live = 0; i < t.cap; i++)
 		live += t.slots[i].addr != 0;
 	CHECK(live == t.n, "%llu slots in use, n %zu", (unsigned long long)live, t.n);

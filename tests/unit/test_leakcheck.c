@@ -754,6 +754,33 @@ static void test_million_blocks(void)
 	free(b);
 }
 
+/* leakcheck_keep: a block that changed after the index was built is
+ * taken as reachable, and what it points to with it; an address where no
+ * block starts is refused. */
+static void test_keep(void)
+{
+	struct leak_block b[3];
+	struct leakcheck_totals t;
+	struct leakcheck *lc;
+	struct arena a;
+
+	arena_init(&a, 0x10000);
+	blocks_spaced(b, 3, 64);
+	/* nothing points to 0; 0 -> 1; 2 alone */
+	poke(&a, at(0) + 16, at(1));
+	CHECK(leakcheck_new(b, 3, &lc) == 0);
+	EXPECT(leakcheck_keep(lc, at(0)) == 0);
+	EXPECT(leakcheck_keep(lc, at(2) + 8) == -ENOENT, "an interior address is not a block's start");
+	EXPECT(leakcheck_keep(lc, BASE + 8) == -ENOENT, "no block there");
+	CHECK(scan_all(lc, &a) == 0);
+	CHECK(leakcheck_classify(lc, &t) == 0);
+	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
+	leakcheck_free(lc);
+	free(a.w);
+}
+
 int main(void)
 {
 	EXPECT(leak_kind_name(LEAK_DEFINITELY_LOST) && !strcmp(leak_kind_name(LEAK_DEFINITELY_LOST), "definitely_lost"));
@@ -771,6 +798,7 @@ int main(void)
 	test_large_blocks();
 	test_find_random();
 	test_random_vs_oracle();
+	test_keep();
 	test_million_blocks();
 	return check_status();
 }
