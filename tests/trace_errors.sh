@@ -150,13 +150,22 @@ if lt_part b; then
 		tp=$!
 		lt_pids+=($tp)
 		wait_mapped $tp
-		expect_error "nobody: -p PID" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $tp
-		expect_error "nobody: -- CMD" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -- /bin/true
-		"${nobody[@]}" "$SEED" --iterations 300 --interval-ms 20 > /dev/null &
-		np=$!
-		lt_pids+=($np)
-		wait_mapped $np
-		expect_error "nobody: -p PID of its own process" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $np
+		np=
+		if "${nobody[@]}" /bin/true 2> /dev/null; then
+			expect_error "nobody: -p PID" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $tp
+			expect_error "nobody: -- CMD" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -- /bin/true
+			"${nobody[@]}" "$SEED" --iterations 300 --interval-ms 20 > /dev/null &
+			np=$!
+			lt_pids+=($np)
+			wait_mapped $np
+			expect_error "nobody: -p PID of its own process" "$caps_re" "${nobody[@]}" "$tmp/dwleak" -p $np
+		else
+			# a root directory of mode 0700 (a chroot made in a mktemp -d
+			# directory, as ../shared/tools/fresh-debian.sh makes one) lets
+			# no one but root load a shared library: nobody cannot run
+			# dwleak at all here, so only the uid-0 checks below can run
+			echo "note: nobody cannot run /bin/true here ($(stat -c '/ is mode %a' /)): the checks as nobody are not run"
+		fi
 		# uid 0 but no capabilities (a container without CAP_BPF, or
 		# capsh --drop): being root is not what matters
 		rootless=(setpriv --inh-caps=-all --bounding-set=-all)
