@@ -38,7 +38,7 @@ if "dwleak" in lost and "lsan" in lost and lost["dwleak"] != lost["lsan"]:
 if "memcheck" in lost and abs(lost["memcheck"] - lost.get("dwleak", 0)) > 0.01 * lost["memcheck"]:
     print("FAIL: dwleak finds %.1f MiB lost, memcheck %.1f" % (lost.get("dwleak", 0), lost["memcheck"]))
     bad += 1
-if not re.search(r"^- 1e4-100MiB: dwleak's pause [0-9.]+ ms = [0-9.]+ x LSan \(goal <= 1: (met|NOT met)\); "
+if not re.search(r"^- 1e4-100MiB: the scanner's pause \(index included\) [0-9.]+ ms = [0-9.]+ x LSan \(goal <= 1: (met|NOT met)\); "
                  r"[0-9.]+ GB/s", md, re.M):
     print("FAIL: no goals line")
     bad += 1

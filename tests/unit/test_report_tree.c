@@ -205,7 +205,9 @@ static const char text_leak_check[] =
 	"Totals: 1844 bytes (1.8 KiB) in 13 allocations outstanding, 4 of 4 stacks shown, 1.50 s traced\n"
 	"Dropped events: 0, truncated stacks: 0, unwind errors: 0\n";
 
-/* Both, --top 2: records of the two biggest stacks only, every process line. */
+/* Both, --top 2: after a leak check the two stacks with the most lost
+ * bytes (the 200 B reachable one is bigger than the 48 B lost one, and
+ * left out), every process line. */
 static const char text_both_top2[] =
 	" Top 2 stacks with outstanding allocations (pid 100, /bin/sh, unwind dwarf, 1.8 KiB in 13 allocations, 4 processes):\n"
 	"Process 101 /app/leak (parent 100): exited with status 0; 1596 bytes in 10 allocations outstanding\n"
@@ -220,11 +222,12 @@ static const char text_both_top2[] =
 	"\t\tlose+0x1d [leak] leak.c:8\n"
 	"\t\tmain+0x20 [leak] leak.c:12\n"
 	"Process 100 /bin/sh: exited with status 1; 200 bytes in 2 allocations outstanding\n"
-	"\t200 bytes in 2 blocks are still reachable in loss record 3 of 3\n"
-	"\t\tmalloc+0x0 [libc.so.6]\n"
-	"\t\tstalloc+0x30 [dash]\n"
-	"\t\tmain+0x40 [dash]\n"
 	"Process 103 /app/leak (parent 101): killed by signal 9 (SIGKILL); 48 bytes in 1 allocations outstanding\n"
+	"\t48 bytes in 1 blocks are definitely lost in loss record 3 of 3\n"
+	"\t\tmalloc+0x0 [libc.so.6]\n"
+	"\t\tmake+0x10 [leak] leak.c:6\n"
+	"\t\tlose+0x1d [leak] leak.c:8\n"
+	"\t\tmain+0x20 [leak] leak.c:12\n"
 	"Process 102 /usr/bin/sudo (parent 100): not followed (setuid exec)\n"
 	"LEAK SUMMARY:\n"
 	"\tdefinitely lost: 1,448 bytes in 8 blocks\n"
