@@ -11,7 +11,7 @@ packages=(
 	libiberty-dev					# cplus_demangle: C++ and Rust names
 	libzstd-dev zlib1g-dev zstd xz-utils		# compressed sections, MiniDebugInfo
 	nettle-dev					# SHA-256: table cache keys
-	pkg-config binutils make coreutils		# build and testdata (objcopy, strip, nm)
+	pkg-config binutils make coreutils time	# build and testdata (objcopy, strip, nm); /usr/bin/time measures memory in tests
 	libtcmalloc-minimal4 libgoogle-perftools4 libjemalloc2 libmimalloc2.0	# allocators to trace
 	python3 python3.11 perl bpftrace		# test targets and cross-checks (python3 runs the checkers)
 	valgrind					# memcheck: the leak check's oracle (tests/leak_check.sh)
