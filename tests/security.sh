@@ -2,8 +2,9 @@
 # Issue 13: nothing an unprivileged user plants may change what root's dwleak
 # does or reports.  Each attack is staged by nobody (setpriv --reuid=65534)
 # against dwleak run as root.  Against the code before the fixes (commit
-# bb34220) every part fails but e's ends of a trace and f, which guard what
-# came later (-- CMD under ptrace, exec following) against the same attacks:
+# bb34220) every part fails, but for checks of e (a trace's end) and f (the
+# exec'd program's leak) that guard what came later (-- CMD under ptrace,
+# exec following) against the same attacks:
 #
 #   a  a program named a'$(touch INJECTED)'b, and a link to it: no shell
 #      runs the name (no INJECTED file), the trace works through both
@@ -439,7 +440,7 @@ if lt_part f; then
 	lt_check "$tmp/f-cmd.json" << 'PY'
 old = [s for s in r["stacks"] if any(f["module"].split("/")[-1] in ("dash", "bash", "sh") for f in s["frames"])]
 if old:
-    fail("blocks of the shell's image are counted after its exec:\n" + "".join(show(s) for s in old))
+    fail("f: blocks of the shell's image are counted after its exec:\n" + "".join(show(s) for s in old))
 else:
     ok("f: no block of the shell's image after its exec")
 PY
