@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct output {
 	FILE *f;	  /* write the report here */
@@ -13,14 +14,17 @@ struct output {
 	int dirfd;	  /* the directory of a regular file's name, or -1 */
 	char *tmp;	  /* the new file there until output_commit renames it */
 	char *name;	  /* the final name in that directory */
+	uid_t dir_uid;	  /* that directory's owner */
 };
 
 /*
  * Readies O for the report to PATH (NULL: stdout), before the trace
  * starts, so that a bad -o is a usage error before anything runs: a
- * device, FIFO or socket is opened as it is; a regular file's name gets a
- * new file beside it; a symbolic link or a directory is refused.  Prints
- * why it failed.  Returns 0 or -1.
+ * device, FIFO or socket is opened as it is (through a symbolic link only
+ * when root or we own it; never a block device, nor a FIFO or socket
+ * another user put in a shared directory); a regular file's name gets a
+ * new file beside it; any other symbolic link or a directory is refused.
+ * Prints why it failed.  Returns 0 or -1.
  */
 int output_open(const char *path, struct output *o);
 

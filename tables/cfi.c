@@ -471,6 +471,21 @@ unusable:
 	return 1;
 }
 
+int cfi_hdr_frame_addr(const uint8_t *hdr, size_t hdr_size, uint64_t hdr_addr, uint64_t *frame)
+{
+	struct reader r = { hdr, hdr + hdr_size, 0 };
+	uint8_t ptr_enc;
+
+	if (rd_fixed(&r, 1) != 1)
+		return -EINVAL; /* version 1 is the only one there is */
+	ptr_enc = (uint8_t)rd_fixed(&r, 1);
+	rd_fixed(&r, 2); /* the count's and the search table's encodings */
+	if (r.bad || ptr_enc == PE_OMIT)
+		return -EINVAL;
+	*frame = rd_ptr(&r, ptr_enc, hdr_addr + (uint64_t)(r.p - hdr), hdr_addr);
+	return r.bad ? -EINVAL : 0;
+}
+
 int cfi_list_fdes(const struct cfi_section *sec, const uint8_t *hdr, size_t hdr_size,
 		  uint64_t hdr_addr, uint8_t source, struct cfi_fde **fdes, size_t *n,
 		  size_t *cap, size_t *bad)

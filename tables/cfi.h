@@ -38,6 +38,14 @@ int cfi_list_fdes(const struct cfi_section *sec, const uint8_t *hdr, size_t hdr_
 		  uint64_t hdr_addr, uint8_t source, struct cfi_fde **fdes, size_t *n,
 		  size_t *cap, size_t *bad);
 
+/*
+ * The address of .eh_frame that the .eh_frame_hdr HDR (HDR_SIZE bytes, at
+ * ELF address HDR_ADDR) points to, in *FRAME: how the runtime's unwinder
+ * finds .eh_frame from PT_GNU_EH_FRAME alone.  Returns 0, or -EINVAL when
+ * the header is not version 1 or its pointer cannot be read.
+ */
+int cfi_hdr_frame_addr(const uint8_t *hdr, size_t hdr_size, uint64_t hdr_addr, uint64_t *frame);
+
 /* Called for each row of an FDE, in address order, with [start, end). */
 typedef int (*cfi_row_fn)(uint64_t start, uint64_t end, const struct unwind_rule *rule,
 			  void *arg);

@@ -432,7 +432,11 @@ int table_compile_input(const struct table_input *input, struct unwind_table **o
 	t->build_id_len = input->build_id_len;
 	err = -ENODATA;
 	if (!in.have[SRC_EH] && !in.have[SRC_DEBUG] && !in.have[SRC_DEBUG_FILE]) {
-		table_set_error("no .eh_frame or .debug_frame (no call-frame information to unwind with)");
+		if (!input->obj.img.shnum) /* stripped of them: .eh_frame had to come through PT_GNU_EH_FRAME */
+			table_set_error("no section headers and no PT_GNU_EH_FRAME segment: its call-frame "
+					"information cannot be found, so walks stop at its frames");
+		else
+			table_set_error("no .eh_frame or .debug_frame (no call-frame information to unwind with)");
 		goto out;
 	}
 	err = fdes_collect(&in, &fdes, &nfdes, &bad);

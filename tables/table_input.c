@@ -15,6 +15,7 @@
 #include <nettle/sha2.h>
 
 #include "build_id.h"
+#include "cfi.h"
 #include "table_input.h"
 #include "table_serialize.h"
 
@@ -98,6 +99,75 @@ static uint64_t cfi_limit_for(const struct elf_image *img)
 	return limit < TABLE_MAX_CFI_BYTES ? limit : TABLE_MAX_CFI_BYTES;
 }
 
+/* A section header for bytes found through a program header, so that the
+ * compile and the digest see them as they see a section's. */
+static Elf64_Shdr shdr_for(uint64_t addr, uint64_t off, uint64_t size)
+{
+	return (Elf64_Shdr){ .sh_type = SHT_PROGBITS, .sh_flags = SHF_ALLOC, .sh_addr = addr,
+			     .sh_offset = off, .sh_size = size };
+}
+
+/* The PT_LOAD segment whose file bytes hold ADDR, or NULL. */
+static const Elf64_Phdr *load_holding(const struct elf_image *img, uint64_t addr)
+{
+	for (size_t i = 0; i < img->phnum; i++) {
+		const Elf64_Phdr *ph = &img->phdrs[i];
+
+		if (ph->p_type == PT_LOAD && addr >= ph->p_vaddr && addr - ph->p_vaddr < ph->p_filesz)
+			return ph;
+	}
+	return NULL;
+}
+
+/*
+ * .eh_frame as the program's own unwinder finds it, for an object with no
+ * .eh_frame section header (section headers stripped or zeroed: neither
+ * the kernel nor the dynamic linker reads them, so such a program runs):
+ * PT_GNU_EH_FRAME is the .eh_frame_hdr, whose eh_frame_ptr is .eh_frame's
+ * address.  Nothing records .eh_frame's size, so it is taken to run to the
+ * end of its PT_LOAD segment's file bytes (within the CFI bound); the
+ * header's search table, or the section's zero terminator, ends the
+ * reading before that.  Returns 0 (found or not), -EIO, -ENOMEM.
+ */
+static int eh_frame_from_phdrs(struct table_input *in)
+{
+	struct table_input_file *f = &in->obj;
+	const Elf64_Phdr *hdr = NULL, *load;
+	struct elf_section hb, eb;
+	uint64_t frame, delta, size;
+	size_t i;
+	int err;
+
+	for (i = 0; i < f->img.phnum && !hdr; i++)
+		if (f->img.phdrs[i].p_type == PT_GNU_EH_FRAME)
+			hdr = &f->img.phdrs[i];
+	if (!hdr || hdr->p_filesz > in->cfi_limit)
+		return 0;
+	err = elf_image_bytes(&f->img, hdr->p_offset, hdr->p_filesz, &hb);
+	if (err)
+		return err == -ENOEXEC ? 0 : err;
+	if (cfi_hdr_frame_addr(hb.data, hb.size, hdr->p_vaddr, &frame) || !(load = load_holding(&f->img, frame))) {
+		elf_section_release(&hb);
+		return 0;
+	}
+	delta = frame - load->p_vaddr;
+	size = load->p_filesz - delta < in->cfi_limit ? load->p_filesz - delta : in->cfi_limit;
+	err = load->p_offset + delta < load->p_offset ? -ENOEXEC
+						       : elf_image_bytes(&f->img, load->p_offset + delta, size, &eb);
+	if (err) {
+		elf_section_release(&hb);
+		return err == -ENOEXEC ? 0 : err;
+	}
+	hb.shdr = shdr_for(hdr->p_vaddr, hdr->p_offset, hdr->p_filesz);
+	hb.addr = hdr->p_vaddr;
+	eb.shdr = shdr_for(frame, load->p_offset + delta, size);
+	eb.addr = frame;
+	elf_section_release(&f->sec[CFI_PART_EH_FRAME_HDR]);
+	f->sec[CFI_PART_EH_FRAME_HDR] = hb;
+	f->sec[CFI_PART_EH_FRAME] = eb;
+	return 0;
+}
+
 /* The object's part: headers, its three CFI sections, its build id. */
 static int object_read(struct table_input *in)
 {
@@ -121,6 +191,9 @@ static int object_read(struct table_input *in)
 	err = part_read(f, CFI_PART_EH_FRAME_HDR, in->cfi_limit);
 	if (err == -EIO || err == -ENOMEM)
 		return part_error(err, "", ".eh_frame_hdr", in->cfi_limit);
+	err = f->sec[CFI_PART_EH_FRAME].data ? 0 : eh_frame_from_phdrs(in);
+	if (err)
+		return part_error(err, "", "PT_GNU_EH_FRAME", in->cfi_limit);
 	err = elf_image_build_id(&f->img, in->build_id, sizeof(in->build_id));
 	if (err == -EIO || err == -ENOMEM)
 		return part_error(err, "", "a note", in->cfi_limit);

@@ -760,6 +760,55 @@ static void test_not_regular(void)
 	free(fifo);
 }
 
+/* ---- an object without section headers ---- */
+
+/* The kernel and the dynamic linker read program headers only, so a
+ * program whose section headers are stripped (e_shoff = e_shnum = 0) runs:
+ * its .eh_frame is found as its own unwinder finds it, through
+ * PT_GNU_EH_FRAME, and gives the same table; without that segment too the
+ * error says what is missing, and a header pointing anywhere is harmless. */
+static void test_no_section_headers(const struct unwind_table *libc)
+{
+	struct unwind_table *t = NULL;
+	size_t len, i;
+	uint8_t *buf = slurp(LIBC, &len);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(buf + eh->e_phoff), *gnu_eh = NULL;
+	uint8_t *hdr;
+	int32_t rel;
+
+	eh->e_shoff = 0;
+	eh->e_shnum = 0;
+	eh->e_shstrndx = 0;
+	CHECK(table_compile_mem(buf, len, NULL, &t) == 0, "%s", table_last_error());
+	EXPECT(tables_equal(t, libc), "libc without section headers: %u rows, with them %u",
+	       t->nrows, libc->nrows);
+	table_free(t);
+
+	for (i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_GNU_EH_FRAME)
+			gnu_eh = &ph[i];
+	CHECK(gnu_eh, "libc has no PT_GNU_EH_FRAME");
+	/* eh_frame_ptr (pcrel sdata4, at byte 4) sent past every segment */
+	hdr = buf + gnu_eh->p_offset;
+	CHECK(hdr[1] == 0x1b, "libc's eh_frame_ptr encoding is 0x%x", hdr[1]);
+	memcpy(&rel, hdr + 4, 4);
+	rel = INT32_MAX;
+	memcpy(hdr + 4, &rel, 4);
+	t = NULL;
+	EXPECT(table_compile_mem(buf, len, NULL, &t) == -ENODATA, "eh_frame_ptr out of bounds: %s",
+	       table_last_error());
+	table_free(t);
+
+	gnu_eh->p_type = PT_NULL;
+	t = NULL;
+	EXPECT(table_compile_mem(buf, len, NULL, &t) == -ENODATA &&
+		       strstr(table_last_error(), "no section headers and no PT_GNU_EH_FRAME"),
+	       "no section headers and no PT_GNU_EH_FRAME: %s", table_last_error());
+	table_free(t);
+	free(buf);
+}
+
 /* ---- the build id reader that replaced libelf's ---- */
 
 static int libelf_build_id(const char *path, uint8_t *out, size_t cap)
@@ -843,6 +892,8 @@ int main(void)
 	test_compressed_claims();
 	printf("not regular files\n");
 	test_not_regular();
+	printf("no section headers\n");
+	test_no_section_headers(libc);
 	printf("build ids\n");
 	test_build_id_parity();
 
