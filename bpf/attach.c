@@ -42,6 +42,12 @@ _Static_assert(sizeof(struct link_create_uprobe_multi) == 64, "link_create layou
 int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, size_t n, bool ret, pid_t pid)
 {
+	return attach_link_multi_ref(prog_fd, attach_type, path, offs, NULL, cookies, n, ret, pid);
+}
+
+int attach_link_multi_ref(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+			  const uint64_t *ref_ctr_offs, const uint64_t *cookies, size_t n, bool ret, pid_t pid)
+{
 	struct link_create_uprobe_multi attr;
 	int fd;
 
@@ -50,6 +56,7 @@ int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const
 	attr.attach_type = attach_type;
 	attr.path = (uint64_t)(uintptr_t)path;
 	attr.offsets = (uint64_t)(uintptr_t)offs;
+	attr.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctr_offs;
 	attr.cookies = (uint64_t)(uintptr_t)cookies;
 	attr.cnt = (uint32_t)n;
 	attr.multi_flags = ret ? BPF_F_UPROBE_MULTI_RETURN_FLAG : 0;
@@ -260,6 +267,33 @@ fail:
 	while (set->nlinks > first)
 		bpf_link__destroy(set->links[--set->nlinks]);
 	return err;
+}
+
+int attach_usdt(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid, uint64_t off,
+		uint64_t ref_ctr_off, uint64_t cookie)
+{
+	struct bpf_link *l;
+	int fd;
+
+	if (set->multi) {
+		fd = attach_link_multi_ref(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, path, &off,
+					   ref_ctr_off ? &ref_ctr_off : NULL, &cookie, 1, false, pid);
+		return fd < 0 ? fd : keep_fd(set, fd);
+	}
+	{
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = (size_t)ref_ctr_off, .bpf_cookie = cookie);
+
+		l = bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
+	}
+	return l ? keep_link(set, l) : -errno;
+}
+
+void attach_truncate(struct attach_set *set, size_t nfds, size_t nlinks)
+{
+	while (set->nfds > nfds)
+		close(set->fds[--set->nfds]);
+	while (set->nlinks > nlinks)
+		bpf_link__destroy(set->links[--set->nlinks]);
 }
 
 static void *close_fd(void *arg)

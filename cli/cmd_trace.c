@@ -29,6 +29,7 @@ enum trace_opt_key {
 	OPT_NO_DEFAULT_SUPP,
 	OPT_FOLLOW_FORKS,
 	OPT_NO_FOLLOW_FORKS,
+	OPT_NO_PRELOAD,
 };
 
 static const struct option trace_options[] = {
@@ -51,6 +52,7 @@ static const struct option trace_options[] = {
 	{ "no-default-suppressions", no_argument, NULL, OPT_NO_DEFAULT_SUPP },
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
+	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -60,6 +62,7 @@ static const char trace_usage[] =
 	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
 	"       dwleak symbolize [--debug-dir DIR] REPORT.json\n"
 	"                                          name a JSON report's frames from debug files\n"
+	"       dwleak preload                     print the path of the preload library\n"
 	"\n"
 	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
 	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
@@ -86,6 +89,11 @@ static const char trace_usage[] =
 	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
 	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
 	"      --stats              also print the walker's counters (why walks stopped)\n"
+	"      --no-preload         -- CMD: do not preload libdwleak-preload.so; trace every\n"
+	"                           process with uprobes on its allocator.  By default CMD\n"
+	"                           runs with it, and a process that has it (also with -p)\n"
+	"                           is traced at its probe sites: no trap per call, and with\n"
+	"                           --sample-bytes the library samples in the process\n"
 	"  -h, --help               show this help\n"
 	"      --version            show the version\n"
 	"\n"
@@ -93,6 +101,8 @@ static const char trace_usage[] =
 	"  dwleak -p 1234 -d 30                    30 seconds of a running server\n"
 	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
 	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
+	"  LD_PRELOAD=$(dwleak preload) ./server &  dwleak -p $!   a service started with the\n"
+	"                                          library, traced at its sites when needed\n"
 	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
 	"\n"
 	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
@@ -190,6 +200,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 		return 0;
 	case OPT_NO_DEFAULT_SUPP:
 		env->no_default_suppressions = true;
+		return 0;
+	case OPT_NO_PRELOAD:
+		env->no_preload = true;
 		return 0;
 	case OPT_FOLLOW_FORKS:
 	case OPT_NO_FOLLOW_FORKS:

@@ -43,52 +43,10 @@ VISIBLE struct dwleak_preload_control dwleak_preload_control = {
 #define CTL_LOAD(field) __atomic_load_n(&dwleak_preload_control.field, __ATOMIC_ACQUIRE)
 #define CTL_COUNT(field) __atomic_fetch_add(&dwleak_preload_control.field, 1, __ATOMIC_RELAXED)
 
-/* --- The functions interposed: X(id, symbol, kind, class) --- */
-
-enum fn_class {
-	C_ALLOC,	 /* the C allocation functions: fire dwleak:alloc */
-	C_FREE,		 /* free: fire dwleak:free */
-	C_QUERY,	 /* malloc_usable_size: no site (bootstrap blocks answered here) */
-	CXX_NEW,	 /* operator new: libstdc++'s and libc++'s call malloc: transparent */
-	CXX_NEW_ALIGNED, /* aligned operator new: rounds the size, so it fires itself */
-	CXX_DELETE,	 /* operator delete: libstdc++'s and libc++'s call free: transparent */
-};
-
-#define PRELOAD_FUNCS(X)                                                                        \
-	X(F_MALLOC, "malloc", ALLOC_MALLOC, C_ALLOC)                                            \
-	X(F_CALLOC, "calloc", ALLOC_CALLOC, C_ALLOC)                                            \
-	X(F_REALLOC, "realloc", ALLOC_REALLOC, C_ALLOC)                                         \
-	X(F_REALLOCARRAY, "reallocarray", ALLOC_REALLOCARRAY, C_ALLOC)                          \
-	X(F_POSIX_MEMALIGN, "posix_memalign", ALLOC_POSIX_MEMALIGN, C_ALLOC)                    \
-	X(F_ALIGNED_ALLOC, "aligned_alloc", ALLOC_ALIGNED_ALLOC, C_ALLOC)                       \
-	X(F_MEMALIGN, "memalign", ALLOC_MEMALIGN, C_ALLOC)                                      \
-	X(F_VALLOC, "valloc", ALLOC_VALLOC, C_ALLOC)                                            \
-	X(F_PVALLOC, "pvalloc", ALLOC_PVALLOC, C_ALLOC)                                         \
-	X(F_FREE, "free", ALLOC_FREE, C_FREE)                                                   \
-	X(F_USABLE, "malloc_usable_size", ALLOC_MALLOC, C_QUERY)                                \
-	X(F_NEW, "_Znwm", ALLOC_NEW, CXX_NEW)                                                   \
-	X(F_NEW_NT, "_ZnwmRKSt9nothrow_t", ALLOC_NEW, CXX_NEW)                                  \
-	X(F_NEWA, "_Znam", ALLOC_NEW_ARRAY, CXX_NEW)                                            \
-	X(F_NEWA_NT, "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY, CXX_NEW)                           \
-	X(F_NEW_AL, "_ZnwmSt11align_val_t", ALLOC_NEW, CXX_NEW_ALIGNED)                         \
-	X(F_NEW_AL_NT, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW, CXX_NEW_ALIGNED)        \
-	X(F_NEWA_AL, "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY, CXX_NEW_ALIGNED)                  \
-	X(F_NEWA_AL_NT, "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY, CXX_NEW_ALIGNED) \
-	X(F_DEL, "_ZdlPv", ALLOC_DELETE, CXX_DELETE)                                            \
-	X(F_DEL_SZ, "_ZdlPvm", ALLOC_DELETE, CXX_DELETE)                                        \
-	X(F_DEL_NT, "_ZdlPvRKSt9nothrow_t", ALLOC_DELETE, CXX_DELETE)                           \
-	X(F_DEL_AL, "_ZdlPvSt11align_val_t", ALLOC_DELETE, CXX_DELETE)                          \
-	X(F_DEL_SZ_AL, "_ZdlPvmSt11align_val_t", ALLOC_DELETE, CXX_DELETE)                      \
-	X(F_DEL_AL_NT, "_ZdlPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, CXX_DELETE)         \
-	X(F_DELA, "_ZdaPv", ALLOC_DELETE, CXX_DELETE)                                           \
-	X(F_DELA_SZ, "_ZdaPvm", ALLOC_DELETE, CXX_DELETE)                                       \
-	X(F_DELA_NT, "_ZdaPvRKSt9nothrow_t", ALLOC_DELETE, CXX_DELETE)                          \
-	X(F_DELA_AL, "_ZdaPvSt11align_val_t", ALLOC_DELETE, CXX_DELETE)                         \
-	X(F_DELA_SZ_AL, "_ZdaPvmSt11align_val_t", ALLOC_DELETE, CXX_DELETE)                     \
-	X(F_DELA_AL_NT, "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, CXX_DELETE)
+/* --- The functions interposed (bpf/abi/preload.h) --- */
 
 #define FN_ENUM(id, sym, kind, cls) id,
-enum fn_id { PRELOAD_FUNCS(FN_ENUM) F_COUNT };
+enum fn_id { DWLEAK_PRELOAD_FUNCS(FN_ENUM) F_COUNT };
 #undef FN_ENUM
 
 struct fn_info {
@@ -98,7 +56,7 @@ struct fn_info {
 };
 
 #define FN_INFO(id, sym, kind, cls) [id] = { sym, kind, cls },
-static const struct fn_info fns[F_COUNT] = { PRELOAD_FUNCS(FN_INFO) };
+static const struct fn_info fns[F_COUNT] = { DWLEAK_PRELOAD_FUNCS(FN_INFO) };
 #undef FN_INFO
 
 /*
@@ -215,9 +173,9 @@ static void *resolve_one(int f)
 		next[f].start = (uintptr_t)fn;
 		__atomic_store_n(&next[f].len, (uintptr_t)sym->st_size, __ATOMIC_RELAXED);
 	}
-	next[f].transparent = (fns[f].cls == CXX_NEW || fns[f].cls == CXX_DELETE) &&
+	next[f].transparent = (fns[f].cls == PL_CXX_NEW || fns[f].cls == PL_CXX_DELETE) &&
 			      (base_is(info.dli_fname, "libstdc++.so") || base_is(info.dli_fname, "libc++.so"));
-	if (next[f].transparent || fns[f].cls == C_QUERY)
+	if (next[f].transparent || fns[f].cls == PL_C_QUERY)
 		__atomic_store_n(&next[f].len, 0, __ATOMIC_RELAXED); /* not a function that fires */
 	__atomic_store_n(&next[f].fn, fn, __ATOMIC_RELEASE);
 	return fn;
@@ -237,8 +195,8 @@ static bool boot(void)
 					 __ATOMIC_ACQUIRE))
 		return expect == BOOT_DONE;
 	for (f = 0; f < F_COUNT; f++)
-		if (!resolve_one(f) && fns[f].cls != CXX_NEW && fns[f].cls != CXX_NEW_ALIGNED &&
-		    fns[f].cls != CXX_DELETE)
+		if (!resolve_one(f) && fns[f].cls != PL_CXX_NEW && fns[f].cls != PL_CXX_NEW_ALIGNED &&
+		    fns[f].cls != PL_CXX_DELETE)
 			die("no definition to forward to after this library: ", fns[f].sym);
 	fork_token_setup();
 	__atomic_store_n(&boot_state, BOOT_DONE, __ATOMIC_RELEASE);
@@ -257,7 +215,7 @@ static inline void *next_of(int f)
 	if (!boot())
 		return NULL;
 	fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
-	if (!fn && fns[f].cls != C_ALLOC && fns[f].cls != C_FREE && fns[f].cls != C_QUERY) {
+	if (!fn && fns[f].cls != PL_C_ALLOC && fns[f].cls != PL_C_FREE && fns[f].cls != PL_C_QUERY) {
 		int saved = errno;
 
 		fn = resolve_one(f); /* a C++ library dlopen'ed since */
@@ -373,34 +331,92 @@ static bool nested(uintptr_t ra)
 
 static __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
 
-#define SET_BITS 17 /* 131072 slots, 1 MiB, mapped at the first sampled block */
-static struct ptrset *sampled_set;
+/*
+ * The sampled blocks: levels of tables, each twice the size of the one
+ * before, sharing one filter, so that the set has no fixed size: an
+ * insert that finds no free slot near its home in one level goes to the
+ * next, mapped on first use (lock-free: a thread that loses the race
+ * unmaps its copy).  Only a level that cannot be mapped loses a sample,
+ * which is counted (control.set_full).  Level 0: 2^17 slots, 1 MiB.
+ */
+#define SET_BITS 17
+#define SET_LEVELS 16
 
-/* The set, mapped on first use (lock-free: a thread that loses the race
- * unmaps its copy).  NULL when it cannot be mapped. */
-static struct ptrset *set_get(void)
+static struct ptrset *set_levels[SET_LEVELS];
+static uint32_t *set_filter;
+
+static void *map_zeroed(size_t len)
 {
-	size_t slots = (sizeof(uint64_t) << SET_BITS), filter = sizeof(uint32_t) << PTRSET_FILTER_BITS;
-	struct ptrset *s = __atomic_load_n(&sampled_set, __ATOMIC_ACQUIRE), *want = NULL;
-	int saved;
-	void *m;
+	int saved = errno;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	errno = saved;
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Sets *SLOT to a new mapping of LEN bytes, unless another thread did
+ * first.  Returns what *SLOT holds, NULL when mapping failed. */
+static void *map_once(void **slot, size_t len)
+{
+	void *m = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *want = NULL;
+
+	if (m)
+		return m;
+	m = map_zeroed(len);
+	if (m && !__atomic_compare_exchange_n(slot, &want, m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(m, len);
+		m = want;
+	}
+	return m;
+}
+
+/* Level I, mapped now if need be; NULL when it cannot be. */
+static struct ptrset *set_level(int i)
+{
+	struct ptrset *s = __atomic_load_n(&set_levels[i], __ATOMIC_ACQUIRE), *want = NULL;
+	size_t len = 4096 + (sizeof(uint64_t) << (SET_BITS + i));
+	uint32_t *filter;
 
 	if (likely(s))
 		return s;
-	saved = errno;
-	m = mmap(NULL, 4096 + slots + filter, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (m != MAP_FAILED) {
-		s = m;
-		ptrset_init(s, (uint64_t *)((char *)m + 4096), SET_BITS, (uint32_t *)((char *)m + 4096 + slots));
-		if (!__atomic_compare_exchange_n(&sampled_set, &want, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-			munmap(m, 4096 + slots + filter);
-			s = want;
-		}
-	} else {
-		s = NULL;
+	filter = map_once((void **)&set_filter, sizeof(uint32_t) << PTRSET_FILTER_BITS);
+	s = filter ? map_zeroed(len) : NULL;
+	if (!s)
+		return NULL;
+	ptrset_init(s, (uint64_t *)((char *)s + 4096), SET_BITS + (uint32_t)i, filter);
+	if (!__atomic_compare_exchange_n(&set_levels[i], &want, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(s, len);
+		s = want;
 	}
-	errno = saved;
 	return s;
+}
+
+/* Remembers sampled block P of session TAG.  Returns 0, or -1 when no
+ * level could take it (counted). */
+static int set_insert(uintptr_t p, uint16_t tag)
+{
+	struct ptrset *s;
+	int i;
+
+	for (i = 0; i < SET_LEVELS && (s = set_level(i)); i++)
+		if (!ptrset_insert(s, p, tag))
+			return 0;
+	CTL_COUNT(set_full);
+	return -1;
+}
+
+/* Forgets P of session TAG.  Returns true when it was sampled. */
+static bool set_take(uintptr_t p, uint16_t tag)
+{
+	struct ptrset *s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
+	int i;
+
+	if (!s || !ptrset_maybe(s, p, tag))
+		return false;
+	for (i = 0; i < SET_LEVELS && (s = __atomic_load_n(&set_levels[i], __ATOMIC_ACQUIRE)); i++)
+		if (ptrset_take(s, p, tag))
+			return true;
+	return false;
 }
 
 /* --- The traced paths --- */
@@ -435,20 +451,12 @@ static inline bool call_fires(struct call *c)
 }
 
 /* The call C returned P: fire dwleak:alloc (P is remembered first when
- * sampling; a block the set cannot hold is not fired, and counted). */
+ * sampling; a block the set cannot hold is not fired: its free could not
+ * be recognised). */
 static void call_done(const struct call *c, void *p)
 {
-	struct ptrset *s;
-
-	if (!p)
+	if (!p || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
 		return;
-	if (c->sampling) {
-		s = set_get();
-		if (!s || ptrset_insert(s, (uintptr_t)p, (uint16_t)c->gen)) {
-			CTL_COUNT(set_full);
-			return;
-		}
-	}
 	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
 }
 
@@ -458,13 +466,10 @@ static void call_done(const struct call *c, void *p)
 static void release(void *p, uintptr_t cfa, uint64_t how)
 {
 	uint32_t gen = CTL_LOAD(generation);
-	struct ptrset *s;
 
-	if (__atomic_load_n(&dwleak_preload_control.sample_bytes, __ATOMIC_RELAXED)) {
-		s = __atomic_load_n(&sampled_set, __ATOMIC_ACQUIRE);
-		if (!s || !ptrset_maybe(s, (uintptr_t)p, (uint16_t)gen) || !ptrset_take(s, (uintptr_t)p, (uint16_t)gen))
-			return;
-	}
+	if (__atomic_load_n(&dwleak_preload_control.sample_bytes, __ATOMIC_RELAXED) &&
+	    !set_take((uintptr_t)p, (uint16_t)gen))
+		return;
 	if (nested(*(const uintptr_t *)(cfa - 8))) {
 		CTL_COUNT(nested);
 		return;
@@ -484,6 +489,17 @@ static inline bool free_on(void)
 }
 
 #define CFA() ((uintptr_t)__builtin_dwarf_cfa())
+
+/*
+ * While a tracer is attached, the real function is called, never jumped
+ * to: a call it makes of another allocator function through the PLT
+ * (glibc's reallocarray jumps to realloc@plt, libstdc++'s aligned new
+ * calls aligned_alloc) then returns into this library or into the real
+ * function, and is known as nested.  Jumped to, it would look like the
+ * program's own call and be sampled a second time.  KEPT(x) after the
+ * call keeps the compiler from turning it into a tail jump.
+ */
+#define KEPT(x) __asm__ volatile("" : : "g"(x) : "memory")
 
 typedef void *(*malloc_fn)(size_t);
 typedef void *(*calloc_fn)(size_t, size_t);
@@ -525,14 +541,17 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa)
 {
 	malloc_fn fn = next_of(F_MALLOC);
 	struct call c = { F_MALLOC, n, cfa, 0, false };
+	bool fire;
 	void *p;
+
 
 	if (!fn)
 		return boot_alloc(F_MALLOC, n, 16, false);
-	if (!alloc_on() || !call_fires(&c))
-		return fn(n);
+	fire = alloc_on() && call_fires(&c);
 	p = fn(n);
-	call_done(&c, p);
+	KEPT(p);
+	if (fire)
+		call_done(&c, p);
 	return p;
 }
 
@@ -549,6 +568,7 @@ static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t
 {
 	calloc_fn fn = next_of(F_CALLOC);
 	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false };
+	bool fire;
 	void *p;
 
 	if (!fn) {
@@ -558,10 +578,11 @@ static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t
 		}
 		return boot_alloc(F_CALLOC, c.size, 16, true);
 	}
-	if (!alloc_on() || !call_fires(&c))
-		return fn(a, b);
+	fire = alloc_on() && call_fires(&c);
 	p = fn(a, b);
-	call_done(&c, p);
+	KEPT(p);
+	if (fire)
+		call_done(&c, p);
 	return p;
 }
 
@@ -590,6 +611,7 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 {
 	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false };
 	void *fn = next_of(f), *p;
+	bool fire;
 
 	if (old && in_arena(old)) {
 		if (c.size == UINT64_MAX) {
@@ -600,20 +622,17 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 	}
 	if (!fn)
 		return old ? NULL : boot_alloc(f, c.size == UINT64_MAX ? SIZE_MAX : c.size, 16, false);
-	if (!alloc_on() && !free_on())
-		goto forward;
 	/* the old block is given up before the call, when no other thread can
 	 * have it yet; if realloc then fails, it stays forgotten (as with
 	 * dwleak's uprobes: counted as a failed allocation) */
 	if (old && free_on())
 		release(old, cfa, DWLEAK_PRELOAD_REALLOC_FREE);
-	if (!alloc_on() || !call_fires(&c))
-		goto forward;
+	fire = alloc_on() && call_fires(&c);
 	p = f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n);
-	call_done(&c, p);
+	KEPT(p);
+	if (fire)
+		call_done(&c, p);
 	return p;
-forward:
-	return f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n);
 }
 
 VISIBLE void *realloc(void *old, size_t n)
@@ -638,6 +657,7 @@ static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t alig
 {
 	posix_memalign_fn fn = next_of(F_POSIX_MEMALIGN);
 	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false };
+	bool fire;
 	int r;
 
 	if (!fn) {
@@ -651,10 +671,10 @@ static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t alig
 		*out = p;
 		return 0;
 	}
-	if (!alloc_on() || !call_fires(&c))
-		return fn(out, align, n);
+	fire = alloc_on() && call_fires(&c);
 	r = fn(out, align, n);
-	if (!r)
+	KEPT(r);
+	if (fire && !r)
 		call_done(&c, *out);
 	return r;
 }
@@ -675,14 +695,16 @@ static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n,
 	struct call c = { f, n, cfa, 0, false };
 	bool two = f == F_ALIGNED_ALLOC || f == F_MEMALIGN;
 
+	bool fire;
+
 	if (!fn)
 		return boot_alloc(f, n, two ? align : 4096, false);
-	if (alloc_on() && call_fires(&c)) {
-		p = two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n);
+	fire = alloc_on() && call_fires(&c);
+	p = two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n);
+	KEPT(p);
+	if (fire)
 		call_done(&c, p);
-		return p;
-	}
-	return two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n);
+	return p;
 }
 
 VISIBLE void *aligned_alloc(size_t align, size_t n)
@@ -760,7 +782,7 @@ VISIBLE size_t malloc_usable_size(void *p)
  * exception thrown by the operator forwarded to passes through these
  * frames (the library is built with unwind tables). */
 
-/* An operator new of class CXX_NEW / CXX_NEW_ALIGNED, traced or not. */
+/* An operator new of class PL_CXX_NEW / PL_CXX_NEW_ALIGNED, traced or not. */
 static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa)
 {
 	void *fn = cxx_next(f), *p;
@@ -784,6 +806,7 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 		p = ((new_al_nt_fn)fn)(n, align, nt);
 		break;
 	}
+	KEPT(p);
 	if (fire)
 		call_done(&c, p);
 	return p;

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #endif
 
+#include "alloc_kind.h"
+
 /* The library's file name starts with this: dwleak recognises it in a
  * process's objects, and hides its frames in reports. */
 #define DWLEAK_PRELOAD_NAME "libdwleak-preload.so"
@@ -40,6 +42,56 @@ enum dwleak_preload_free {
 	DWLEAK_PRELOAD_FREE = 0,	 /* the block is released */
 	DWLEAK_PRELOAD_REALLOC_FREE = 1, /* the block was given to realloc: moved or released */
 };
+
+/*
+ * The functions the library interposes, X(id, symbol, kind, class): one
+ * list for the library (its wrappers) and for dwleak, which uses the
+ * sites only where every allocator function a process calls is one of
+ * these (a call of another, jemalloc's mallocx or __libc_malloc, would
+ * reach the allocator unseen).  KIND is the enum alloc_kind its site
+ * reports (alloc_kind.h).
+ */
+enum dwleak_preload_class {
+	PL_C_ALLOC,	 /* the C allocation functions: fire dwleak:alloc */
+	PL_C_FREE,		 /* free: fire dwleak:free */
+	PL_C_QUERY,	 /* malloc_usable_size: no site (bootstrap blocks answered here) */
+	PL_CXX_NEW,	 /* operator new: libstdc++'s and libc++'s call malloc: transparent */
+	PL_CXX_NEW_ALIGNED, /* aligned operator new: rounds the size, so it fires itself */
+	PL_CXX_DELETE,	 /* operator delete: libstdc++'s and libc++'s call free: transparent */
+};
+
+#define DWLEAK_PRELOAD_FUNCS(X)                                                                \
+	X(F_MALLOC, "malloc", ALLOC_MALLOC, PL_C_ALLOC)                                               \
+	X(F_CALLOC, "calloc", ALLOC_CALLOC, PL_C_ALLOC)                                               \
+	X(F_REALLOC, "realloc", ALLOC_REALLOC, PL_C_ALLOC)                                            \
+	X(F_REALLOCARRAY, "reallocarray", ALLOC_REALLOCARRAY, PL_C_ALLOC)                             \
+	X(F_POSIX_MEMALIGN, "posix_memalign", ALLOC_POSIX_MEMALIGN, PL_C_ALLOC)                       \
+	X(F_ALIGNED_ALLOC, "aligned_alloc", ALLOC_ALIGNED_ALLOC, PL_C_ALLOC)                          \
+	X(F_MEMALIGN, "memalign", ALLOC_MEMALIGN, PL_C_ALLOC)                                         \
+	X(F_VALLOC, "valloc", ALLOC_VALLOC, PL_C_ALLOC)                                               \
+	X(F_PVALLOC, "pvalloc", ALLOC_PVALLOC, PL_C_ALLOC)                                            \
+	X(F_FREE, "free", ALLOC_FREE, PL_C_FREE)                                                      \
+	X(F_USABLE, "malloc_usable_size", ALLOC_MALLOC, PL_C_QUERY)                                   \
+	X(F_NEW, "_Znwm", ALLOC_NEW, PL_CXX_NEW)                                                      \
+	X(F_NEW_NT, "_ZnwmRKSt9nothrow_t", ALLOC_NEW, PL_CXX_NEW)                                     \
+	X(F_NEWA, "_Znam", ALLOC_NEW_ARRAY, PL_CXX_NEW)                                               \
+	X(F_NEWA_NT, "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY, PL_CXX_NEW)                              \
+	X(F_NEW_AL, "_ZnwmSt11align_val_t", ALLOC_NEW, PL_CXX_NEW_ALIGNED)                            \
+	X(F_NEW_AL_NT, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW, PL_CXX_NEW_ALIGNED)           \
+	X(F_NEWA_AL, "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY, PL_CXX_NEW_ALIGNED)                     \
+	X(F_NEWA_AL_NT, "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY, PL_CXX_NEW_ALIGNED)    \
+	X(F_DEL, "_ZdlPv", ALLOC_DELETE, PL_CXX_DELETE)                                               \
+	X(F_DEL_SZ, "_ZdlPvm", ALLOC_DELETE, PL_CXX_DELETE)                                           \
+	X(F_DEL_NT, "_ZdlPvRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)                              \
+	X(F_DEL_AL, "_ZdlPvSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                             \
+	X(F_DEL_SZ_AL, "_ZdlPvmSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                         \
+	X(F_DEL_AL_NT, "_ZdlPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)            \
+	X(F_DELA, "_ZdaPv", ALLOC_DELETE, PL_CXX_DELETE)                                              \
+	X(F_DELA_SZ, "_ZdaPvm", ALLOC_DELETE, PL_CXX_DELETE)                                          \
+	X(F_DELA_NT, "_ZdaPvRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)                             \
+	X(F_DELA_AL, "_ZdaPvSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                            \
+	X(F_DELA_SZ_AL, "_ZdaPvmSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                        \
+	X(F_DELA_AL_NT, "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)
 
 /*
  * The control block: the library's exported variable of this name, in
