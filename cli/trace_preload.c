@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,11 @@ char **trace_preload_environ(const struct env *env)
 
 	if (env->no_preload)
 		return NULL;
+	if (env->mmap) {
+		fprintf(stderr, "dwleak: note: --mmap tells the allocator's own mmaps apart at its uprobes: not "
+				"preloading %s\n", DWLEAK_PRELOAD_NAME);
+		return NULL;
+	}
 	err = preload_library_path(&lib);
 	if (err) {
 		fprintf(stderr, "dwleak: note: %s not found next to dwleak (DWLEAK_PRELOAD_LIB names it): "
@@ -98,17 +104,37 @@ void trace_preload_environ_free(char **envp)
 	free(envp);
 }
 
+/* The allocator functions P calls that the library does not see (a
+ * pointer from dlsym): uprobes, as without the library. */
+static int complement_attach(struct tracer *tr, struct proc *p)
+{
+	char what[PATH_MAX + 64] = "";
+	struct allocator rest;
+	size_t i, n = 0;
+	int err = preload_complement(&p->alloc, &rest);
+
+	if (err)
+		return err;
+	for (i = 0; i < rest.nobjs; i++)
+		n += rest.objs[i].nfuncs;
+	err = n ? probes_proc_attach(tr->probes, &p->pp, &rest, what, sizeof(what)) : 0;
+	allocator_free(&rest);
+	return err;
+}
+
 /* Writes P's control block and attaches its sites; on failure says why
  * and leaves P for uprobes.  Returns 0 or 1. */
 static int sites_attach(struct tracer *tr, struct proc *p)
 {
 	int err = preload_control_write(p->pid, &p->sites, (uint64_t)tr->env->sample_bytes);
 
+	err = err ?: complement_attach(tr, p);
 	err = err ?: probes_proc_attach_preload(tr->probes, &p->pp, &p->sites);
 	if (!err) {
 		p->preload = true;
 		return 0;
 	}
+	probes_proc_detach(tr->probes, &p->pp);
 	fprintf(stderr, "dwleak: note: pid %d: cannot use the sites of %s (%s): tracing it with uprobes\n", p->pid,
 		p->sites.name, strerror(-err));
 	preload_sites_free(&p->sites);
@@ -121,7 +147,9 @@ int trace_preload_attach(struct tracer *tr, struct proc *p)
 	int err;
 
 	trace_preload_forget(p);
-	if (tr->env->no_preload)
+	/* --mmap tells the allocator's own mmaps from the program's by the
+	 * allocator calls pending in the kernel program: uprobes only */
+	if (tr->env->no_preload || tr->env->mmap)
 		return 1;
 	err = preload_sites_find(p->objs.paths, p->objs.names, p->objs.n, &p->sites, &why);
 	if (err == -ENOENT)

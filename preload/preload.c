@@ -159,9 +159,10 @@ static bool base_is(const char *path, const char *prefix)
 	return b && !strncmp(b, prefix, strlen(prefix));
 }
 
-/* Looks F up in the objects after this one and records it.  Returns the
- * function or NULL. */
-static void *resolve_one(int f)
+/* Looks F up in the objects after this one and records what it is;
+ * publishes it for the wrappers when PUBLISH.  Returns the function or
+ * NULL. */
+static void *resolve_one(int f, bool publish)
 {
 	const ElfW(Sym) *sym = NULL;
 	Dl_info info;
@@ -177,28 +178,42 @@ static void *resolve_one(int f)
 			      (base_is(info.dli_fname, "libstdc++.so") || base_is(info.dli_fname, "libc++.so"));
 	if (next[f].transparent || fns[f].cls == PL_C_QUERY)
 		__atomic_store_n(&next[f].len, 0, __ATOMIC_RELAXED); /* not a function that fires */
-	__atomic_store_n(&next[f].fn, fn, __ATOMIC_RELEASE);
+	if (publish)
+		__atomic_store_n(&next[f].fn, fn, __ATOMIC_RELEASE);
 	return fn;
 }
 
 static void fork_token_setup(void);
 
-/* Resolves every function, once.  Returns true when they are (false: this
- * call came while another one resolves, or from inside the resolution). */
+/*
+ * Resolves every function, once.  Nothing is published before the end,
+ * so that whatever dlsym allocates meanwhile (glibc's error state for a
+ * C++ operator a C program has none of) comes from the arena, not from
+ * the allocator dwleak traces; and the error state is cleared, so the
+ * program's first dlerror() still says nothing went wrong.  Returns true
+ * when the functions are resolved (false: this call came while another
+ * one resolves, or from inside the resolution).
+ */
 static bool boot(void)
 {
 	int expect = BOOT_NONE, saved = errno, f;
+	void *fn[F_COUNT];
 
 	if (likely(__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_DONE))
 		return true;
 	if (!__atomic_compare_exchange_n(&boot_state, &expect, BOOT_RESOLVING, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return expect == BOOT_DONE;
-	for (f = 0; f < F_COUNT; f++)
-		if (!resolve_one(f) && fns[f].cls != PL_CXX_NEW && fns[f].cls != PL_CXX_NEW_ALIGNED &&
+	for (f = 0; f < F_COUNT; f++) {
+		fn[f] = resolve_one(f, false);
+		if (!fn[f] && fns[f].cls != PL_CXX_NEW && fns[f].cls != PL_CXX_NEW_ALIGNED &&
 		    fns[f].cls != PL_CXX_DELETE)
 			die("no definition to forward to after this library: ", fns[f].sym);
+	}
+	dlerror();
 	fork_token_setup();
+	for (f = 0; f < F_COUNT; f++)
+		__atomic_store_n(&next[f].fn, fn[f], __ATOMIC_RELEASE);
 	__atomic_store_n(&boot_state, BOOT_DONE, __ATOMIC_RELEASE);
 	errno = saved;
 	return true;
@@ -218,7 +233,7 @@ static inline void *next_of(int f)
 	if (!fn && fns[f].cls != PL_C_ALLOC && fns[f].cls != PL_C_FREE && fns[f].cls != PL_C_QUERY) {
 		int saved = errno;
 
-		fn = resolve_one(f); /* a C++ library dlopen'ed since */
+		fn = resolve_one(f, true); /* a C++ library dlopen'ed since */
 		errno = saved;
 	}
 	return fn;

@@ -166,6 +166,46 @@ int preload_sites_find(char *const *paths, char *const *names, size_t n, struct 
 	return 0;
 }
 
+/* Whether O's function F is the definition of an interposed name there. */
+static bool covered(const struct alloc_object *o, const struct alloc_func *f, const struct elf_sym_want *want)
+{
+	size_t k;
+
+	if (is_interposed(f->name))
+		return true;
+	for (k = 0; k < N(interposed); k++)
+		if (want[k].found && want[k].vaddr == f->vaddr)
+			return true;
+	(void)o;
+	return false;
+}
+
+int preload_complement(const struct allocator *a, struct allocator *out)
+{
+	struct elf_sym_want want[N(interposed)];
+	size_t i, j, k;
+	int err = allocator_copy(out, a), fd;
+
+	if (err)
+		return err;
+	for (i = 0; i < out->nobjs; i++) {
+		struct alloc_object *o = &out->objs[i];
+
+		for (k = 0; k < N(interposed); k++)
+			want[k] = (struct elf_sym_want){ .name = interposed[k], .dynsym_only = true };
+		fd = open(o->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			elf_symbols_find(fd, want, N(interposed));
+			close(fd);
+		}
+		for (j = k = 0; j < o->nfuncs; j++)
+			if (!covered(o, &o->funcs[j], want))
+				o->funcs[k++] = o->funcs[j];
+		o->nfuncs = k;
+	}
+	return 0;
+}
+
 int preload_sites_copy(struct preload_sites *dst, const struct preload_sites *src)
 {
 	*dst = *src;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "allocator.h"
 #include "preload.h"
 
 struct preload_sites {
@@ -34,6 +35,16 @@ struct preload_sites {
  * (malloc'd) saying why; -ENOMEM.
  */
 int preload_sites_find(char *const *paths, char *const *names, size_t n, struct preload_sites *s, char **why);
+
+/*
+ * The functions of allocator A (detected with the library passed over)
+ * that the library does not see: neither one it interposes nor an alias
+ * of one (tcmalloc's tc_new is its operator new).  A program can still
+ * reach them through dlsym (jemalloc's mallocx), so they keep uprobes
+ * beside the sites.  Fills *OUT (free with allocator_free; it may have no
+ * object).  Returns 0 or -ENOMEM.
+ */
+int preload_complement(const struct allocator *a, struct allocator *out);
 
 /* A deep copy of SRC into *DST.  Returns 0 or -ENOMEM (DST then empty). */
 int preload_sites_copy(struct preload_sites *dst, const struct preload_sites *src);
