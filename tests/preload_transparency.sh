@@ -1,0 +1,105 @@
+#!/bin/bash
+# libdwleak-preload.so changes nothing a program observes (issue 16):
+#  a. the object: it exports exactly the functions it interposes and its
+#     control block; its two sites are functions whose first instruction
+#     is the 5-byte NOP 0f 1f 44 00 00, each with a .note.stapsdt note
+#     (provider dwleak) and a semaphore; no instruction of its own code
+#     writes rbp (the walk from a site relies on the caller's rbp);
+#  b. idle (no dwleak): testdata/preload_probe (errno after success and
+#     failure, malloc_usable_size, realloc edge cases, alignment, fork from
+#     a threaded program, allocation in a signal handler, dlopen,
+#     __libc_malloc, C++ new/delete with nothrow, aligned and throwing
+#     forms, a constructor's allocation before main, 8 threads) prints the
+#     same lines and exits alike with and without the library, under
+#     glibc, tcmalloc, jemalloc and mimalloc preloaded after it (for those
+#     three, the checks the allocator passes on its own);
+#  c. traced: under dwleak -- CMD, exact and with --sample-bytes, at the
+#     sites (the tracing line says preload), the same lines again;
+#  d. a program that imports __libc_malloc (which the library cannot see)
+#     is traced with uprobes instead, and dwleak says why.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+T=$LT_TMP
+LIBDIR=/usr/lib/x86_64-linux-gnu
+lt_testdata preload_probe
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+CHECKS="dlerror errno usable realloc align fork signal dlopen libc cxx init threads"
+
+echo "== a. the object"
+nm -D --defined-only "$LIB" | awk '$2 ~ /^[TDW]$/ { print $3 }' | sort > "$T/exports"
+grep -o 'X(F_[A-Z_]*, "[^"]*"' "$ROOT/bpf/abi/preload.h" | sed 's/.*"\(.*\)"/\1/' | sort > "$T/want"
+echo dwleak_preload_control >> "$T/want"
+sort -o "$T/want" "$T/want"
+if diff -u "$T/want" "$T/exports" > "$T/exports.diff"; then
+	pass "exports: the $(wc -l < "$T/want") interposed functions and the control block, nothing else"
+else
+	fail "exports differ from the interposed list:"; cat "$T/exports.diff"
+fi
+for site in dwleak_site_alloc dwleak_site_free; do
+	bytes=$(objdump -d --no-addresses "$LIB" | awk -v s="<$site>:" '$1 == s { getline; print $1, $2, $3, $4, $5; exit }')
+	[ "$bytes" = "0f 1f 44 00 00" ] && pass "$site starts with the 5-byte NOP" ||
+		fail "$site starts with '$bytes', want 0f 1f 44 00 00"
+done
+notes=$(readelf -n "$LIB" | grep -c 'Provider: dwleak')
+sems=$(readelf -n "$LIB" | grep -c 'Semaphore: 0x0*[1-9a-f]')
+[ "$notes" = 2 ] && [ "$sems" = 2 ] && pass "2 USDT notes, provider dwleak, each with a semaphore" ||
+	fail "$notes dwleak notes, $sems with a semaphore: want 2 and 2"
+rbp=$(objdump -d "$LIB" | awk '/^[0-9a-f]+ <.*>:$/ { f = $2 } /%rbp/ { print f }' | sort -u |
+	grep -v -e '<__do_global_dtors_aux>:' -e '<deregister_tm_clones>:' -e '<register_tm_clones>:' -e '<frame_dummy>:')
+[ -z "$rbp" ] && pass "no function of the library touches rbp (-ffixed-rbp)" || fail "rbp used in: $rbp"
+
+echo "== b. idle: the same with and without the library"
+for a in glibc: tcmalloc:libtcmalloc.so.4 jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
+	IFS=: read -r name so <<< "$a"
+	alloc=${so:+$LIBDIR/$so}
+	checks=
+	for c in $CHECKS; do
+		# a subshell, so that a check the allocator crashes on is not reported by bash
+		(env ${alloc:+LD_PRELOAD=$alloc} "$PROG" "$c" > /dev/null 2>&1) 2> /dev/null && checks="$checks $c"
+	done
+	[ "$name" = glibc ] && [ "$checks" != " $CHECKS" ] && fail "glibc alone fails checks: wants all of $CHECKS, passes$checks"
+	env ${alloc:+LD_PRELOAD=$alloc} "$PROG" --out "$T/$name.plain" $checks 2> /dev/null
+	rc1=$?
+	env LD_PRELOAD="$LIB${alloc:+:$alloc}" "$PROG" --out "$T/$name.lib" $checks 2> "$T/$name.lib.err"
+	rc2=$?
+	if [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || ! cmp -s "$T/$name.plain" "$T/$name.lib"; then
+		fail "$name: exit $rc1 without the library, $rc2 with it; output differences:"
+		diff "$T/$name.plain" "$T/$name.lib" | head -20
+		head -5 "$T/$name.lib.err"
+	else
+		pass "$name: the same $(wc -l < "$T/$name.lib") lines, exit 0, with the library idle (checks:$checks)"
+	fi
+done
+
+if [ "$(id -u)" != 0 ]; then
+	echo "skip: c and d need root for BPF"
+	lt_finish
+fi
+lt_require_bpf
+echo "== c. traced at the sites"
+for mode in exact sampled; do
+	flag=
+	[ $mode = sampled ] && flag="--sample-bytes 4096"
+	timeout -k 5 120 "$DWLEAK" $flag -t 3 -- "$PROG" --out "$T/$mode.out" all > /dev/null 2> "$T/$mode.err"
+	rc=$?
+	grep -q '^dwleak: tracing pid [0-9]* (preload, ' "$T/$mode.err" ||
+		fail "$mode: not traced at the sites: $(grep -m1 'dwleak: tracing' "$T/$mode.err")"
+	if [ $rc -ne 0 ] || ! cmp -s "$T/glibc.plain" "$T/$mode.out"; then
+		fail "$mode: dwleak exited $rc; output differences from the untraced run:"
+		diff "$T/glibc.plain" "$T/$mode.out" | head -20
+		tail -5 "$T/$mode.err"
+	else
+		pass "$mode: the same lines traced at the sites"
+	fi
+done
+
+echo "== d. a program that imports __libc_malloc"
+lt_testdata preload_probe_libc
+timeout -k 5 60 "$DWLEAK" -t 1 -- "$PROG" libc > /dev/null 2> "$T/libc.err"
+rc=$?
+[ $rc -eq 0 ] || fail "dwleak on preload_probe_libc exited $rc"
+grep -q 'calls __libc_malloc, which the library does not interpose; tracing it with uprobes' "$T/libc.err" &&
+	! grep -q '(preload, ' "$T/libc.err" && pass "traced with uprobes, and said why" ||
+	fail "want a note and uprobes: $(grep '^dwleak' "$T/libc.err" | head -3)"
+
+lt_finish
