@@ -11,10 +11,12 @@
 //       site_seccomp_leak and free as many; prints whether this process got
 //       an [uprobes-trampoline] mapping (the sites were entered by the
 //       uprobe system call, not trapped);
-//   preload_probe forktree N                 threads allocating while the
-//       main thread forks N children, each of which leaks 3 blocks of 64 B
-//       from site_child_leak and exits 0; the parent leaks 5 of 32 B from
-//       site_parent_leak;
+//   preload_probe forktree N                 threads allocating (for 0.3 s
+//       first, so that traced sites are hot) while the main thread forks N
+//       children, each of which leaks 3 blocks of 64 B from site_child_leak
+//       and exits 0; the parent leaks 5 of 32 B from site_parent_leak, and
+//       says how many children found their sites stale (the preload
+//       library's control block, when there is one);
 //   preload_probe --go-file PATH ...         wait for PATH first (dwleak -p).
 // Exit status 0 when every check held (each prints "NAME: ok ..." or
 // "NAME: FAIL ...").
@@ -412,24 +414,38 @@ NOINLINE static void *site_parent_leak()
 	return p;
 }
 
+// The preload library's control block (bpf/abi/preload.h), if loaded.
+struct preload_control {
+	uint64_t magic;
+	uint32_t version, generation;
+	uint64_t sample_bytes, set_full, nested;
+	uint32_t disabled, pad;
+};
+
 static int run_forktree(long n)
 {
+	const preload_control *ctl = (const preload_control *)dlsym(RTLD_DEFAULT, "dwleak_preload_control");
 	pthread_t t[3];
-	int good = 0;
+	int good = 0, stale = 0, fds[2];
 
+	if (pipe(fds))
+		return 2;
 	for (auto &x : t)
 		pthread_create(&x, nullptr, churn, nullptr);
+	usleep(300000);
 	for (long i = 0; i < n; i++) {
 		pid_t c = fork();
 		if (c == 0) {
 			for (int k = 0; k < 3; k++)
 				site_child_leak();
-			churn_stop = true;
-			_exit(0);
+			char s = ctl && ctl->disabled ? 's' : 'n';
+			_exit(write(fds[1], &s, 1) == 1 ? 0 : 4);
 		}
 		int st = 0;
+		char s = 0;
 		waitpid(c, &st, 0);
 		good += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		stale += read(fds[0], &s, 1) == 1 && s == 's';
 	}
 	churn_stop = true;
 	for (auto &x : t)
@@ -437,6 +453,7 @@ static int run_forktree(long n)
 	for (int k = 0; k < 5; k++)
 		site_parent_leak();
 	say("forktree", good == n, "%d of %ld children exited 0", good, n);
+	fprintf(out, "forktree: %d children found their sites stale\n", stale);
 	return failures ? 1 : 0;
 }
 
