@@ -18,10 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "alloc_kind.h"
 #include "preload.h"
@@ -40,8 +40,12 @@ VISIBLE struct dwleak_preload_control dwleak_preload_control = {
 	.version = DWLEAK_PRELOAD_VERSION,
 };
 
-#define CTL_LOAD(field) __atomic_load_n(&dwleak_preload_control.field, __ATOMIC_ACQUIRE)
-#define CTL_COUNT(field) __atomic_fetch_add(&dwleak_preload_control.field, 1, __ATOMIC_RELAXED)
+/* The same object under a hidden name: the library's own accesses go
+ * straight to it, not through the GOT an exported symbol would need. */
+extern struct dwleak_preload_control ctl __attribute__((alias("dwleak_preload_control"), visibility("hidden")));
+
+#define CTL_LOAD(field) __atomic_load_n(&ctl.field, __ATOMIC_ACQUIRE)
+#define CTL_COUNT(field) __atomic_fetch_add(&ctl.field, 1, __ATOMIC_RELAXED)
 
 /* --- The functions interposed (bpf/abi/preload.h) --- */
 
@@ -313,7 +317,7 @@ static __attribute__((noinline)) bool sites_check(uint32_t gen)
 			       ? DWLEAK_PRELOAD_STALE_SITE
 			       : DWLEAK_PRELOAD_ENABLED;
 
-	__atomic_store_n(&dwleak_preload_control.disabled, off, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctl.disabled, off, __ATOMIC_RELAXED);
 	sites_seen_gen = gen;
 	*fork_token = 1;
 	fork_token_static = 1;
@@ -324,7 +328,7 @@ static __attribute__((noinline)) bool sites_check(uint32_t gen)
 static inline bool sites_usable(uint32_t gen)
 {
 	if (likely(*fork_token && fork_token_static && gen == sites_seen_gen))
-		return !__atomic_load_n(&dwleak_preload_control.disabled, __ATOMIC_RELAXED);
+		return !__atomic_load_n(&ctl.disabled, __ATOMIC_RELAXED);
 	return sites_check(gen);
 }
 
@@ -448,15 +452,16 @@ struct call {
 	uintptr_t cfa;
 	uint32_t gen;
 	bool sampling;
+	bool drawn;	/* the wrapper drew already: sampled */
 };
 
 static inline bool call_fires(struct call *c)
 {
-	uint64_t n = __atomic_load_n(&dwleak_preload_control.sample_bytes, __ATOMIC_RELAXED);
+	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
 
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
-	if (n && !sampler_take(&thread_sampler, c->size, n, (uintptr_t)&thread_sampler ^ __rdtsc()))
+	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
 		return false;
 	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
 		CTL_COUNT(nested);
@@ -482,7 +487,7 @@ static void release(void *p, uintptr_t cfa, uint64_t how)
 {
 	uint32_t gen = CTL_LOAD(generation);
 
-	if (__atomic_load_n(&dwleak_preload_control.sample_bytes, __ATOMIC_RELAXED) &&
+	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
 	    !set_take((uintptr_t)p, (uint16_t)gen))
 		return;
 	if (nested(*(const uintptr_t *)(cfa - 8))) {
@@ -496,6 +501,27 @@ static void release(void *p, uintptr_t cfa, uint64_t how)
 static inline bool alloc_on(void)
 {
 	return unlikely(dwleak_alloc_semaphore != 0);
+}
+
+/* Sampling, and an allocation of SIZE bytes is not sampled: the common
+ * case while a tracer samples, kept in the wrapper itself.  (A call taken
+ * here may be nested: it is forwarded like one.) */
+static inline bool unsampled(uint64_t size)
+{
+	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
+
+	return n && !sampler_take(&thread_sampler, size, n, 0);
+}
+
+/* Sampling, and P is certainly no sampled block: the common free. */
+static inline bool unsampled_block(const void *p)
+{
+	struct ptrset *s;
+
+	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED))
+		return false;
+	s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
+	return !s || !ptrset_maybe(s, (uintptr_t)p, (uint16_t)CTL_LOAD(generation));
 }
 
 static inline bool free_on(void)
@@ -552,10 +578,11 @@ static __attribute__((noinline)) void *boot_alloc(int f, size_t size, size_t ali
 	return p;
 }
 
-static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa)
+/* DRAWN: the caller drew for this call, and it is sampled. */
+static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool drawn)
 {
 	malloc_fn fn = next_of(F_MALLOC);
-	struct call c = { F_MALLOC, n, cfa, 0, false };
+	struct call c = { F_MALLOC, n, cfa, 0, false, drawn };
 	bool fire;
 	void *p;
 
@@ -570,19 +597,34 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa)
 	return p;
 }
 
+/* Traced: a call not sampled costs a subtraction and a call here; out of
+ * line, so that the idle wrapper needs no frame. */
+static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
+{
+	malloc_fn fn = NEXT(F_MALLOC, malloc_fn);
+	void *p;
+
+	if (fn && unsampled(n)) {
+		p = fn(n);
+		KEPT(p);
+		return p;
+	}
+	return malloc_slow(n, cfa, fn != NULL);
+}
+
 VISIBLE void *malloc(size_t n)
 {
 	malloc_fn fn = NEXT(F_MALLOC, malloc_fn);
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return malloc_slow(n, CFA());
+	return malloc_on(n, CFA());
 }
 
 static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t cfa)
 {
 	calloc_fn fn = next_of(F_CALLOC);
-	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false };
+	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false };
 	bool fire;
 	void *p;
 
@@ -615,7 +657,7 @@ VISIBLE void *calloc(size_t a, size_t b)
 static void *arena_realloc(void *old, size_t n, uintptr_t cfa)
 {
 	size_t have = arena_size_of(old);
-	void *p = n ? malloc_slow(n, cfa) : NULL;
+	void *p = n ? malloc_slow(n, cfa, false) : NULL;
 
 	if (p)
 		memcpy(p, old, have < n ? have : n);
@@ -624,7 +666,7 @@ static void *arena_realloc(void *old, size_t n, uintptr_t cfa)
 
 static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr_t cfa, int f, size_t count)
 {
-	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false };
+	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false };
 	void *fn = next_of(f), *p;
 	bool fire;
 
@@ -671,7 +713,7 @@ VISIBLE void *reallocarray(void *old, size_t count, size_t n)
 static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t align, size_t n, uintptr_t cfa)
 {
 	posix_memalign_fn fn = next_of(F_POSIX_MEMALIGN);
-	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false };
+	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false };
 	bool fire;
 	int r;
 
@@ -707,7 +749,7 @@ VISIBLE int posix_memalign(void **out, size_t align, size_t n)
 static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n, uintptr_t cfa)
 {
 	void *fn = next_of(f), *p;
-	struct call c = { f, n, cfa, 0, false };
+	struct call c = { f, n, cfa, 0, false, false };
 	bool two = f == F_ALIGNED_ALLOC || f == F_MEMALIGN;
 
 	bool fire;
@@ -772,13 +814,22 @@ static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)
 	fn(p);
 }
 
+static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
+{
+	free_fn fn = NEXT(F_FREE, free_fn);
+
+	if (fn && p && !in_arena(p) && unsampled_block(p))
+		return fn(p);
+	free_slow(p, cfa);
+}
+
 VISIBLE void free(void *p)
 {
 	free_fn fn = NEXT(F_FREE, free_fn);
 
 	if (likely(fn && !free_on() && !in_arena(p)))
 		return fn(p);
-	free_slow(p, CFA());
+	free_on_(p, CFA());
 }
 
 VISIBLE size_t malloc_usable_size(void *p)
@@ -801,7 +852,7 @@ VISIBLE size_t malloc_usable_size(void *p)
 static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa)
 {
 	void *fn = cxx_next(f), *p;
-	struct call c = { f, n, cfa, 0, false };
+	struct call c = { f, n, cfa, 0, false, false };
 	bool fire = alloc_on() && !next[f].transparent && call_fires(&c);
 
 	switch (f) {

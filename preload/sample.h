@@ -22,10 +22,11 @@ struct sampler {
 #define SAMPLER_SIZE_MAX (1ll << 48)
 
 /*
- * The first draw and every sample: seeds S on its first call (SEED mixes
- * into the state: the caller passes something that differs per thread),
- * charges SIZE, and when a point fell in it draws the next gap (mean N,
- * N > 0).  Returns true when the allocation is sampled.  Out of line.
+ * The first draw and every sample: seeds S on its first call from SEED
+ * (0: from S's address, different per thread, and the time stamp
+ * counter), charges SIZE, and when a point fell in it draws the next gap
+ * (mean N, N > 0).  Returns true when the allocation is sampled.  Out of
+ * line: the common case costs no seed.
  */
 bool sampler_draw(struct sampler *s, int64_t size, uint64_t n, uint64_t seed);
 
