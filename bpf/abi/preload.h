@@ -122,8 +122,9 @@ struct dwleak_preload_control {
 			       * one per N bytes on average (Poisson), and frees fire
 			       * only for sampled blocks */
 	/* written by the library */
-	__u64 set_full;	      /* sampled allocations not fired: the sampled-pointer set
-			       * was full (their frees could not be recognised) */
+	__u64 set_full;	      /* sampled allocations not fired: no level of the set of
+			       * sampled blocks could be mapped (their frees could not
+			       * be recognised) */
 	__u64 nested;	      /* calls made inside another allocator call: counted once */
 	__u32 disabled;	      /* enum dwleak_preload_disabled */
 	__u32 pad;
