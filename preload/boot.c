@@ -92,15 +92,49 @@ static bool base_is(const char *path, const char *prefix)
 	return b && !strncmp(b, prefix, strlen(prefix));
 }
 
-/* Looks F up in the objects after this one and records what it is;
- * publishes it for the wrappers when PUBLISH.  Returns the function or
- * NULL. */
-static void *resolve_one(int f, bool publish)
+/* A C++ operator defined by an object loaded later, with dlopen: the
+ * first of the loaded objects, in load order, whose own scope (itself and
+ * its dependencies: dlsym on its handle) defines SYM outside this
+ * library.  RTLD_NEXT does not see it: a library dlopen'ed RTLD_LOCAL
+ * brings its C++ runtime into its own scope only, while its calls of the
+ * operators still reach the wrappers here, first in the global scope. */
+struct find_loaded {
+	const char *sym;
+	void *fn;
+};
+
+static int find_loaded_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_loaded *fl = arg;
+	Dl_info at;
+	void *h, *fn;
+
+	(void)size;
+	if (fl->fn || !info->dlpi_name || !*info->dlpi_name || (const char *)info->dlpi_addr == __ehdr_start)
+		return fl->fn != NULL;
+	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	fn = h ? dlsym(h, fl->sym) : NULL;
+	if (fn && dladdr(fn, &at) && at.dli_fbase != (void *)__ehdr_start)
+		fl->fn = fn;
+	if (h)
+		dlclose(h);
+	return fl->fn != NULL;
+}
+
+/* Looks F up in the objects after this one (with LOADED, also in the
+ * scopes of libraries dlopen'ed since) and records what it is; publishes
+ * it for the wrappers when PUBLISH.  Returns the function or NULL. */
+static void *resolve_one(int f, bool publish, bool loaded)
 {
 	const ElfW(Sym) *sym = NULL;
+	struct find_loaded fl = { fns[f].sym, NULL };
 	Dl_info info;
 	void *fn = dlsym(RTLD_NEXT, fns[f].sym);
 
+	if (!fn && loaded) {
+		dl_iterate_phdr(find_loaded_one, &fl);
+		fn = fl.fn;
+	}
 	if (!fn)
 		return NULL;
 	if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
@@ -138,7 +172,7 @@ static bool boot(void)
 					 __ATOMIC_ACQUIRE))
 		return expect == BOOT_DONE;
 	for (f = 0; f < F_COUNT; f++) {
-		fn[f] = resolve_one(f, false);
+		fn[f] = resolve_one(f, false, false);
 		if (!fn[f] && fns[f].cls != PL_CXX_NEW && fns[f].cls != PL_CXX_NEW_ALIGNED &&
 		    fns[f].cls != PL_CXX_DELETE)
 			die("no definition to forward to after this library: ", fns[f].sym);
@@ -164,7 +198,10 @@ void *next_of(int f)
 	if (!fn && fns[f].cls != PL_C_ALLOC && fns[f].cls != PL_C_FREE && fns[f].cls != PL_C_QUERY) {
 		int saved = errno;
 
-		fn = resolve_one(f, true); /* a C++ library dlopen'ed since */
+		self_busy++;
+		fn = resolve_one(f, true, true); /* a C++ library dlopen'ed since */
+		dlerror(); /* what the failed lookups left */
+		self_busy--;
 		errno = saved;
 	}
 	return fn;

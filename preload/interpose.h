@@ -116,6 +116,11 @@ static inline bool sites_usable(uint32_t gen)
 
 /* --- traced.c: sampling, nesting, the sites fired --- */
 
+/* Non-zero while this thread runs the library's own calls into libc
+ * (the lazy lookup of a C++ operator: dlopen, dlsym): what they allocate
+ * is not the program's, and fires nothing. */
+extern __thread int self_busy __attribute__((tls_model("initial-exec")));
+
 extern __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
 extern struct ptrset *set_levels[];
 

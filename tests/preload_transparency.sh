@@ -16,7 +16,11 @@
 #  c. traced: under dwleak -- CMD, exact and with --sample-bytes, at the
 #     sites (the tracing line says preload), the same lines again;
 #  d. a program that imports __libc_malloc (which the library cannot see)
-#     is traced with uprobes instead, and dwleak says why.
+#     is traced with uprobes instead, and dwleak says why;
+#  e. a C program that dlopen()s a C++ library late (its C++ runtime in
+#     the dlopen'ed scope only, where RTLD_NEXT does not look): its new[]
+#     leaks (240 B in 10) are reported, through the sites and with
+#     --no-preload alike, frame by frame.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 T=$LT_TMP
@@ -73,7 +77,30 @@ done
 
 if [ "$(id -u)" != 0 ]; then
 	echo "skip: c and d need root for BPF"
-	lt_finish
+	echo "== e. a C program that loads a C++ library late"
+lt_testdata dlopen_main
+for flag in "" --no-preload; do
+	name=dlcxx${flag:+_uprobes}
+	timeout -k 5 60 "$DWLEAK" $flag --format json -o "$T/$name.json" -t 0 -- "$PROG" \
+		--lib "$TESTDATA/libdlleak_cxx.so" --iterations 10 --interval-ms 1 > /dev/null 2> "$T/$name.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "$name: dwleak exited $rc: $(tail -3 "$T/$name.err")"
+done
+grep -q '(preload, ' "$T/dlcxx.err" || fail "e: not traced at the sites"
+lt_check "$T/dlcxx.json" "$T/dlcxx_uprobes.json" << 'PY'
+def leak(rep):
+    st = [s for s in rep["stacks"] if "dlleak_leak_one" in names(s)]
+    return [(s["bytes"], s["allocations"], [(f["function"], f["elf_address"]) for f in s["frames"]]) for s in st]
+a, b = leak(r), leak(json.load(open(ARGS[0])))
+if len(a) != 1 or a[0][:2] != (240, 10):
+    fail("at the sites: %s, want one stack of 240 B in 10" % a)
+elif a != b:
+    fail("the sites and uprobes differ:\n  %s\n  %s" % (a, b))
+else:
+    ok("240 B in 10 from dlleak_leak_one, the same frames both ways: " + " <- ".join(str(f[0]) for f in a[0][2][:4]))
+PY
+
+lt_finish
 fi
 lt_require_bpf
 echo "== c. traced at the sites"
@@ -101,5 +128,28 @@ rc=$?
 grep -q 'calls __libc_malloc, which the library does not interpose; tracing it with uprobes' "$T/libc.err" &&
 	! grep -q '(preload, ' "$T/libc.err" && pass "traced with uprobes, and said why" ||
 	fail "want a note and uprobes: $(grep '^dwleak' "$T/libc.err" | head -3)"
+
+echo "== e. a C program that loads a C++ library late"
+lt_testdata dlopen_main
+for flag in "" --no-preload; do
+	name=dlcxx${flag:+_uprobes}
+	timeout -k 5 60 "$DWLEAK" $flag --format json -o "$T/$name.json" -t 0 -- "$PROG" \
+		--lib "$TESTDATA/libdlleak_cxx.so" --iterations 10 --interval-ms 1 > /dev/null 2> "$T/$name.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "$name: dwleak exited $rc: $(tail -3 "$T/$name.err")"
+done
+grep -q '(preload, ' "$T/dlcxx.err" || fail "e: not traced at the sites"
+lt_check "$T/dlcxx.json" "$T/dlcxx_uprobes.json" << 'PY'
+def leak(rep):
+    st = [s for s in rep["stacks"] if "dlleak_leak_one" in names(s)]
+    return [(s["bytes"], s["allocations"], [(f["function"], f["elf_address"]) for f in s["frames"]]) for s in st]
+a, b = leak(r), leak(json.load(open(ARGS[0])))
+if len(a) != 1 or a[0][:2] != (240, 10):
+    fail("at the sites: %s, want one stack of 240 B in 10" % a)
+elif a != b:
+    fail("the sites and uprobes differ:\n  %s\n  %s" % (a, b))
+else:
+    ok("240 B in 10 from dlleak_leak_one, the same frames both ways: " + " <- ".join(str(f[0]) for f in a[0][2][:4]))
+PY
 
 lt_finish
