@@ -17,7 +17,8 @@
 //       and exits 0; the parent leaks 5 of 32 B from site_parent_leak, and
 //       says how many children found their sites stale (the preload
 //       library's control block, when there is one);
-//   preload_probe --go-file PATH ...         wait for PATH first (dwleak -p).
+//   preload_probe --go-file PATH ...         wait for PATH first (dwleak -p);
+//   preload_probe --seccomp errno|kill ...   install that filter first.
 // Exit status 0 when every check held (each prints "NAME: ok ..." or
 // "NAME: FAIL ...").
 #include <dlfcn.h>
@@ -375,7 +376,8 @@ static bool has_trampoline()
 	return found;
 }
 
-static int run_seccomp(const char *mode, long n)
+// Denies syscalls 335 and 336 with ENOSYS (errno) or by killing (kill).
+static int seccomp_deny_uprobe_syscalls(const char *mode)
 {
 	unsigned act = !strcmp(mode, "kill") ? SECCOMP_RET_KILL_PROCESS : SECCOMP_RET_ERRNO | ENOSYS;
 	struct sock_filter f[] = {
@@ -391,6 +393,13 @@ static int run_seccomp(const char *mode, long n)
 		perror("seccomp");
 		return 2;
 	}
+	return 0;
+}
+
+static int run_seccomp(const char *mode, long n)
+{
+	if (seccomp_deny_uprobe_syscalls(mode))
+		return 2;
 	for (long i = 0; i < n; i++) {
 		site_seccomp_leak();
 		free(malloc(48));
@@ -461,11 +470,14 @@ int main(int argc, char **argv)
 {
 	int i = 1;
 
-	while (i < argc - 1 && (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--go-file"))) {
+	while (i < argc - 1 && (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--go-file") ||
+				!strcmp(argv[i], "--seccomp"))) {
 		if (!strcmp(argv[i], "--out") && !(out = fopen(argv[i + 1], "w")))
 			return 2;
 		while (!strcmp(argv[i], "--go-file") && access(argv[i + 1], F_OK))
 			usleep(10000);
+		if (!strcmp(argv[i], "--seccomp") && seccomp_deny_uprobe_syscalls(argv[i + 1]))
+			return 2;
 		i += 2;
 	}
 	if (i < argc && !strcmp(argv[i], "seccomp"))

@@ -14,7 +14,9 @@
 #     glibc, tcmalloc, jemalloc and mimalloc preloaded after it (for those
 #     three, the checks the allocator passes on its own);
 #  c. traced: under dwleak -- CMD, exact and with --sample-bytes, at the
-#     sites (the tracing line says preload), the same lines again;
+#     sites (the tracing line says preload), the same lines again; under
+#     each allocator (the checks it passes alone); and with a seccomp
+#     filter denying syscalls 335 and 336 (errno, kill) installed first;
 #  d. a program that imports __libc_malloc (which the library cannot see)
 #     is traced with uprobes instead, and dwleak says why;
 #  e. a C program that dlopen()s a C++ library late (its C++ runtime in
@@ -72,6 +74,7 @@ for a in glibc: tcmalloc:libtcmalloc.so.4 jemalloc:libjemalloc.so.2 mimalloc:lib
 		head -5 "$T/$name.lib.err"
 	else
 		pass "$name: the same $(wc -l < "$T/$name.lib") lines, exit 0, with the library idle (checks:$checks)"
+		echo "ok: $name: idle (checks:$checks)" >> "$T/checks.log"
 	fi
 done
 
@@ -104,20 +107,40 @@ lt_finish
 fi
 lt_require_bpf
 echo "== c. traced at the sites"
-for mode in exact sampled; do
-	flag=
-	[ $mode = sampled ] && flag="--sample-bytes 4096"
-	timeout -k 5 120 "$DWLEAK" $flag -t 3 -- "$PROG" --out "$T/$mode.out" all > /dev/null 2> "$T/$mode.err"
+# traced NAME ALLOC_LIB DWLEAK_OPTIONS... -- PROBE_ARGS...: the same lines as
+# the untraced run of the same checks ($T/NAME.want)
+traced() {
+	local name=$1 alloc=$2 bin=$DWLEAK opts=() rc
+	shift 2
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	[ -n "$alloc" ] && bin=$DWLEAK_PRELOAD
+	env ${alloc:+LD_PRELOAD=$alloc} "$PROG" --out "$T/$name.want" "$@" 2> /dev/null
+	env ${alloc:+LD_PRELOAD=$alloc} timeout -k 5 120 "$bin" "${opts[@]}" -t 3 -- "$PROG" --out "$T/$name.out" "$@" \
+		> /dev/null 2> "$T/$name.err"
 	rc=$?
-	grep -q '^dwleak: tracing pid [0-9]* (preload, ' "$T/$mode.err" ||
-		fail "$mode: not traced at the sites: $(grep -m1 'dwleak: tracing' "$T/$mode.err")"
-	if [ $rc -ne 0 ] || ! cmp -s "$T/glibc.plain" "$T/$mode.out"; then
-		fail "$mode: dwleak exited $rc; output differences from the untraced run:"
-		diff "$T/glibc.plain" "$T/$mode.out" | head -20
-		tail -5 "$T/$mode.err"
+	grep -q '^dwleak: tracing pid [0-9]* (preload, ' "$T/$name.err" ||
+		fail "$name: not traced at the sites: $(grep -m1 'dwleak: tracing' "$T/$name.err")"
+	if [ $rc -ne 0 ] || ! cmp -s "$T/$name.want" "$T/$name.out"; then
+		fail "$name: dwleak exited $rc; output differences from the untraced run:"
+		diff "$T/$name.want" "$T/$name.out" | head -20
+		tail -5 "$T/$name.err"
 	else
-		pass "$mode: the same lines traced at the sites"
+		pass "$name: the same $(wc -l < "$T/$name.out") lines traced at the sites"
 	fi
+}
+lt_preload_dwleak
+traced exact "" -- all
+traced sampled "" --sample-bytes 4096 -- all
+for a in tcmalloc:libtcmalloc.so.4 jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
+	IFS=: read -r name so <<< "$a"
+	checks=$(sed -n 's/^ok: '"$name"': .*(checks: \(.*\))$/\1/p' "$T/checks.log")
+	traced "exact_$name" "$LIBDIR/$so" -- $checks
+	traced "sampled_$name" "$LIBDIR/$so" --sample-bytes 4096 -- $checks
+done
+for mode in errno kill; do
+	traced "seccomp_$mode" "" -- --seccomp $mode all
+	traced "seccomp_${mode}_sampled" "" --sample-bytes 4096 -- --seccomp $mode all
 done
 
 echo "== d. a program that imports __libc_malloc"
