@@ -24,6 +24,18 @@
  * hot, and the same data clobbered at a NOP placed inline, as a check that
  * the test can see it.
  *
+ * Seccomp: the same kernel excepts `uprobe` (and `uretprobe`, 335) from
+ * every seccomp filter ("seccomp: passthrough uprobe systemcall without
+ * filtering", merged with the optimization: seccomp_uprobe_exception() in
+ * seccomp_is_const_allow(), and strict mode's list), so a filter that
+ * denies system calls it does not know cannot break a hot site: measured
+ * with filters denying 335 and 336 by errno and by killing
+ * (tests/preload_seccomp.sh).  Called from anywhere but a trampoline the
+ * system call fails with ENXIO; it is never called from here.
+ *
+ * Fork: the trampoline page is VM_DONTCOPY, the call to it is not (see
+ * boot.c for what the library does about it).
+ *
  * The notes follow SystemTap's sys/sdt.h layout (what bpftrace usdt:,
  * perf and libbpf read): type 3, name "stapsdt", then the site's address,
  * the address of .stapsdt.base (for prelinked objects), the semaphore's
