@@ -68,6 +68,10 @@ TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+# The preload library (see its rules below).
+PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
+PRELOAD_SRCS := $(wildcard preload/*.c) $(wildcard preload/*.S)
+PRELOAD_OBJS := $(patsubst preload/%,$(BUILD)/preload/%.o,$(PRELOAD_SRCS))
 
 objs = $(patsubst %.c,$(1)/%.o,$(2))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
@@ -77,7 +81,7 @@ ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache
 
-all: $(LIBS) $(SKELS) dwleak
+all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 
 # --- Release build ---
 
@@ -96,6 +100,33 @@ $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer
 
 dwleak: $(BUILD)/cli/main.o $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+
+# --- The preload library (preload/): its own shared object, which links
+# nothing of dwleak's (libc only; bpf/abi/ gives it the site contract and
+# the allocator kinds).  -fvisibility=hidden: only the interposed functions
+# and the control block are exported.  -ffixed-rbp: no code of it ever
+# changes rbp, so at a site rbp is still the caller's, which the walk that
+# starts in the caller's frame needs (tests/preload_transparency.sh checks
+# the object for any write to rbp).  Not built with ASan/UBSan: it becomes
+# the malloc of the programs it is loaded into; its sampler and set are
+# unit-tested with them (test_preload_*).
+
+PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
+	-fno-plt -fasynchronous-unwind-tables -I preload -I bpf/abi
+# The sampler and the set, pure code, also linked into their unit tests.
+PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c
+
+$(BUILD)/preload/%.c.o: preload/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+$(BUILD)/preload/%.S.o: preload/%.S
+	@mkdir -p $(@D)
+	$(CC) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+# -z now: every symbol bound at load, so no lazy binding runs inside malloc.
+$(PRELOAD_LIB): $(PRELOAD_OBJS)
+	$(CC) -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -o $@ $^ -ldl
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
@@ -135,6 +166,13 @@ $(ASAN)/dwleak: $(ASAN)/cli/main.o $(ASAN_LIBS)
 $(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
+
+# tests/unit/test_preload_NAME.c: the preload library's pure parts (the
+# sampler, the set), with ASan/UBSan.
+$(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $(wildcard preload/*.h)
+	@mkdir -p $(@D)
+	$(CC) -I preload -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(PRELOAD_CORE_SRCS) \
+		-lpthread -lm
 
 # --- Test programs ---
 

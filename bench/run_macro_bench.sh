@@ -8,7 +8,10 @@
 #            churn between stretches of computation; ~3 s bare)
 # Tools: bare; the uprobe floor (malloc entry, malloc return, free entry,
 # empty bpftrace programs); the own floor (empty programs at dwleak's own
-# probe sites, bench/uprobe_floor.c); dwleak (-- CMD, DWARF); dwleak's
+# probe sites, bench/uprobe_floor.c); dwleak's uprobe path (--no-preload --
+# CMD, DWARF; the dwleak rows below are that path too); the preload
+# library idle (LD_PRELOAD, no dwleak), and dwleak at its sites, sampled
+# (--sample-bytes 524288) and exact (-- CMD preloads it); dwleak's
 # programs without the walk (DWLEAK_BENCH_NO_WALK=1); dwleak --unwind fp; dwleak
 # --sample-bytes 524288; the bpftrace FP ustack tracer; heaptrack (launch
 # mode); valgrind memcheck --leak-check=full.  Valgrind runs the workloads at
@@ -74,6 +77,11 @@ for wl in $WORKLOADS; do
 done
 all+=(own_floor exact_min)
 [ -x "$DWLEAK" ] && all+=(dwleak dwleak_nowalk dwleak_fp dwleak_sample) || notes+=("dwleak not measured: $DWLEAK is missing (make)")
+if [ -x "$DWLEAK" ] && PRELOAD_LIB=$("$DWLEAK" preload 2> "$tmp/preload.err"); then
+	all+=(preload_idle preload_sample preload_exact)
+else
+	notes+=("the preload library not measured: $(cat "$tmp/preload.err" 2> /dev/null)")
+fi
 command -v bpftrace > /dev/null && all+=(bpftrace_ustack)
 ensure_tool heaptrack heaptrack && all+=(heaptrack) || notes+=("heaptrack not measured: not installed and apt-get install heaptrack failed")
 ensure_tool valgrind valgrind && all+=(bare_small valgrind) || notes+=("valgrind not measured: not installed and apt-get install valgrind failed")
@@ -117,13 +125,19 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog" > "$out" 2>&1 ;;
 		[ -n "$pre" ] || { echo "fail fail"; return; }
 		$W $pre $prog > "$out" 2>&1 ;;
 	dwleak)
-		$W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+		$W "$DWLEAK" --no-preload -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_nowalk)
-		DWLEAK_BENCH_NO_WALK=1 $W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+		DWLEAK_BENCH_NO_WALK=1 $W "$DWLEAK" --no-preload -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_fp)
-		$W "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+		$W "$DWLEAK" --no-preload --unwind fp -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	dwleak_sample)
+		$W "$DWLEAK" --no-preload --sample-bytes 524288 -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+	preload_idle)
+		LD_PRELOAD=$PRELOAD_LIB $W $prog > "$out" 2>&1 ;;
+	preload_sample)
 		$W "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+	preload_exact)
+		$W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	bpftrace_ustack)
 		$W bpftrace -e "
 uprobe:$LIBC:malloc /pid == cpid/ { @[ustack] = count(); }
@@ -179,7 +193,10 @@ names = {"bare": "bare", "bare_small": "bare, reduced size (valgrind's baseline)
          "floor": "uprobe floor: malloc entry + return, free entry; empty programs (bpftrace)",
          "own_floor": "own floor: every probe dwleak places, attached as dwleak does, empty programs (uprobe_floor)",
          "exact_min": "exact-accounting minimum at the same probes: thread state, one 8-byte stack read, two records (uprobe_floor min)",
-         "dwleak": "dwleak (`--unwind dwarf`, default)", "dwleak_fp": "dwleak `--unwind fp`",
+         "dwleak": "dwleak, uprobe path (`--no-preload`; `--unwind dwarf`, default)", "dwleak_fp": "dwleak `--unwind fp`",
+         "preload_idle": "preload library idle (`LD_PRELOAD=$(dwleak preload)`, no dwleak)",
+         "preload_sample": "dwleak at the preload sites, `--sample-bytes 524288`",
+         "preload_exact": "dwleak at the preload sites, exact",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`)",
          "dwleak_sample": "dwleak `--sample-bytes 524288`", "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
          "heaptrack": "heaptrack (launch mode)", "valgrind": "valgrind memcheck, reduced size"}
@@ -220,6 +237,20 @@ for wl in dict.fromkeys(k[0] for k in order):
         if mn:
             line += f"; the exact-accounting minimum x{mn[0] / b[0]:.2f}"
         print(line)
+    i, sm, ex = g("preload_idle"), g("preload_sample"), g("preload_exact")
+    parts = []
+    if i and b:
+        parts.append(f"library idle x{i[0] / b[0]:.3f}")
+    if sm and b:
+        parts.append(f"sampled at the sites x{sm[0] / b[0]:.3f} (wall; goal <= 1.03: {'met' if sm[0] / b[0] <= 1.03 else 'NOT met'}; "
+                     f"program x{sm[1] / b[1]:.3f})")
+    if ex and b and h:
+        parts.append(f"exact at the sites x{ex[0] / b[0]:.2f} vs heaptrack x{h[0] / b[0]:.2f} (goal: no slower: "
+                     f"{'met' if ex[0] <= h[0] else 'NOT met'})")
+    if ex and d:
+        parts.append(f"exact / uprobe path {ex[0] / d[0]:.2f}")
+    if parts:
+        print(f"- {wl}, preload library (issue 16): " + "; ".join(parts))
 EOF
 	for n in "${notes[@]}"; do
 		echo "- note: $n"

@@ -17,7 +17,16 @@
 #                      per allocation and per free): a lower bound for
 #                      dwleak's programs (and the same as one uprobe
 #                      session, the size kept in the session cookie)
-#   dwleak             dwleak -- malloc_bench (DWARF walk in BPF, the default)
+#   dwleak             dwleak --no-preload -- malloc_bench: the uprobe path
+#                      (DWARF walk in BPF, the default walk); every dwleak
+#                      row below but the preload ones is that path too
+#   preload, idle      malloc_bench with LD_PRELOAD=$(dwleak preload) and no
+#                      dwleak: what the library costs while nobody listens
+#   preload, sampled   dwleak --sample-bytes 524288 -- malloc_bench (which
+#                      preloads the library): it samples in the process,
+#                      and only sampled calls enter the kernel
+#   preload, exact     dwleak -- malloc_bench: every call fires its site,
+#                      entered by the uprobe system call (Linux 6.18), no trap
 #   dwleak, sessions   DWLEAK_UPROBE_SESSION=1: one session program for
 #                      entry and return, as dwleak does with --sample-bytes
 #   dwleak, no walk    DWLEAK_BENCH_NO_WALK=1: the same programs, stack read
@@ -101,6 +110,11 @@ else
 fi
 if [ -x "$DWLEAK" ]; then
 	all+=(dwleak dwleak_session dwleak_nowalk dwleak_fp dwleak_sample dwleak_sample_nosession)
+	if PRELOAD_LIB=$("$DWLEAK" preload 2> "$tmp/preload.err"); then
+		all+=(preload_idle preload_sample preload_exact)
+	else
+		notes+=("the preload library not measured: $(cat "$tmp/preload.err")")
+	fi
 else
 	notes+=("dwleak not measured: $DWLEAK is missing (make)")
 fi
@@ -141,18 +155,24 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 	exact_min_session)
 		timeout -k 5 300 $EXACT_MIN_SESSION $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak)
-		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		timeout -k 5 300 "$DWLEAK" --no-preload -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_session)
-		DWLEAK_UPROBE_SESSION=1 timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		DWLEAK_UPROBE_SESSION=1 timeout -k 5 300 "$DWLEAK" --no-preload -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_nowalk)
-		DWLEAK_BENCH_NO_WALK=1 timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		DWLEAK_BENCH_NO_WALK=1 timeout -k 5 300 "$DWLEAK" --no-preload -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_fp)
-		timeout -k 5 300 "$DWLEAK" --unwind fp -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		timeout -k 5 300 "$DWLEAK" --no-preload --unwind fp -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_sample)
-		timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		timeout -k 5 300 "$DWLEAK" --no-preload --sample-bytes 524288 -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	dwleak_sample_nosession)
-		DWLEAK_UPROBE_SESSION=0 timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- \
+		DWLEAK_UPROBE_SESSION=0 timeout -k 5 300 "$DWLEAK" --no-preload --sample-bytes 524288 -o "$tmp/report.txt" -- \
 			$prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	preload_idle)
+		LD_PRELOAD=$PRELOAD_LIB $prog --pairs "$PAIRS" > "$out" 2>&1 ;;
+	preload_sample)
+		timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 -o "$tmp/report.txt" -- $prog --pairs "$PAIRS" > "$out" 2>&1 ;;
+	preload_exact)
+		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	bpftrace_ustack)
 		timeout -k 5 300 bpftrace -e "
 uprobe:$LIBC:malloc /pid == cpid/ { @[ustack] = count(); }
@@ -214,7 +234,10 @@ names = {"bare": "bare",
          "own_floor": "own floor: dwleak's own probe sites and links, empty programs (uprobe_floor)",
          "exact_min": "exact-accounting minimum at the same probes: thread state, one 8-byte stack read, two records (uprobe_floor min)",
          "exact_min_session": "the same minimum as a uprobe session, the size in the session cookie (uprobe_floor min-session)",
-         "dwleak": "dwleak (`--unwind dwarf`, default)",
+         "dwleak": "dwleak, uprobe path (`--no-preload`; `--unwind dwarf`, default)",
+         "preload_idle": "preload library idle (`LD_PRELOAD=$(dwleak preload)`, no dwleak)",
+         "preload_sample": "dwleak at the preload sites, `--sample-bytes 524288` (sampled in the process)",
+         "preload_exact": "dwleak at the preload sites, exact (every call enters the kernel by the uprobe syscall)",
          "dwleak_session": "dwleak with uprobe sessions (`DWLEAK_UPROBE_SESSION=1`; the default only with `--sample-bytes`)",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`: stack read and bookkeeping only)",
          "dwleak_fp": "dwleak `--unwind fp`",
@@ -274,6 +297,23 @@ for th in sorted({k[0] for k in med}):
         parts.append(f"sampled / floor = {s / e:.2f} (goal <= 0.7: {'met' if s / e <= 0.7 else 'NOT met'})")
     if fp and d:
         parts.append(f"dwleak fp / dwarf = {fp / d:.2f}")
+    if parts:
+        print(f"- {th} thread(s): " + "; ".join(parts))
+print()
+print("Issue 16's goals (the preload library; x bare per pair, exact against dwleak's uprobe path):")
+print()
+for th in sorted({k[0] for k in med}):
+    g = lambda t: med.get((th, t))
+    bare, idle, smp, ex, d, h = g("bare"), g("preload_idle"), g("preload_sample"), g("preload_exact"), g("dwleak"), g("heaptrack")
+    parts = []
+    if idle and bare:
+        parts.append(f"idle / bare = {idle / bare:.2f} (goal <= 2: {'met' if idle / bare <= 2 else 'NOT met'})")
+    if smp and bare:
+        parts.append(f"sampled / bare = {smp / bare:.2f} (goal <= 3: {'met' if smp / bare <= 3 else 'NOT met'})")
+    if ex and d:
+        parts.append(f"exact / uprobe path = {ex / d:.2f} (goal <= 0.6: {'met' if ex / d <= 0.6 else 'NOT met'})")
+    if ex and h:
+        parts.append(f"exact / heaptrack = {ex / h:.2f}")
     if parts:
         print(f"- {th} thread(s): " + "; ".join(parts))
 EOF

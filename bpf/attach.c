@@ -42,6 +42,12 @@ _Static_assert(sizeof(struct link_create_uprobe_multi) == 64, "link_create layou
 int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, size_t n, bool ret, pid_t pid)
 {
+	return attach_link_multi_ref(prog_fd, attach_type, path, offs, NULL, cookies, n, ret, pid);
+}
+
+int attach_link_multi_ref(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+			  const uint64_t *ref_ctr_offs, const uint64_t *cookies, size_t n, bool ret, pid_t pid)
+{
 	struct link_create_uprobe_multi attr;
 	int fd;
 
@@ -50,6 +56,7 @@ int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const
 	attr.attach_type = attach_type;
 	attr.path = (uint64_t)(uintptr_t)path;
 	attr.offsets = (uint64_t)(uintptr_t)offs;
+	attr.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctr_offs;
 	attr.cookies = (uint64_t)(uintptr_t)cookies;
 	attr.cnt = (uint32_t)n;
 	attr.multi_flags = ret ? BPF_F_UPROBE_MULTI_RETURN_FLAG : 0;
@@ -70,6 +77,22 @@ static uint64_t self_symbol_off(const char *name)
 	elf_symbols_find(fd, &sym, 1);
 	close(fd);
 	return sym.found ? sym.file_off : 0;
+}
+
+static int keep_fd(struct attach_set *set, int fd);
+
+/* Closes a feature probe's link in the background: closing a uprobe link
+ * waits for RCU grace periods (40-60 ms here), and two probes made every
+ * dwleak start that much later (a tenth of a second for a 2 s python
+ * run); probes_close waits for it (attach_close_wait) like for any link. */
+static void probe_link_close(int link)
+{
+	struct attach_set set = { .multi = true };
+
+	if (keep_fd(&set, link))
+		return; /* closed */
+	attach_close_async(&set);
+	free(set.fds);
 }
 
 /* Loads a program that returns 0 for ATTACH_TYPE and links it to this
@@ -93,7 +116,7 @@ static bool attach_type_works(uint32_t attach_type)
 	close(prog);
 	if (link < 0)
 		return false;
-	close(link);
+	probe_link_close(link);
 	return true;
 }
 
@@ -172,7 +195,7 @@ bool attach_multi_per_process(void)
 		if (!pthread_create(&t, NULL, probe_thread, NULL))
 			pthread_join(t, NULL);
 		bpf_map_lookup_elem(map, &key, &runs);
-		close(link);
+		probe_link_close(link);
 	}
 	if (prog >= 0)
 		close(prog);
@@ -260,6 +283,33 @@ fail:
 	while (set->nlinks > first)
 		bpf_link__destroy(set->links[--set->nlinks]);
 	return err;
+}
+
+int attach_usdt(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid, uint64_t off,
+		uint64_t ref_ctr_off, uint64_t cookie)
+{
+	struct bpf_link *l;
+	int fd;
+
+	if (set->multi) {
+		fd = attach_link_multi_ref(bpf_program__fd(prog), DWLEAK_ATTACH_UPROBE_MULTI, path, &off,
+					   ref_ctr_off ? &ref_ctr_off : NULL, &cookie, 1, false, pid);
+		return fd < 0 ? fd : keep_fd(set, fd);
+	}
+	{
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = (size_t)ref_ctr_off, .bpf_cookie = cookie);
+
+		l = bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
+	}
+	return l ? keep_link(set, l) : -errno;
+}
+
+void attach_truncate(struct attach_set *set, size_t nfds, size_t nlinks)
+{
+	while (set->nfds > nfds)
+		close(set->fds[--set->nfds]);
+	while (set->nlinks > nlinks)
+		bpf_link__destroy(set->links[--set->nlinks]);
 }
 
 static void *close_fd(void *arg)

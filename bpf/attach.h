@@ -73,6 +73,24 @@ int attach_uprobes(struct attach_set *set, struct bpf_program *prog, const char 
 int attach_link_multi(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, size_t n, bool ret, pid_t pid);
 
+/* attach_link_multi with a USDT semaphore per offset: REF_CTR_OFFS[i]
+ * (may be NULL) is the file offset of the 2-byte counter the kernel
+ * increments in the process while OFFS[i] is probed (the uprobe's
+ * ref_ctr_offset; 0 = none). */
+int attach_link_multi_ref(int prog_fd, uint32_t attach_type, const char *path, const uint64_t *offs,
+			  const uint64_t *ref_ctr_offs, const uint64_t *cookies, size_t n, bool ret, pid_t pid);
+
+/* Attaches entry program PROG to the USDT site at file offset OFF of
+ * PATH, for process PID only, with its semaphore at file offset
+ * REF_CTR_OFF (0 = none) and attach cookie COOKIE.  Returns 0 or a
+ * negative errno. */
+int attach_usdt(struct attach_set *set, struct bpf_program *prog, const char *path, pid_t pid, uint64_t off,
+		uint64_t ref_ctr_off, uint64_t cookie);
+
+/* Detaches what was attached to SET after it held NFDS fds and NLINKS
+ * links (undoes a partial attach). */
+void attach_truncate(struct attach_set *set, size_t nfds, size_t nlinks);
+
 /* Detaches everything; SET can be reused. */
 void attach_close(struct attach_set *set);
 

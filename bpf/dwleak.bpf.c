@@ -56,6 +56,7 @@ volatile __u32 rule_gen = 0;
 #include "mmap.bpf.h"	   /* --mmap: the memory syscalls */
 #include "linker.bpf.h"	   /* the dynamic linker's hook */
 #include "exit.bpf.h"	   /* exit(): the leak check's moment */
+#include "usdt.bpf.h"	   /* the preload library's sites */
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_exit, __u64 ret)
@@ -104,6 +105,20 @@ int BPF_KPROBE(free_enter, __u64 ptr)
 	count(CNT_FREE_CALLS);
 	emit_free(AEV_FREE, DWLEAK_COOKIE_TGID(cookie), ptr);
 	return 0;
+}
+
+/* The preload library's sites (bpf/abi/preload.h), uprobes on 5-byte
+ * NOPs that Linux 6.18+ enters by a system call, not a trap. */
+SEC("uprobe")
+int BPF_KPROBE(preload_alloc)
+{
+	return site_alloc(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(preload_free, __u64 ptr, __u64 how)
+{
+	return site_free(ctx, ptr, how);
 }
 
 /* _dl_debug_state: the dynamic linker (un)mapped objects. */

@@ -19,6 +19,7 @@
 #include "allocator.h"
 #include "attach.h"
 #include "dwleak.skel.h"
+#include "preload_sites.h"
 #include "probes.h"
 #include "unwinder.h"
 
@@ -173,7 +174,12 @@ static int settings_apply(struct probes *p)
 		attach_prepare(&multi, s->progs.free_enter);
 		attach_prepare(&multi, s->progs.dl_state);
 		attach_prepare(&multi, s->progs.exit_enter);
+		attach_prepare(&multi, s->progs.preload_alloc);
+		attach_prepare(&multi, s->progs.preload_free);
 	}
+	/* the preload library's sites, unless --no-preload */
+	bpf_program__set_autoload(s->progs.preload_alloc, p->set.preload);
+	bpf_program__set_autoload(s->progs.preload_free, p->set.preload);
 	/* the syscall tracepoints are loaded (and verified) only for --mmap */
 	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap);
 	bpf_program__set_autoload(s->progs.mmap_exit, p->set.mmap);
@@ -368,6 +374,23 @@ int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct al
 		}
 	}
 	return 0;
+}
+
+int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s)
+{
+	uint64_t cookie = DWLEAK_COOKIE(ALLOC_MALLOC, 0, (uint32_t)pp->pid);
+	size_t nfds = pp->links.nfds, nlinks = pp->links.nlinks;
+	int err;
+
+	if (!p->set.preload)
+		return -EOPNOTSUPP;
+	err = attach_usdt(&pp->links, p->skel->progs.preload_free, s->path, pp->pid, s->free_off, s->free_sem_off,
+			  cookie);
+	err = err ?: attach_usdt(&pp->links, p->skel->progs.preload_alloc, s->path, pp->pid, s->alloc_off,
+				 s->alloc_sem_off, cookie);
+	if (err)
+		attach_truncate(&pp->links, nfds, nlinks);
+	return err;
 }
 
 void probes_proc_detach(struct probes *p, struct probes_proc *pp)

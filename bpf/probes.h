@@ -18,6 +18,7 @@
 #include "preempt.h"
 
 struct allocator;
+struct preload_sites;
 struct unwinder_maps;
 
 /* How the programs are set up; fixed at load.  The processes they trace
@@ -32,6 +33,7 @@ struct probes_settings {
 	int guard;		/* enum preempt_guard to force; -1: from the kernel's
 				 * preemption model */
 	bool no_walk;		/* bench/: everything but the walk (no stacks) */
+	bool preload;		/* the preload library's site programs are loaded too */
 };
 
 /* What the programs report, delivered from probes_poll and probes_drain.
@@ -131,6 +133,16 @@ int probes_proc_attach_linker(struct probes *p, struct probes_proc *pp, const st
  */
 int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct allocator *a, char *what,
 		       size_t len);
+
+/*
+ * Attaches to the preload library's two sites S in PP's process (the
+ * free site first: a block seen allocated is then seen freed), with their
+ * semaphores, which turn the library's sites on; the caller wrote its
+ * control block first (preload_control_write).  The programs must have
+ * been loaded with settings.preload.  Returns 0 or a negative errno
+ * (nothing attached by this call is left).
+ */
+int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s);
 
 /* Removes PP's probes (in the background: see attach_close_async); its
  * procs entry stays (an exec keeps the process). */

@@ -7,6 +7,7 @@
 
 #include "build.h"
 #include "compare.h"
+#include "preload.h"
 #include "probes.h"
 
 void growth_free(struct growth *g)
@@ -72,6 +73,21 @@ void build_free(struct built *b)
 #define END_WALKER_BUSY (-2) /* DWLEAK_STACK_WALKER_BUSY */
 #define END_NOT_WALKED (-3)  /* DWLEAK_STACK_NOT_WALKED */
 
+/*
+ * Frames in dwleak's preload library (libdwleak-preload.so) are left out:
+ * a walk from its sites starts in its caller's frame already, but a walk
+ * from a uprobe on the allocator behind it (dwleak --no-preload, or -p on
+ * a process the sites cannot serve) passes through its wrapper, and a
+ * report must read the same either way.
+ */
+static bool preload_frame(const struct report_frame *f)
+{
+	const char *b = f->module ? strrchr(f->module, '/') : NULL;
+
+	b = b ? b + 1 : f->module;
+	return b && !strncmp(b, DWLEAK_PRELOAD_NAME, strlen(DWLEAK_PRELOAD_NAME));
+}
+
 /* Appends the named frames of stack ID; its walk's end (or one of the
  * END_* above) in *END. */
 static int frames_of(const struct stack_source *src, struct built *b, uint64_t id, int *end)
@@ -86,10 +102,14 @@ static int frames_of(const struct stack_source *src, struct built *b, uint64_t i
 	if (*end != END_NOT_STORED || src->walk(src->ctx, id, &st))
 		return 0;
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
+		size_t before = b->arena.nframes;
+
 		err = src->name(src->ctx, &b->arena, st.pcs[i] & ~DWLEAK_FRAME_EXACT,
 				i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT));
 		if (err)
 			return err;
+		if (b->arena.nframes > before && preload_frame(&b->arena.frames[before]))
+			b->arena.nframes = before;
 	}
 	*end = st.end;
 	return 0;

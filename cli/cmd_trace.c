@@ -30,6 +30,7 @@ enum trace_opt_key {
 	OPT_FOLLOW_FORKS,
 	OPT_NO_FOLLOW_FORKS,
 	OPT_LEAK_CHECK,
+	OPT_NO_PRELOAD,
 };
 
 static const struct option trace_options[] = {
@@ -53,6 +54,7 @@ static const struct option trace_options[] = {
 	{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
+	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -62,6 +64,7 @@ static const char trace_usage[] =
 	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
 	"       dwleak symbolize [--debug-dir DIR] REPORT.json\n"
 	"                                          name a JSON report's frames from debug files\n"
+	"       dwleak preload                     print the path of the preload library\n"
 	"\n"
 	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
 	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
@@ -99,6 +102,11 @@ static const char trace_usage[] =
 	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
 	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
 	"      --stats              also print the walker's counters (why walks stopped)\n"
+	"      --no-preload         -- CMD: do not preload libdwleak-preload.so; trace every\n"
+	"                           process with uprobes on its allocator.  By default CMD\n"
+	"                           runs with it, and a process that has it (also with -p)\n"
+	"                           is traced at its probe sites: no trap per call, and with\n"
+	"                           --sample-bytes the library samples in the process\n"
 	"  -h, --help               show this help\n"
 	"      --version            show the version\n"
 	"\n"
@@ -110,6 +118,8 @@ static const char trace_usage[] =
 	"                                          CI: fail on lost memory only, in\n"
 	"                                          every process the tests start\n"
 	"  dwleak --leak-check -p 1234 -i 600       a verdict every 10 minutes, live\n"
+	"  LD_PRELOAD=$(dwleak preload) ./server &  dwleak -p $!   a service started with the\n"
+	"                                          library, traced at its sites when needed\n"
 	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
 	"\n"
 	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
@@ -212,6 +222,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 	case OPT_LEAK_CHECK:
 		env->leak_check = true;
 		return 0;
+	case OPT_NO_PRELOAD:
+		env->no_preload = true;
+		return 0;
 	case OPT_FOLLOW_FORKS:
 	case OPT_NO_FOLLOW_FORKS:
 		env->follow_forks = c == OPT_FOLLOW_FORKS;
@@ -278,6 +291,14 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 	if (env->cmd && !env->output && report_format_is_structured(env->format)) {
 		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and the command's own output "
 				"would mix into it on stdout: give -o FILE\n", report_format_name(env->format));
+		return EXIT_USAGE;
+	}
+	/* a sampled block may be reachable only through blocks never sampled,
+	 * which the check cannot tell from allocator free space */
+	if (env->leak_check && env->sample_bytes) {
+		fprintf(stderr, "dwleak: --leak-check classifies every block, and --sample-bytes tracks only a "
+				"sample of them (a sampled block may be reachable only through blocks dwleak never "
+				"saw): drop one of the two\n");
 		return EXIT_USAGE;
 	}
 	if (!env->pid == !env->cmd)

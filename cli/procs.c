@@ -60,6 +60,7 @@ void procs_free(struct procs *ps)
 
 		proc_objects_free(&p->objs);
 		allocator_free(&p->alloc);
+		preload_sites_free(&p->sites);
 		ledger_free(&p->ledger);
 		free(p->command);
 		free(p->not_followed);

@@ -15,6 +15,7 @@
 #include "leak_scan.h"
 #include "ledger.h"
 #include "objects.h"
+#include "preload_sites.h"
 #include "probes.h"
 
 struct proc {
@@ -24,6 +25,8 @@ struct proc {
 	struct proc_objects objs; /* its objects in lookup order, its dynamic linker */
 	struct allocator alloc;	  /* valid when probed */
 	bool probed;		  /* its allocator probes are attached */
+	bool preload;		  /* ... as the preload library's sites (SITES) */
+	struct preload_sites sites;
 	bool awaiting_linker;	  /* exec'd a dynamic program: probed when the linker
 				   * stops it with every initial object mapped */
 	bool vfork_child;	  /* shares its parent's memory until it execs */

@@ -27,6 +27,7 @@
 #include "output.h"
 #include "stats.h"
 #include "trace_names.h"
+#include "trace_preload.h"
 #include "trace_procs.h"
 #include "trace_target.h"
 #include "tracer.h"
@@ -162,6 +163,7 @@ static int probes_setup(struct tracer *tr)
 		.session = env->uprobe_session,
 		.guard = env->preempt_guard,
 		.no_walk = env->bench_no_walk,
+		.preload = !env->no_preload,
 	};
 	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed, on_exiting };
 	struct unwinder_maps maps;
@@ -203,7 +205,13 @@ static int target_start(struct tracer *tr)
 								"/proc/PID/status)" : "");
 		return err ?: proc_attach_running(tr, (pid_t)env->pid);
 	}
-	err = trace_command_check(env) ?: target_spawn(&tr->tgt, env->cmd);
+	err = trace_command_check(env);
+	if (!err) {
+		char **envp = trace_preload_environ(env); /* LD_PRELOAD: the library first */
+
+		err = target_spawn(&tr->tgt, env->cmd, envp);
+		trace_preload_environ_free(envp);
+	}
 	if (err)
 		return err;
 	if (!procs_add(&tr->procs, tr->tgt.pid, 0))
@@ -620,6 +628,7 @@ int trace_run(const struct env *env)
 	exit_status_say(&tr);
 
 	/* phase: final report */
+	trace_preload_say(&tr);
 	err = report_now(&tr, out.f, true);
 	if (err >= 0)
 		werr = output_commit(&out);

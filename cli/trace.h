@@ -33,6 +33,8 @@ struct env {
 	char **cmd;		  /* after --: command to start; NULL with -p */
 	bool follow_forks;	  /* trace every process it forks or execs: default with
 				   * -- CMD (--no-follow-forks: not); --follow-forks with -p */
+	bool no_preload;	  /* --no-preload: -- CMD runs without the preload library,
+				   * and no process is traced at its sites (uprobes only) */
 	/* environment knobs for tests and bench/ */
 	int uprobe_session;	  /* DWLEAK_UPROBE_SESSION: 1 or 0 forces; -1 = choose */
 	int preempt_guard;	  /* DWLEAK_PREEMPT_GUARD: enum preempt_guard; -1 = choose */

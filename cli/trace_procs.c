@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elf_symbols.h"
+#include "trace_preload.h"
 #include "trace_procs.h"
 #include "trace_target.h"
 
@@ -65,15 +66,16 @@ static void announce(struct tracer *tr, const struct proc *p)
 
 	if (tr->announced && tr->first_alloc && p->alloc.description &&
 	    strcmp(tr->first_alloc, p->alloc.description))
-		fprintf(stderr, "dwleak: pid %d (%s) allocates with %s\n", p->pid, p->command, p->alloc.description);
+		fprintf(stderr, "dwleak: pid %d (%s) allocates with %s%s\n", p->pid, p->command,
+			p->preload ? "preload, " : "", p->alloc.description);
 	if (tr->announced)
 		return;
 	tr->announced = true;
 	tr->first_alloc = p->alloc.description ? strdup(p->alloc.description) : NULL;
 	tr->t_traced = tracer_now_s();
 	unwinder_stats(tr->uw, &us);
-	fprintf(stderr, "dwleak: tracing pid %d (%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n", p->pid,
-		p->alloc.description, us.loaded, (tr->t_traced - tr->t_start) * 1e3);
+	fprintf(stderr, "dwleak: tracing pid %d (%s%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n", p->pid,
+		p->preload ? "preload, " : "", p->alloc.description, us.loaded, (tr->t_traced - tr->t_start) * 1e3);
 }
 
 /* Says which allocator functions P calls that are not probed. */
@@ -147,7 +149,11 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 	if (err)
 		fprintf(stderr, "dwleak: warning: loading unwind tables for pid %d failed: %s\n", p->pid,
 			strerror(-err));
-	err = probes_proc_attach(tr->probes, &p->pp, &p->alloc, what, sizeof(what));
+	/* at the preload library's sites when it can, else uprobes */
+	err = trace_preload_attach(tr, p);
+	if (err < 0)
+		return err;
+	err = err ? probes_proc_attach(tr->probes, &p->pp, &p->alloc, what, sizeof(what)) : 0;
 	if (err) {
 		not_followed(tr, p, "cannot attach %s: %s", what, strerror(-err));
 		return err;
@@ -213,6 +219,7 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 	ledger_free(&p->ledger);
 	memset(&p->ledger, 0, sizeof(p->ledger));
 	allocator_free(&p->alloc);
+	trace_preload_forget(p);
 	p->probed = false;
 	p->vfork_child = false;
 	free(p->command);
@@ -280,7 +287,10 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	probes_proc_attach_linker(tr->probes, &c->pp, &c->objs.dl);
 	c->awaiting_linker = pp->awaiting_linker;
 	if (pp->probed) {
-		err = probes_proc_attach(tr->probes, &c->pp, &c->alloc, what, sizeof(what));
+		err = trace_preload_fork(tr, pp, c);
+		if (err < 0)
+			return err;
+		err = err ? probes_proc_attach(tr->probes, &c->pp, &c->alloc, what, sizeof(what)) : 0;
 		if (err) {
 			not_followed(tr, c, "cannot attach %s: %s", what, strerror(-err));
 			return 0;

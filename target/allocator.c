@@ -11,6 +11,7 @@
 
 #include "allocator.h"
 #include "elf_symbols.h"
+#include "preload.h"
 #include "probe_site.h"
 
 #define KIND_NAME(e, name, frees) [e] = name,
@@ -175,6 +176,21 @@ static const struct func_table tables[] = {
 	{ "", cxx_funcs, N(cxx_funcs) },
 };
 
+bool allocator_name_known(const char *sym)
+{
+	size_t t, k, len;
+
+	for (t = 0; t < N(tables); t++) {
+		len = strlen(tables[t].prefix);
+		if (strncmp(sym, tables[t].prefix, len))
+			continue;
+		for (k = 0; k < tables[t].n; k++)
+			if (!strcmp(sym + len, tables[t].funcs[k].name))
+				return true;
+	}
+	return false;
+}
+
 /* One name looked up: its table entry, and where the dynamic linker binds it. */
 struct wanted {
 	char *sym;		    /* prefix + name */
@@ -253,6 +269,16 @@ static int object_bind(struct detect *d, struct elf_sym_want *want, size_t i, bo
 	return 0;
 }
 
+/* dwleak's preload library forwards every call to the definition after
+ * it: the allocator is what it forwards to, so it binds nothing here (its
+ * frames are hidden in reports; its sites are probes of their own). */
+static bool preload_library(const char *name)
+{
+	const char *b = strrchr(name, '/');
+
+	return !strncmp(b ? b + 1 : name, DWLEAK_PRELOAD_NAME, strlen(DWLEAK_PRELOAD_NAME));
+}
+
 /* Binds every wanted name as the dynamic linker does: the first object
  * exporting it (.dynsym); a name nothing exports, to the executable's own
  * definition (a static program has only .symtab). */
@@ -264,7 +290,8 @@ static int wanted_bind(struct detect *d)
 	if (!want)
 		return -ENOMEM;
 	for (i = 0; i < d->n; i++)
-		object_bind(d, want, i, true); /* an object that cannot be read binds nothing */
+		if (!preload_library(d->names[i]))
+			object_bind(d, want, i, true); /* an object that cannot be read binds nothing */
 	if (d->n)
 		object_bind(d, want, 0, false);
 	free(want);

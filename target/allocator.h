@@ -70,6 +70,10 @@ bool alloc_kind_frees(uint32_t kind);
 int allocator_detect(char *const *paths, char *const *names, size_t n, size_t npreload,
 		     struct allocator *a);
 
+/* True when SYM is one of the allocator functions dwleak knows (with
+ * the prefixes it looks for: je_, _rjem_; tc_*, mi_*, C++ operators). */
+bool allocator_name_known(const char *sym);
+
 /* A deep copy of SRC into *DST (a forked child uses its parent's).
  * Returns 0 or -ENOMEM (DST then empty). */
 int allocator_copy(struct allocator *dst, const struct allocator *src);

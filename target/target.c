@@ -113,7 +113,7 @@ static char *join_argv(char **argv)
 	return s;
 }
 
-int target_spawn(struct target *t, char **argv)
+int target_spawn(struct target *t, char **argv, char **envp)
 {
 	sigset_t none;
 	int pfd[2];
@@ -144,7 +144,10 @@ int target_spawn(struct target *t, char **argv)
 		/* wait for the probes; EOF without a byte means dwleak gave up */
 		if (read(pfd[0], &c, 1) != 1)
 			_exit(127);
-		execvp(argv[0], argv);
+		if (envp)
+			execvpe(argv[0], argv, envp);
+		else
+			execvp(argv[0], argv);
 		fprintf(stderr, "dwleak: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}

@@ -20,9 +20,10 @@ struct target {
  * *WHY. */
 int target_check_pid(pid_t pid, const char **why);
 
-/* Forks ARGV[0] held before execve; target_release() lets it run.
- * Returns 0 or a negative errno. */
-int target_spawn(struct target *t, char **argv);
+/* Forks ARGV[0] held before execve, to run in environment ENVP (NULL:
+ * this process's); target_release() lets it run.  Returns 0 or a
+ * negative errno. */
+int target_spawn(struct target *t, char **argv, char **envp);
 int target_release(struct target *t);
 
 /* The command line of PID from /proc (arguments joined by spaces),

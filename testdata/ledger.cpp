@@ -10,6 +10,8 @@
 //   --ledger FILE   where to write the ledger (default: stdout)
 //   --ops N         operations per thread (default 2000)
 //   --threads T     threads (default 4); thread i uses seed 1234 + i
+//   --go-file PATH  wait until PATH exists before starting (dwleak -p
+//                   attaches meanwhile)
 //
 // Allocator semantics that differ are handled by what the call returns:
 //   malloc(0) returns a unique pointer under glibc, tcmalloc and jemalloc;
@@ -21,7 +23,9 @@
 // The allocator in use (which object defines malloc, via dladdr) is written
 // to the ledger as "allocator" for the record.
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
+#include <unistd.h>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -279,29 +283,53 @@ static const char *const SITES[] = {
     "site_new_aligned_a",
 };
 
+// The first object in lookup order (dl_iterate_phdr's order) that defines
+// malloc itself, passing over dwleak's preload library, which only
+// forwards each call to the next definition: the allocator that serves.
+static int first_malloc(struct dl_phdr_info *info, size_t, void *arg) {
+    std::string *out = static_cast<std::string *>(arg);
+    const char *name = info->dlpi_name;
+    if (!out->empty() || !name || !*name || std::strstr(name, "libdwleak-preload"))
+        return 0;
+    void *h = dlopen(name, RTLD_NOLOAD | RTLD_LAZY);
+    void *m = h ? dlsym(h, "malloc") : nullptr;
+    Dl_info at;
+    if (m && dladdr(m, &at) && at.dli_fname && !std::strcmp(at.dli_fname, name))
+        *out = name;
+    if (h)
+        dlclose(h);
+    return 0;
+}
+
 // Which object defines the malloc this program calls.
 static std::string allocator_name() {
     Dl_info info;
     void *m = dlsym(RTLD_DEFAULT, "malloc");
     if (!m || !dladdr(m, &info) || !info.dli_fname)
         return "unknown";
-    const char *f = info.dli_fname;
-    if (std::strstr(f, "tcmalloc"))
+    std::string f = info.dli_fname;
+    if (f.find("libdwleak-preload") != std::string::npos) {
+        f.clear();
+        dl_iterate_phdr(first_malloc, &f);
+    }
+    if (f.find("tcmalloc") != std::string::npos)
         return "tcmalloc";
-    if (std::strstr(f, "jemalloc"))
+    if (f.find("jemalloc") != std::string::npos)
         return "jemalloc";
-    if (std::strstr(f, "libc.so"))
+    if (f.find("mimalloc") != std::string::npos)
+        return "mimalloc";
+    if (f.find("libc.so") != std::string::npos)
         return "glibc";
-    return f;
+    return f.empty() ? "unknown" : f;
 }
 
 static int usage(const char *prog) {
-    std::fprintf(stderr, "usage: %s [--ledger FILE] [--ops N] [--threads T]\n", prog);
+    std::fprintf(stderr, "usage: %s [--ledger FILE] [--ops N] [--threads T] [--go-file PATH]\n", prog);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *out = nullptr;
+    const char *out = nullptr, *go = nullptr;
     long ops = 2000, nthreads = 4;
     for (int i = 1; i < argc; i++) {
         if (i + 1 == argc)
@@ -312,11 +340,15 @@ int main(int argc, char **argv) {
             ops = std::strtol(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--threads"))
             nthreads = std::strtol(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--go-file"))
+            go = argv[++i];
         else
             return usage(argv[0]);
     }
     if (ops < 0 || nthreads < 1 || nthreads > 64)
         return usage(argv[0]);
+    while (go && access(go, F_OK))
+        usleep(10000);
 
     std::vector<Thread> ts(nthreads);
     for (long i = 0; i < nthreads; i++) {

@@ -3,7 +3,8 @@
 # so the scripts cannot rot between benchmark runs: one repetition, one
 # thread, few pairs, the tools that need nothing installed (bare, the own
 # floor, the exact-accounting minimum, dwleak with and without the walk,
-# with sessions, sampled).  Checks that every
+# with sessions, sampled; the preload library idle, sampled and exact).
+# Checks that every
 # row has a number and that the goals line computes its ratios; it checks
 # no timing (timings belong to `make bench`, in ratios of one batch).
 # shellcheck source=tests/lib_trace.sh
@@ -13,7 +14,7 @@ T=$LT_TMP
 PLAIN=${DWLEAK_PLAIN:-$ROOT/dwleak}
 [ -x "$PLAIN" ] || { echo "FAIL: $PLAIN is missing (make)"; exit 1; }
 
-TOOLS="bare own_floor exact_min dwleak dwleak_session dwleak_nowalk dwleak_sample"
+TOOLS="bare own_floor exact_min dwleak dwleak_session dwleak_nowalk dwleak_sample preload_idle preload_sample preload_exact"
 BENCH_NO_INSTALL=1 TOOLS=$TOOLS REPS=1 THREADS=1 TRACED_PAIRS=5000 PAIRS=200000 PRELOAD_PAIRS=5000 \
 	ROOT=$ROOT BUILD=$BUILD DWLEAK=$PLAIN MALLOC_BENCH=$BUILD/bench/malloc_bench OUT=$T/micro.md \
 	timeout -k 5 120 bash "$ROOT/bench/run_malloc_bench.sh" > "$T/out" 2> "$T/err"
@@ -24,8 +25,10 @@ import re, sys
 md = open(sys.argv[1]).read()
 tools = sys.argv[2].split()
 labels = {"bare": "bare", "own_floor": "own floor", "exact_min": "exact-accounting minimum",
-          "dwleak": "dwleak (`--unwind dwarf`", "dwleak_session": "dwleak with uprobe sessions",
-          "dwleak_nowalk": "dwleak's programs without the walk", "dwleak_sample": "dwleak `--sample-bytes"}
+          "dwleak": "dwleak, uprobe path", "dwleak_session": "dwleak with uprobe sessions",
+          "dwleak_nowalk": "dwleak's programs without the walk", "dwleak_sample": "dwleak `--sample-bytes",
+          "preload_idle": "preload library idle", "preload_sample": "dwleak at the preload sites, `--sample-bytes",
+          "preload_exact": "dwleak at the preload sites, exact"}
 rows = [l for l in md.splitlines() if l.startswith("| 1 | ")]
 bad = 0
 for t in tools:
@@ -42,8 +45,12 @@ for want in (r"\(dwleak - bare\) / \(own floor - bare\) = [0-9.]+",
     if not goals or not re.search(want, goals[0]):
         print("FAIL: the goals line lacks %s: %r" % (want, goals))
         bad += 1
+issue16 = [l for l in md.splitlines() if l.startswith("- 1 thread(s): idle / bare = ")]
+if not issue16 or not re.search(r"sampled / bare = [0-9.]+.*exact / uprobe path = [0-9.]+", issue16[0]):
+    print("FAIL: no issue 16 goals line: %r" % issue16)
+    bad += 1
 if not bad:
-    print("ok: the goals line: " + goals[0][:100] + "...")
+    print("ok: the goals lines: " + goals[0][:80] + "...; " + issue16[0][:80] + "...")
 sys.exit(1 if bad else 0)
 PY
 lt_finish

@@ -38,11 +38,23 @@ if ! command -v valgrind > /dev/null; then
 	exit 1
 fi
 
-# What memcheck says of leak_kinds ARGS: $tmp/vg.xml and $tmp/vg.txt.
+# What memcheck says of leak_kinds: $tmp/vg.xml and $tmp/vg.txt.  -- CMD
+# runs the program with the preload library by default, and the library
+# changes what the program allocates in one place: it has thread-local
+# storage, so ld.so's DTV of every thread has one more 16-byte slot.  The
+# oracle for that path is memcheck on the same program with the library
+# preloaded too ($tmp/vgp.*); --no-preload and -p (a program started without
+# it) are compared with memcheck on the program alone.
+PRELOAD_LIB=$("$DWLEAK" preload) || fail "dwleak preload: no library to compare the preload path with"
 valgrind --leak-check=full --show-leak-kinds=all --xml=yes --xml-file="$tmp/vg.xml" \
 	"$PROG" > /dev/null 2>&1
 valgrind --leak-check=full --show-leak-kinds=all --log-file="$tmp/vg.txt" "$PROG" > /dev/null 2>&1
 [ -s "$tmp/vg.xml" ] || fail "valgrind wrote no XML: $(tail -3 "$tmp/vg.txt")"
+LD_PRELOAD=$PRELOAD_LIB valgrind --leak-check=full --show-leak-kinds=all --xml=yes \
+	--xml-file="$tmp/vgp.xml" "$PROG" > /dev/null 2>&1
+LD_PRELOAD=$PRELOAD_LIB valgrind --leak-check=full --show-leak-kinds=all --log-file="$tmp/vgp.txt" \
+	"$PROG" > /dev/null 2>&1
+[ -s "$tmp/vgp.xml" ] || fail "valgrind with the library preloaded wrote no XML: $(tail -3 "$tmp/vgp.txt")"
 
 # The per-site oracle: { site: { kind: [bytes, blocks] } } from memcheck's
 # records, a record's site its first frame that is not an allocator's.  A
@@ -72,6 +84,8 @@ for e in ET.parse(sys.argv[1]).getroot().iter("error"):
 json.dump(sites, open(sys.argv[2], "w"), indent=1, sort_keys=True)
 PY
 "$LT_PYTHON" "$tmp/oracle.py" "$tmp/vg.xml" "$tmp/oracle.json" || fail "could not read valgrind's XML"
+"$LT_PYTHON" "$tmp/oracle.py" "$tmp/vgp.xml" "$tmp/oracle_preload.json" ||
+	fail "could not read valgrind's XML (library preloaded)"
 
 # compare JSON ORACLE [SKIP_SITES...]: dwleak's per-site kinds (sites named
 # as in the oracle) equal the oracle's, but for SKIP_SITES
@@ -98,12 +112,22 @@ if len(want) < 10:
 '
 
 # --- a: -- CMD, each site to the byte against memcheck ---
-if lt_part a; then
-	timeout -k 5 120 "$DWLEAK" --leak-check -t 0 --format json -o "$tmp/cmd.json" -- "$PROG" \
+# (at the preload library's sites, the default, and with uprobes)
+for path in preload uprobes; do
+	lt_part a || break
+	before=$lt_errors
+	opt=() oracle=$tmp/oracle_preload.json
+	[ $path = uprobes ] && opt=(--no-preload) oracle=$tmp/oracle.json
+	timeout -k 5 120 "$DWLEAK" --leak-check "${opt[@]}" -t 0 --format json -o "$tmp/cmd_$path.json" -- "$PROG" \
 		> "$tmp/cmd.out" 2> "$tmp/cmd.err"
 	rc=$?
-	[ $rc -eq 0 ] || fail "-- CMD: dwleak exit $rc, want 0: $(tail -3 "$tmp/cmd.err")"
-	lt_check "$tmp/cmd.json" "$tmp/oracle.json" << PY
+	[ $rc -eq 0 ] || fail "-- CMD ($path): dwleak exit $rc, want 0: $(tail -3 "$tmp/cmd.err")"
+	if [ $path = preload ]; then
+		grep -q "preload, " "$tmp/cmd.err" || fail "-- CMD: not traced at the library's sites: $(head -3 "$tmp/cmd.err")"
+	else
+		grep -q "preload, " "$tmp/cmd.err" && fail "-- CMD --no-preload: traced at the library's sites"
+	fi
+	lt_check "$tmp/cmd_$path.json" "$oracle" << PY
 $COMPARE
 lc = r["totals"].get("leak_check")
 if not lc:
@@ -124,15 +148,15 @@ rss = r.get("rss")
 if not rss or abs(sum(v["share"] for k, v in rss.items() if k != "rss_bytes") - 1) > 0.01:
     fail("rss account %s does not add up to 1" % rss)
 PY
-	[ $lt_errors -eq 0 ] && pass "-- CMD: every site's kind, bytes and blocks equal memcheck's"
-fi
+	[ $lt_errors -eq $before ] && pass "-- CMD ($path): every site's kind, bytes and blocks equal memcheck's"
+done
 
 # --- b: the text report's summary against memcheck's ---
 if lt_part b; then
 	before=$lt_errors
 	timeout -k 5 120 "$DWLEAK" --leak-check -- "$PROG" > "$tmp/text.out" 2> "$tmp/text.err"
 	for kind in "definitely lost" "indirectly lost" "possibly lost" "still reachable"; do
-		want=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/vg.txt")
+		want=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/vgp.txt")
 		got=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/text.out")
 		[ -n "$want" ] && [ "$got" = "$want" ] || fail "text: '$got', memcheck says '$want'"
 	done
@@ -204,6 +228,11 @@ if lt_part d; then
 	timeout -k 5 120 "$DWLEAK" --fail-on-leak -- "$PROG" --reachable-only > /dev/null 2> "$tmp/d3.err"
 	rc=$?
 	[ $rc -eq 1 ] || fail "--fail-on-leak without --leak-check, blocks outstanding: exit $rc, want 1"
+	# a sample cannot be classified: unsampled blocks may be what holds it
+	"$DWLEAK" --leak-check --sample-bytes 4096 -- "$PROG" > /dev/null 2> "$tmp/d4.err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "drop one of the two" "$tmp/d4.err" ||
+		fail "--leak-check --sample-bytes: exit $rc, want 2 and why: $(cat "$tmp/d4.err")"
 	[ $lt_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check"
 fi
 
@@ -255,7 +284,9 @@ fi
 if lt_part f; then
 	before=$lt_errors
 	timeout -k 5 120 "$DWLEAK" --leak-check -t 0 --format folded -o "$tmp/f.folded" -- "$PROG" > /dev/null 2>&1
-	lt_check "$tmp/cmd.json" "$tmp/f.folded" << 'PY'
+	[ -s "$tmp/cmd_preload.json" ] || "$DWLEAK" --leak-check -t 0 --format json -o "$tmp/cmd_preload.json" \
+		-- "$PROG" > /dev/null 2>&1
+	lt_check "$tmp/cmd_preload.json" "$tmp/f.folded" << 'PY'
 import collections
 got = collections.Counter()
 for line in open(ARGS[0]):

@@ -25,6 +25,8 @@
 # A fifth glibc run has the walker's guard against preempted probes on
 # (DWLEAK_PREEMPT_GUARD=1, as on a preemptible kernel): the same exact
 # sites, and no walk skipped where the kernel does not preempt.
+# These runs are the uprobe path's (--no-preload); tests/preload_ledger.sh
+# runs the same ledgers through the preload library's sites.
 # LT_ONLY=g|t|j|e|p selects glibc / tcmalloc / jemalloc / glibc without
 # sessions / glibc with the guard when run by hand;
 # LEDGER_OPS sets the operations per thread (default 2000).
@@ -95,7 +97,7 @@ run() {
 	echo "== $name: -- ledger --ops $OPS${preload:+ (LD_PRELOAD=$preload)} (DWLEAK_UPROBE_SESSION=$session${guard:+ DWLEAK_PREEMPT_GUARD=$guard})"
 	rm -f "$T/$name.ledger"
 	env DWLEAK_UPROBE_SESSION="$session" ${guard:+DWLEAK_PREEMPT_GUARD=$guard} ${preload:+LD_PRELOAD=$preload} \
-		timeout -k 5 120 "$bin" --stats --format json -o "$T/$name.json" -t 0 -- \
+		timeout -k 5 120 "$bin" --no-preload --stats --format json -o "$T/$name.json" -t 0 -- \
 		"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
 	rc=$?
 	if [ -n "$guard" ]; then

@@ -13,23 +13,32 @@
 #     are those addr2line (the independent oracle) gives for their
 #     addresses;
 #   - uretprobe_returns_recovered is at least that count.
+# Those runs trap the allocator (--no-preload); a third goes through the
+# preload library's sites (the default for -- CMD), where no return probe
+# is pending: the same stack, frame by frame, with the library's own frame
+# (the interrupted malloc's caller) hidden.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 T=$LT_TMP
 lt_testdata sig_in_malloc
 
-for session in 1 0; do
+for session in 1 0 preload; do
 	name=session$session
-	echo "== sig_in_malloc --iterations 50 (DWLEAK_UPROBE_SESSION=$session)"
-	DWLEAK_UPROBE_SESSION=$session timeout -k 5 60 "$DWLEAK" --stats -t 0 --format json -o "$T/$name.json" -- \
+	flag=--no-preload
+	[ $session = preload ] && name=preload flag=
+	echo "== sig_in_malloc --iterations 50 (${flag:-preload}, DWLEAK_UPROBE_SESSION=$session)"
+	DWLEAK_UPROBE_SESSION=$session timeout -k 5 60 "$DWLEAK" $flag --stats -t 0 --format json -o "$T/$name.json" -- \
 		"$PROG" --iterations 50 > "$T/$name.out" 2> "$T/$name.err"
 	rc=$?
 	[ $rc -eq 0 ] || { fail "$name: dwleak exited $rc"; sed 's/^/    /' "$T/$name.err" | tail -n 20; continue; }
 	handled=$(sed -n 's/^sig_in_malloc: [0-9]* blocks, \([0-9]*\) handler allocations of 40 B$/\1/p' "$T/$name.out")
 	[ "$handled" = 50 ] || { fail "$name: the program says '$(cat "$T/$name.out")'"; continue; }
 	recovered=$(sed -n 's/^dwleak: stats: uretprobe_returns_recovered \([0-9]*\)$/\1/p' "$T/$name.err")
-	if [ "${recovered:-0}" -ge "$handled" ]; then
+	if [ $session = preload ]; then
+		grep -q '^dwleak: tracing pid [0-9]* (preload, ' "$T/$name.err" ||
+			fail "$name: not traced at the preload sites: $(grep -m1 'dwleak: tracing' "$T/$name.err")"
+	elif [ "${recovered:-0}" -ge "$handled" ]; then
 		pass "$name: uretprobe_returns_recovered $recovered (>= $handled handler allocations)"
 	else
 		fail "$name: uretprobe_returns_recovered '$recovered', want >= $handled: the case was not exercised"

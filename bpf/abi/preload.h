@@ -1,0 +1,135 @@
+/* The contract between libdwleak-preload.so (preload/), dwleak's kernel
+ * program (the two preload site programs) and dwleak's user side: the
+ * probe sites' names and arguments, and the control block dwleak writes
+ * into a process to tell the library how to fire them.  Fixed-width
+ * types only; every struct's size is asserted. */
+#ifndef DWLEAK_PRELOAD_ABI_H
+#define DWLEAK_PRELOAD_ABI_H
+
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
+#include "alloc_kind.h"
+
+/* The library's file name starts with this: dwleak recognises it in a
+ * process's objects, and hides its frames in reports. */
+#define DWLEAK_PRELOAD_NAME "libdwleak-preload.so"
+
+/*
+ * The probe sites, as .note.stapsdt notes (provider "dwleak"), each a
+ * 5-byte NOP (0f 1f 44 00 00) that Linux 6.18+ turns into a call to its
+ * uprobe trampoline, with a USDT semaphore the kernel counts attached
+ * probes in (uprobe ref_ctr_offset):
+ *
+ *   dwleak:alloc  after an allocation returned:
+ *                 arg0 pointer (never NULL), arg1 bytes requested,
+ *                 arg2 enum alloc_kind, arg3 the address of the
+ *                 allocator function the library forwarded to (the
+ *                 frame reports show first), arg4 the stack pointer at
+ *                 the library's entry (where the caller's return
+ *                 address is): the walk starts there, as if at the
+ *                 entry of arg3, so no frame of the library is walked
+ *   dwleak:free   before a block is released (free, delete, or the old
+ *                 block of a realloc): arg0 pointer (never NULL),
+ *                 arg1 enum dwleak_preload_free
+ */
+#define DWLEAK_PRELOAD_PROVIDER "dwleak"
+#define DWLEAK_PRELOAD_SITE_ALLOC "alloc"
+#define DWLEAK_PRELOAD_SITE_FREE "free"
+
+enum dwleak_preload_free {
+	DWLEAK_PRELOAD_FREE = 0,	 /* the block is released */
+	DWLEAK_PRELOAD_REALLOC_FREE = 1, /* the block was given to realloc: moved or released */
+};
+
+/*
+ * The functions the library interposes, X(id, symbol, kind, class): one
+ * list for the library (its wrappers) and for dwleak, which uses the
+ * sites only where every allocator function a process calls is one of
+ * these (a call of another, jemalloc's mallocx or __libc_malloc, would
+ * reach the allocator unseen).  KIND is the enum alloc_kind its site
+ * reports (alloc_kind.h).
+ */
+enum dwleak_preload_class {
+	PL_C_ALLOC,	 /* the C allocation functions: fire dwleak:alloc */
+	PL_C_FREE,		 /* free: fire dwleak:free */
+	PL_C_QUERY,	 /* malloc_usable_size: no site (bootstrap blocks answered here) */
+	PL_CXX_NEW,	 /* operator new: libstdc++'s and libc++'s call malloc: transparent */
+	PL_CXX_NEW_ALIGNED, /* aligned operator new: rounds the size, so it fires itself */
+	PL_CXX_DELETE,	 /* operator delete: libstdc++'s and libc++'s call free: transparent */
+};
+
+#define DWLEAK_PRELOAD_FUNCS(X)                                                                \
+	X(F_MALLOC, "malloc", ALLOC_MALLOC, PL_C_ALLOC)                                               \
+	X(F_CALLOC, "calloc", ALLOC_CALLOC, PL_C_ALLOC)                                               \
+	X(F_REALLOC, "realloc", ALLOC_REALLOC, PL_C_ALLOC)                                            \
+	X(F_REALLOCARRAY, "reallocarray", ALLOC_REALLOCARRAY, PL_C_ALLOC)                             \
+	X(F_POSIX_MEMALIGN, "posix_memalign", ALLOC_POSIX_MEMALIGN, PL_C_ALLOC)                       \
+	X(F_ALIGNED_ALLOC, "aligned_alloc", ALLOC_ALIGNED_ALLOC, PL_C_ALLOC)                          \
+	X(F_MEMALIGN, "memalign", ALLOC_MEMALIGN, PL_C_ALLOC)                                         \
+	X(F_VALLOC, "valloc", ALLOC_VALLOC, PL_C_ALLOC)                                               \
+	X(F_PVALLOC, "pvalloc", ALLOC_PVALLOC, PL_C_ALLOC)                                            \
+	X(F_FREE, "free", ALLOC_FREE, PL_C_FREE)                                                      \
+	X(F_USABLE, "malloc_usable_size", ALLOC_MALLOC, PL_C_QUERY)                                   \
+	X(F_NEW, "_Znwm", ALLOC_NEW, PL_CXX_NEW)                                                      \
+	X(F_NEW_NT, "_ZnwmRKSt9nothrow_t", ALLOC_NEW, PL_CXX_NEW)                                     \
+	X(F_NEWA, "_Znam", ALLOC_NEW_ARRAY, PL_CXX_NEW)                                               \
+	X(F_NEWA_NT, "_ZnamRKSt9nothrow_t", ALLOC_NEW_ARRAY, PL_CXX_NEW)                              \
+	X(F_NEW_AL, "_ZnwmSt11align_val_t", ALLOC_NEW, PL_CXX_NEW_ALIGNED)                            \
+	X(F_NEW_AL_NT, "_ZnwmSt11align_val_tRKSt9nothrow_t", ALLOC_NEW, PL_CXX_NEW_ALIGNED)           \
+	X(F_NEWA_AL, "_ZnamSt11align_val_t", ALLOC_NEW_ARRAY, PL_CXX_NEW_ALIGNED)                     \
+	X(F_NEWA_AL_NT, "_ZnamSt11align_val_tRKSt9nothrow_t", ALLOC_NEW_ARRAY, PL_CXX_NEW_ALIGNED)    \
+	X(F_DEL, "_ZdlPv", ALLOC_DELETE, PL_CXX_DELETE)                                               \
+	X(F_DEL_SZ, "_ZdlPvm", ALLOC_DELETE, PL_CXX_DELETE)                                           \
+	X(F_DEL_NT, "_ZdlPvRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)                              \
+	X(F_DEL_AL, "_ZdlPvSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                             \
+	X(F_DEL_SZ_AL, "_ZdlPvmSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                         \
+	X(F_DEL_AL_NT, "_ZdlPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)            \
+	X(F_DELA, "_ZdaPv", ALLOC_DELETE, PL_CXX_DELETE)                                              \
+	X(F_DELA_SZ, "_ZdaPvm", ALLOC_DELETE, PL_CXX_DELETE)                                          \
+	X(F_DELA_NT, "_ZdaPvRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)                             \
+	X(F_DELA_AL, "_ZdaPvSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                            \
+	X(F_DELA_SZ_AL, "_ZdaPvmSt11align_val_t", ALLOC_DELETE, PL_CXX_DELETE)                        \
+	X(F_DELA_AL_NT, "_ZdaPvSt11align_val_tRKSt9nothrow_t", ALLOC_DELETE, PL_CXX_DELETE)
+
+/*
+ * The control block: the library's exported variable of this name, in
+ * its writable data (dwleak finds it in .dynsym).  dwleak writes
+ * SAMPLE_BYTES and then GENERATION (through /proc/PID/mem, before it
+ * attaches to the sites: the semaphores turn the sites on); the library
+ * writes the counters, which dwleak reads for its report.
+ */
+#define DWLEAK_PRELOAD_CONTROL_SYM "dwleak_preload_control"
+#define DWLEAK_PRELOAD_MAGIC 0x646c72706b6c7764ull /* "dwlkprld", little-endian */
+#define DWLEAK_PRELOAD_VERSION 1
+
+/* Why a process's library does not fire its sites (control.disabled). */
+enum dwleak_preload_disabled {
+	DWLEAK_PRELOAD_ENABLED = 0,
+	/* a fork copied a site the kernel had turned into a call to its
+	 * trampoline, which is not copied (VM_DONTCOPY): calling it would
+	 * crash; the child's sites stay off until a tracer attaches anew */
+	DWLEAK_PRELOAD_STALE_SITE = 1,
+};
+
+struct dwleak_preload_control {
+	__u64 magic;	      /* DWLEAK_PRELOAD_MAGIC */
+	__u32 version;	      /* DWLEAK_PRELOAD_VERSION */
+	__u32 generation;     /* written last by each tracer that attaches: the library
+			       * re-reads the settings and checks its sites when it moves */
+	__u64 sample_bytes;   /* 0: every call fires; N: allocations sampled in the process,
+			       * one per N bytes on average (Poisson), and frees fire
+			       * only for sampled blocks */
+	/* written by the library */
+	__u64 set_full;	      /* sampled allocations not fired: no level of the set of
+			       * sampled blocks could be mapped (their frees could not
+			       * be recognised) */
+	__u64 nested;	      /* calls made inside another allocator call: counted once */
+	__u32 disabled;	      /* enum dwleak_preload_disabled */
+	__u32 pad;
+};
+
+_Static_assert(sizeof(struct dwleak_preload_control) == 48, "dwleak_preload_control layout");
+
+#endif

@@ -1,0 +1,225 @@
+/* The preload library's parts, shared by its files (boot.c: resolution,
+ * bootstrap arena, control block, sites' health; traced.c: sampling,
+ * nesting, firing the sites; preload.c: the interposed functions).  Not
+ * an API: everything here is hidden in the library. */
+#ifndef DWLEAK_PRELOAD_INTERPOSE_H
+#define DWLEAK_PRELOAD_INTERPOSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc_kind.h"
+#include "preload.h"
+#include "ptrset.h"
+#include "sample.h"
+#include "sites.h"
+
+/* Declarations name hidden symbols: reached without the GOT. */
+#pragma GCC visibility push(hidden)
+
+#define VISIBLE __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* dwleak_preload_control (boot.c) under a hidden name: the library's own
+ * accesses go straight to it, not through the GOT an exported symbol
+ * needs. */
+extern struct dwleak_preload_control ctl;
+
+#define CTL_LOAD(field) __atomic_load_n(&ctl.field, __ATOMIC_ACQUIRE)
+#define CTL_COUNT(field) __atomic_fetch_add(&ctl.field, 1, __ATOMIC_RELAXED)
+
+/* --- The functions interposed (bpf/abi/preload.h) --- */
+
+#define FN_ENUM(id, sym, kind, cls) id,
+enum fn_id { DWLEAK_PRELOAD_FUNCS(FN_ENUM) F_COUNT };
+#undef FN_ENUM
+
+struct fn_info {
+	const char *sym;
+	uint8_t kind;  /* enum alloc_kind */
+	uint8_t cls;   /* enum dwleak_preload_class */
+};
+
+extern const struct fn_info fns[F_COUNT];
+
+/*
+ * What each function forwards to: NULL until resolved (and for a C++
+ * operator no object defines yet: resolved again when called, since a
+ * C++ library may be dlopen'ed later).  TRANSPARENT: a C++ operator that
+ * only calls malloc or free (libstdc++'s, libc++'s), which then fire:
+ * the same call seen once, as dwleak's uprobes see it (they probe malloc,
+ * and the walk shows operator new as its caller).  Calls made from inside
+ * a function that fires are nested (counted once): RANGE holds each such
+ * function's code, [start, start + len).
+ */
+struct fn_next {
+	void *fn;
+	bool transparent;
+	uintptr_t start, len;
+};
+
+extern struct fn_next next[F_COUNT];
+
+/* This library's own image, from its ELF header to the end of its code
+ * (symbols the linker defines): a real function that tail-calls another
+ * allocator function (libstdc++'s aligned operator new[] jumping to the
+ * aligned operator new) reaches a wrapper with the return address into
+ * the wrapper that called it. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
+
+#define NEXT(id, type) ((type)__atomic_load_n(&next[id].fn, __ATOMIC_RELAXED))
+
+
+/* --- boot.c: resolution and the bootstrap arena --- */
+
+#define ARENA_SIZE (256u << 10)
+#define ARENA_HDR 16u /* the size in front of each block; keeps 16-byte alignment */
+
+extern unsigned char arena[ARENA_SIZE];
+
+static inline bool in_arena(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
+}
+
+/* A block of SIZE bytes from the arena (zeroed: it is never reused),
+ * aligned to ALIGN (a power of two, at most 4096), or NULL with ENOMEM;
+ * and the size of one. */
+void *arena_alloc(size_t size, size_t align);
+size_t arena_size_of(const void *p);
+
+/* The function F forwards to, resolving first if need be; NULL for a C++
+ * operator no loaded object defines, or while resolving (bootstrap). */
+void *next_of(int f);
+
+/* The same for a C++ operator, which must exist (else the program ends,
+ * saying why). */
+void *cxx_next(int f);
+
+/* --- boot.c: whether the sites may fire (see there) --- */
+
+extern volatile uint8_t *fork_token;
+extern uint8_t fork_token_static;
+extern uint32_t sites_seen_gen;
+
+bool sites_check(uint32_t gen);
+
+static inline bool sites_usable(uint32_t gen)
+{
+	if (likely(*fork_token && fork_token_static && gen == sites_seen_gen))
+		return !__atomic_load_n(&ctl.disabled, __ATOMIC_RELAXED);
+	return sites_check(gen);
+}
+
+/* --- traced.c: sampling, nesting, the sites fired --- */
+
+/* Non-zero while this thread runs the library's own calls into libc
+ * (the lazy lookup of a C++ operator: dlopen, dlsym): what they allocate
+ * is not the program's, and fires nothing. */
+extern __thread int self_busy __attribute__((tls_model("initial-exec")));
+
+extern __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
+extern struct ptrset *set_levels[];
+
+/*
+ * One allocator call's decision, made before it runs: fire dwleak:alloc
+ * for what it returns (sampled, when sampling; not nested; sites usable).
+ * SIZE is what it asks for; CFA the wrapper's canonical frame address:
+ * the caller's return address is just below it.
+ */
+struct call {
+	int f;
+	uint64_t size;
+	uintptr_t cfa;
+	uint32_t gen;
+	bool sampling;
+	bool drawn;	/* the wrapper drew already: sampled */
+};
+
+/* Whether call C fires (decided before it runs; fills C's GEN and
+ * SAMPLING). */
+bool call_fires(struct call *c);
+
+/* The call C returned P: fire dwleak:alloc (P is remembered first when
+ * sampling; a block the set cannot hold is not fired: its free could not
+ * be recognised). */
+void call_done(const struct call *c, void *p);
+
+/* P (not NULL) is released by a call that returns into the caller at
+ * CFA - 8; HOW: enum dwleak_preload_free.  Fires dwleak:free when it
+ * should. */
+void release(void *p, uintptr_t cfa, uint64_t how);
+
+static inline bool alloc_on(void)
+{
+	return unlikely(dwleak_alloc_semaphore != 0);
+}
+
+/* Sampling, and an allocation of SIZE bytes is not sampled: the common
+ * case while a tracer samples, kept in the wrapper itself.  (A call taken
+ * here may be nested: it is forwarded like one.) */
+static inline bool unsampled(uint64_t size)
+{
+	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
+
+	return n && !sampler_take(&thread_sampler, size, n, 0);
+}
+
+/* Sampling, and P is certainly no sampled block: the common free. */
+static inline bool unsampled_block(const void *p)
+{
+	struct ptrset *s;
+
+	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED))
+		return false;
+	s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
+	return !s || !ptrset_maybe(s, (uintptr_t)p, (uint16_t)CTL_LOAD(generation));
+}
+
+static inline bool free_on(void)
+{
+	return unlikely(dwleak_free_semaphore != 0);
+}
+
+#define CFA() ((uintptr_t)__builtin_dwarf_cfa())
+
+/*
+ * While a tracer is attached, the real function is called, never jumped
+ * to: a call it makes of another allocator function through the PLT
+ * (glibc's reallocarray jumps to realloc@plt, libstdc++'s aligned new
+ * calls aligned_alloc) then returns into this library or into the real
+ * function, and is known as nested.  Jumped to, it would look like the
+ * program's own call and be sampled a second time.  KEPT(x) after the
+ * call keeps the compiler from turning it into a tail jump.
+ */
+#define KEPT(x) __asm__ volatile("" : : "g"(x) : "memory")
+
+typedef void *(*malloc_fn)(size_t);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void *(*reallocarray_fn)(void *, size_t, size_t);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*memalign_fn)(size_t, size_t);
+typedef void (*free_fn)(void *);
+typedef size_t (*usable_fn)(void *);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+typedef void (*del_sz_fn)(void *, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_sz_al_fn)(void *, size_t, size_t);
+typedef void (*del_al_nt_fn)(void *, size_t, const void *);
+
+static inline uint64_t mul_sat(size_t a, size_t b)
+{
+	size_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,155 @@
+/* The preload library's traced paths: the per-thread sampler, the levels
+ * of the set of sampled blocks, nesting, and the decision to fire a site
+ * for one call. */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "interpose.h"
+
+/* Whether a call that returns to RA runs inside another allocator call:
+ * from inside a function that fires, or (a tail call) from this library. */
+static bool nested(uintptr_t ra)
+{
+	int f;
+
+	if (ra - (uintptr_t)__ehdr_start < (uintptr_t)(__etext - __ehdr_start))
+		return true;
+	for (f = 0; f < F_COUNT; f++)
+		if (ra - next[f].start < __atomic_load_n(&next[f].len, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* --- Sampling: the per-thread sampler and the set of sampled blocks --- */
+
+__thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
+__thread int self_busy __attribute__((tls_model("initial-exec")));
+
+/*
+ * The sampled blocks: levels of tables, each twice the size of the one
+ * before, sharing one filter, so that the set has no fixed size: an
+ * insert that finds no free slot near its home in one level goes to the
+ * next, mapped on first use (lock-free: a thread that loses the race
+ * unmaps its copy).  Only a level that cannot be mapped loses a sample,
+ * which is counted (control.set_full).  Level 0: 2^17 slots, 1 MiB.
+ */
+#define SET_BITS 17
+#define SET_LEVELS 16
+
+struct ptrset *set_levels[SET_LEVELS];
+static uint32_t *set_filter;
+
+static void *map_zeroed(size_t len)
+{
+	int saved = errno;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	errno = saved;
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* Sets *SLOT to a new mapping of LEN bytes, unless another thread did
+ * first.  Returns what *SLOT holds, NULL when mapping failed. */
+static void *map_once(void **slot, size_t len)
+{
+	void *m = __atomic_load_n(slot, __ATOMIC_ACQUIRE), *want = NULL;
+
+	if (m)
+		return m;
+	m = map_zeroed(len);
+	if (m && !__atomic_compare_exchange_n(slot, &want, m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(m, len);
+		m = want;
+	}
+	return m;
+}
+
+/* Level I, mapped now if need be; NULL when it cannot be. */
+static struct ptrset *set_level(int i)
+{
+	struct ptrset *s = __atomic_load_n(&set_levels[i], __ATOMIC_ACQUIRE), *want = NULL;
+	size_t len = 4096 + (sizeof(uint64_t) << (SET_BITS + i));
+	uint32_t *filter;
+
+	if (likely(s))
+		return s;
+	filter = map_once((void **)&set_filter, sizeof(uint32_t) << PTRSET_FILTER_BITS);
+	s = filter ? map_zeroed(len) : NULL;
+	if (!s)
+		return NULL;
+	ptrset_init(s, (uint64_t *)((char *)s + 4096), SET_BITS + (uint32_t)i, filter);
+	if (!__atomic_compare_exchange_n(&set_levels[i], &want, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(s, len);
+		s = want;
+	}
+	return s;
+}
+
+/* Remembers sampled block P of session TAG.  Returns 0, or -1 when no
+ * level could take it (counted). */
+static int set_insert(uintptr_t p, uint16_t tag)
+{
+	struct ptrset *s;
+	int i;
+
+	for (i = 0; i < SET_LEVELS && (s = set_level(i)); i++)
+		if (!ptrset_insert(s, p, tag))
+			return 0;
+	CTL_COUNT(set_full);
+	return -1;
+}
+
+/* Forgets P of session TAG.  Returns true when it was sampled. */
+static bool set_take(uintptr_t p, uint16_t tag)
+{
+	struct ptrset *s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
+	int i;
+
+	if (!s || !ptrset_maybe(s, p, tag))
+		return false;
+	for (i = 0; i < SET_LEVELS && (s = __atomic_load_n(&set_levels[i], __ATOMIC_ACQUIRE)); i++)
+		if (ptrset_take(s, p, tag))
+			return true;
+	return false;
+}
+
+bool call_fires(struct call *c)
+{
+	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
+
+	c->gen = CTL_LOAD(generation);
+	c->sampling = n != 0;
+	if (self_busy)
+		return false;
+	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
+		return false;
+	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
+		CTL_COUNT(nested);
+		return false;
+	}
+	return sites_usable(c->gen);
+}
+
+void call_done(const struct call *c, void *p)
+{
+	if (!p || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
+		return;
+	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
+}
+
+void release(void *p, uintptr_t cfa, uint64_t how)
+{
+	uint32_t gen = CTL_LOAD(generation);
+
+	if (self_busy)
+		return;
+	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
+	    !set_take((uintptr_t)p, (uint16_t)gen))
+		return;
+	if (nested(*(const uintptr_t *)(cfa - 8))) {
+		CTL_COUNT(nested);
+		return;
+	}
+	if (sites_usable(gen))
+		dwleak_site_free(p, how);
+}

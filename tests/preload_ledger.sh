@@ -1,0 +1,135 @@
+#!/bin/bash
+# The preload path's ledgers (issue 16): testdata/ledger (4 threads, the
+# whole malloc family and the C++ operators, 19 call sites with a known
+# outstanding ledger) traced at the preload library's sites, under glibc,
+# tcmalloc, jemalloc and mimalloc (each LD_PRELOAD'ed after the library):
+#   - dwleak -- CMD (which preloads the library itself);
+#   - dwleak -p on the program started with LD_PRELOAD=$(dwleak preload)
+#     (it waits for a go file while dwleak attaches);
+# each time the tracing line says "preload" and names the allocator, the
+# program's own ledger is what dwleak reports, per site, to the byte and
+# the allocation, with no dropped event, no site stack truncated or cut.
+# Then -p with --sample-bytes on glibc: the estimates within the stated
+# error (4.5 sd of sqrt(N * B) per site of B bytes, as tests/sampling.sh).
+# LT_ONLY=g|t|j|m|s selects glibc / tcmalloc / jemalloc / mimalloc / sampled.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+T=$LT_TMP
+LIBDIR=/usr/lib/x86_64-linux-gnu
+lt_testdata ledger
+lt_preload_dwleak
+OPS=${LEDGER_OPS:-2000}
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+
+# check NAME FAMILY: the tracing line, then the report against the ledger
+check() {
+	local name=$1 family=$2 line
+	line=$(grep -m1 '^dwleak: tracing' "$T/$name.err")
+	echo "    $line"
+	[[ $line == *"(preload, $family in "* ]] || fail "$name: the tracing line does not say preload, $family"
+	[ -s "$T/$name.ledger" ] || { fail "$name: the program wrote no ledger"; return; }
+	lt_check "$T/$name.json" "$T/$name.ledger" "$family" << 'PY'
+led = json.load(open(ARGS[0]))
+if led["allocator"] != ARGS[1]:
+    fail("the program says it runs on %s, want %s" % (led["allocator"], ARGS[1]))
+got = {}
+for s in r["stacks"]:
+    site = site_of(s)
+    if not site:
+        continue
+    b, c = got.get(site, (0, 0))
+    got[site] = (b + s["bytes"], c + s["allocations"])
+    if s.get("truncated") or s.get("unwind_error"):
+        fail("site stack truncated or cut:\n" + show(s))
+    if any("libdwleak-preload" in (f["module"] or "") for f in s["frames"]):
+        fail("a frame of the library is shown:\n" + show(s))
+check_sites({k: (v["bytes"], v["allocations"]) for k, v in led["sites"].items()}, got)
+extra = set(got) - set(led["sites"])
+if extra:
+    fail("sites the ledger lacks: %s" % sorted(extra))
+if r["totals"].get("dropped_events"):
+    fail("%d dropped events" % r["totals"]["dropped_events"])
+PY
+}
+
+# run_cmd NAME FAMILY ALLOC_LIB
+run_cmd() {
+	local name=$1 family=$2 alloc=$3 bin=$DWLEAK rc
+	[ -n "$alloc" ] && bin=$DWLEAK_PRELOAD
+	echo "== $name: dwleak -- ledger${alloc:+ (LD_PRELOAD=$alloc)}"
+	env ${alloc:+LD_PRELOAD=$alloc} timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+		"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
+	rc=$?
+	[ $rc -eq 0 ] || { fail "$name: dwleak exited $rc"; tail -n 5 "$T/$name.err"; }
+	check "$name" "$family"
+}
+
+# run_pid NAME FAMILY ALLOC_LIB [DWLEAK OPTIONS...]: the program started
+# with the library (and ALLOC_LIB after it), dwleak -p on it
+run_pid() {
+	local name=$1 family=$2 alloc=$3 pid dpid rc
+	shift 3
+	echo "== $name: LD_PRELOAD=libdwleak-preload.so${alloc:+:$alloc} ledger, dwleak -p $*"
+	rm -f "$T/$name.go"
+	export LD_PRELOAD=$LIB${alloc:+:$alloc}
+	lt_start pid "$T/$name.out" "$PROG" --ops "${PID_OPS:-$OPS}" --ledger "$T/$name.ledger" --go-file "$T/$name.go"
+	unset LD_PRELOAD
+	if ! lt_trace dpid "$T/$name.err" -p "$pid" "$@" --format json -o "$T/$name.json" -t 0; then
+		fail "$name: dwleak -p did not start tracing"
+		return
+	fi
+	touch "$T/$name.go"
+	lt_wait "$pid" 120
+	lt_wait "$dpid" 60
+	rc=$?
+	[ $rc -eq 0 ] || { fail "$name: dwleak -p exited $rc"; tail -n 5 "$T/$name.err"; }
+	grep -q "exited; reporting what it never freed" "$T/$name.err" || fail "$name: dwleak did not see the program exit"
+	[ "${1:-}" = --sample-bytes ] || check "$name" "$family"
+}
+
+for a in g:glibc: t:tcmalloc:libtcmalloc.so.4 j:jemalloc:libjemalloc.so.2 m:mimalloc:libmimalloc.so.2; do
+	IFS=: read -r key family so <<< "$a"
+	lt_part "$key" || continue
+	alloc=${so:+$LIBDIR/$so}
+	run_cmd "cmd_$family" "$family" "$alloc"
+	run_pid "pid_$family" "$family" "$alloc"
+done
+
+if lt_part s; then
+	N=65536
+	PID_OPS=20000 run_pid pid_sampled glibc "" --sample-bytes $N
+	grep -q '(preload, ' "$T/pid_sampled.err" || fail "pid_sampled: not traced at the sites"
+	lt_check "$T/pid_sampled.json" "$T/pid_sampled.ledger" "$N" << 'PY'
+import math
+led = json.load(open(ARGS[0]))
+n = float(ARGS[1])
+est = {}
+for s in r["stacks"]:
+    site = site_of(s)
+    if site:
+        est[site] = est.get(site, 0) + s["bytes"]
+tot_true = tot_est = 0
+for site, want in sorted(led["sites"].items()):
+    b = want["bytes"]
+    if b == 0:
+        continue
+    e = est.get(site, 0)
+    z = (e - b) / math.sqrt(n * b)
+    tot_true += b
+    tot_est += e
+    line = "%-24s true %9d  estimate %9d  (%+.2f sd)" % (site, b, e, z)
+    if b < 8 * n:
+        print("info: " + line + "  (under 8 samples expected: not judged)")
+    elif abs(z) > 4.5:
+        fail(line)
+    else:
+        ok(line)
+z = (tot_est - tot_true) / math.sqrt(n * tot_true)
+(fail if abs(z) > 4.5 else ok)("all sites: true %d estimate %d (%+.2f sd)" % (tot_true, tot_est, z))
+if r["counters"].get("alloc_calls", 0) * 4 > led["calls"]:
+    fail("the site fired %d times for %d calls: not sampled in the process" % (r["counters"]["alloc_calls"], led["calls"]))
+PY
+fi
+
+lt_finish
