@@ -338,7 +338,10 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 
 		unwinder_stats(tr->uw, &us);
 		probes_info(tr->probes, &pi);
-		stats_print(stderr, &us, &pi, n ? &tr->procs.v[0]->alloc : NULL, counters);
+		/* the uprobe sites, for a first process traced with them (a
+		 * process with the library is traced at its own two sites) */
+		stats_print(stderr, &us, &pi, n && !tr->procs.v[0]->preload ? &tr->procs.v[0]->alloc : NULL,
+			    counters);
 		for (i = 0; env->leak_check && i < n; i++)
 			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
