@@ -58,7 +58,9 @@ own_floor_cmd() {
 	[ $# -gt 0 ] || set -- /bin/true
 	[ -x "$BUILD/bench/uprobe_floor" ] || { echo "build/bench/uprobe_floor could not be built (clang, libbpf-dev, libelf-dev)" >&2; return 1; }
 	[ -x "$DWLEAK" ] || { echo "no dwleak to ask for its probe sites" >&2; return 1; }
-	stats=$("$DWLEAK" --stats -o /dev/null -- "$@" 2>&1 > /dev/null)
+	# the floor is the uprobe path's: the sites dwleak probes without the
+	# preload library (with it, --stats lists none)
+	stats=$("$DWLEAK" --no-preload --stats -o /dev/null -- "$@" 2>&1 > /dev/null)
 	# "probe NAME in LIB at +OFF (entry and return|entry only): why"
 	probes=$(sed -n 's/^dwleak: stats: probe \([^ ]*\) in \(.*\) at +\([0-9]*\) (\(entry and return\|entry only\)):.*/\2:\1:\3:\4/p' <<< "$stats" |
 		sed 's/:entry and return$/:call/; s/:entry only$/:entry/' | tr '\n' ' ')
