@@ -4,8 +4,10 @@
 #
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
-#   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20) and
-#                      on the cache entry decoder for FUZZ_CACHE_SECONDS (10)
+#   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20), on
+#                      the cache entry decoder for FUZZ_CACHE_SECONDS (10) and on
+#                      the USDT notes and symbols of target files for
+#                      FUZZ_OBJECTS_SECONDS (10)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
@@ -38,6 +40,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_SECONDS ?= 20
 FUZZ_CACHE_SECONDS ?= 10
+FUZZ_OBJECTS_SECONDS ?= 10
 
 # --- Layers (ARCHITECTURE.md): one folder, one static library, and the
 # include list of the layers it may use, so that an include against the
@@ -79,7 +82,7 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 
@@ -187,6 +190,14 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(TABLES_SRCS) $(wildcard tables/*.h)
 	$(CLANG) $(INC_tables) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
 		$< $(TABLES_SRCS) $(LDLIBS)
 
+# fuzz_objects: what target/ reads from a traced process's files (USDT
+# notes, symbols), files any user may plant.
+TARGET_FUZZ_SRCS := target/usdt.c target/elf_symbols.c
+$(BUILD)/fuzz/fuzz_objects: tests/fuzz/fuzz_objects.c $(TARGET_FUZZ_SRCS) target/usdt.h target/elf_symbols.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
+		$< $(TARGET_FUZZ_SRCS) $(LDLIBS)
+
 # Seed corpora: small real ELF files and damaged copies of them; real cache
 # entries (written by ./dwleak tables) and damaged copies of those.
 $(BUILD)/fuzz/seeds/.done: tests/fuzz/make_corpus.sh testdata
@@ -197,11 +208,17 @@ $(BUILD)/fuzz/cache_seeds/.done: tests/fuzz/make_cache_corpus.sh dwleak testdata
 	bash tests/fuzz/make_cache_corpus.sh $(BUILD)/fuzz/cache_seeds $(CURDIR)/dwleak $(BUILD)/testdata
 	touch $@
 
-fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done
+# the same ELF seeds, with the preload library (the one object with notes)
+$(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_LIB)
+	bash tests/fuzz/make_corpus.sh $(BUILD)/fuzz/object_seeds $(BUILD)/testdata $(PRELOAD_LIB)
+	touch $@
+
+fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
-		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) bash tests/fuzz_smoke.sh
+		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) FUZZ_OBJECTS_SECONDS=$(FUZZ_OBJECTS_SECONDS) \
+		bash tests/fuzz_smoke.sh
 
 # --- Tests ---
 
@@ -210,7 +227,8 @@ check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
 
 check: check-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
-		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) bash tests/run.sh
+		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) FUZZ_OBJECTS_SECONDS=$(FUZZ_OBJECTS_SECONDS) \
+		bash tests/run.sh
 
 # --- Benchmarks ---
 

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Runs the libFuzzer targets over their seed corpora: the table compiler
 # (build/fuzz/fuzz_tables) for FUZZ_SECONDS and the cache entry decoder
-# (build/fuzz/fuzz_cache) for FUZZ_CACHE_SECONDS.  A crash leaves its input
+# (build/fuzz/fuzz_cache) for FUZZ_CACHE_SECONDS, what target/ reads of a
+# traced process's files, USDT notes and symbols (build/fuzz/fuzz_objects)
+# for FUZZ_OBJECTS_SECONDS.  A crash leaves its input
 # in build/fuzz/crash-*.
 set -euo pipefail
 BUILD=${BUILD:-$ROOT/build}
@@ -28,3 +30,4 @@ fuzz() {
 
 fuzz fuzz_tables seeds "${FUZZ_SECONDS:-20}"
 fuzz fuzz_cache cache_seeds "${FUZZ_CACHE_SECONDS:-10}"
+fuzz fuzz_objects object_seeds "${FUZZ_OBJECTS_SECONDS:-10}"

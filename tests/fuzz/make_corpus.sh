@@ -2,9 +2,10 @@
 # Builds the fuzzer's seed corpus in DIR from small real ELF files (test
 # programs, a shared library, a debug file, /bin/true) plus truncated and
 # byte-flipped copies, so mutation starts from well-formed CFI.
-# usage: make_corpus.sh DIR TESTDATA_DIR
+# usage: make_corpus.sh DIR TESTDATA_DIR [MORE_FILES...]
 set -euo pipefail
 dir=$1 td=$2
+shift 2
 rm -rf "$dir"
 mkdir -p "$dir"
 
@@ -13,6 +14,7 @@ for f in clean threads_clang deep_recursion libdlleak.so seed_O2 seed_O2_nodebug
 	seed_minidebuginfo seed_O2_stripped.debug seed_clang_O2; do
 	[ -f "$td/$f" ] && srcs+=("$td/$f")
 done
+srcs+=("$@")
 
 for src in "${srcs[@]}"; do
 	name=$(basename "$src")
