@@ -8,6 +8,8 @@
 #define DWLEAK_TEST_CHECK_H
 
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -69,6 +71,38 @@ static inline void check_python3(const char *probe)
 		return;
 	printf("skip: python3 not found\n");
 	exit(EXIT_SKIP);
+}
+
+/* xorshift64: the tests' reproducible pseudo-random numbers, from the
+ * state *S (any nonzero seed of the test's own). */
+static inline uint64_t check_xorshift64(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* The I-th of the addresses an allocator might hand out: 16-byte aligned,
+ * clustered in 64 regions a MiB apart. */
+static inline uint64_t check_alloc_addr(unsigned i)
+{
+	return 0x7f0000000000ull + (uint64_t)(i % 64) * 0x100000 + (uint64_t)(i / 64) * 16;
+}
+
+/* The first line (from 1) on which multi-line texts GOT and WANT differ,
+ * or 0 when they are equal: for a failure message that names it. */
+static inline size_t check_first_diff_line(const char *got, const char *want)
+{
+	size_t line = 1;
+
+	while (*got && *got == *want) {
+		if (*got == '\n')
+			line++;
+		got++;
+		want++;
+	}
+	return *got == *want ? 0 : line;
 }
 
 /* main's exit status after EXPECTs: 1, with the count on stderr, if any failed. */

@@ -17,16 +17,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-/* Addresses like an allocator's: 16-byte aligned, clustered in a few pages. */
-static uint64_t addr_of(unsigned i)
-{
-	return 0x7f0000000000ull + (uint64_t)(i % 64) * 0x100000 + (uint64_t)(i / 64) * 16;
+	return check_xorshift64(&rng);
 }
 
 int main(void)
@@ -39,7 +30,7 @@ int main(void)
 
 	for (step = 0; step < STEPS; step++) {
 		unsigned k = (unsigned)(next_rand() % ADDRS), op = (unsigned)(next_rand() % 10);
-		uint64_t a = addr_of(k), sz = next_rand() % 100000;
+		uint64_t a = check_alloc_addr(k), sz = next_rand() % 100000;
 		const struct alloc_rec *r;
 
 		/* the second half runs with the change log on: every address
@@ -83,7 +74,7 @@ int main(void)
 		CHECK(t.n == live, "step %u: n %zu, oracle %llu", step, t.n, (unsigned long long)live);
 		if (step % 100000 == 0) /* every address, not only the one touched */
 			for (i = 0; i < ADDRS; i++)
-				CHECK(!alloc_table_find(&t, addr_of(i)) == !size[i], "step %u: address %u", step, i);
+				CHECK(!alloc_table_find(&t, check_alloc_addr(i)) == !size[i], "step %u: address %u", step, i);
 	}
 	CHECK(t.replaced == replaced && t.free_unknown == unknown && t.resized == resized,
 	      "counters %llu/%llu/%llu, oracle %llu/%llu/%llu", (unsigned long long)t.replaced,
@@ -98,7 +89,7 @@ int main(void)
 			uint64_t off = t.log.addrs[j] - 0x7f0000000000ull;
 			unsigned idx = (unsigned)((off / 0x100000) + (off % 0x100000) / 16 * 64);
 
-			CHECK(idx < ADDRS && addr_of(idx) == t.log.addrs[j], "logged %#llx is no address in play",
+			CHECK(idx < ADDRS && check_alloc_addr(idx) == t.log.addrs[j], "logged %#llx is no address in play",
 			      (unsigned long long)t.log.addrs[j]);
 			logged[idx] = true;
 		}

@@ -481,10 +481,7 @@ static uint64_t rng = 0x243f6a8885a308d3ull;
 
 static uint64_t rnd(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return check_xorshift64(&rng);
 }
 
 /* The last of the blocks B[0..N) (in address order, not overlapping) that

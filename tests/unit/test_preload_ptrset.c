@@ -17,15 +17,7 @@ static uint64_t rng = 88172645463325252ull;
 
 static uint64_t next_rand(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static uint64_t addr_of(unsigned i)
-{
-	return 0x7f0000000000ull + (uint64_t)(i % 64) * 0x100000 + (uint64_t)(i / 64) * 16;
+	return check_xorshift64(&rng);
 }
 
 #define ADDRS 3000
@@ -42,13 +34,13 @@ static void test_oracle(void)
 	for (step = 0; step < 1000000; step++) {
 		k = (unsigned)(next_rand() % ADDRS);
 		if (in[k]) {
-			EXPECT(ptrset_maybe(&s, addr_of(k), 7), "filter lost %u", k);
-			CHECK(ptrset_take(&s, addr_of(k), 7), "step %u: %u was in and is not found", step, k);
+			EXPECT(ptrset_maybe(&s, check_alloc_addr(k), 7), "filter lost %u", k);
+			CHECK(ptrset_take(&s, check_alloc_addr(k), 7), "step %u: %u was in and is not found", step, k);
 			in[k] = 0;
 			live--;
 		} else {
-			CHECK(!ptrset_take(&s, addr_of(k), 7), "step %u: %u was not in and is found", step, k);
-			if (ptrset_insert(&s, addr_of(k), 7)) {
+			CHECK(!ptrset_take(&s, check_alloc_addr(k), 7), "step %u: %u was not in and is found", step, k);
+			if (ptrset_insert(&s, check_alloc_addr(k), 7)) {
 				full++;
 				continue;
 			}
@@ -63,13 +55,13 @@ static void test_oracle(void)
 	for (k = 0; k < ADDRS; k++) {
 		if (!in[k])
 			continue;
-		EXPECT(!ptrset_take(&s, addr_of(k), 8), "%u of tag 7 found under tag 8", k);
-		EXPECT(!ptrset_maybe(&s, addr_of(k), 8) || 1);
+		EXPECT(!ptrset_take(&s, check_alloc_addr(k), 8), "%u of tag 7 found under tag 8", k);
+		EXPECT(!ptrset_maybe(&s, check_alloc_addr(k), 8) || 1);
 	}
 	for (k = 0; k < ADDRS; k++)
-		CHECK(!ptrset_insert(&s, addr_of(k), 8), "tag 8: %u refused while tag 7 holds the slots", k);
+		CHECK(!ptrset_insert(&s, check_alloc_addr(k), 8), "tag 8: %u refused while tag 7 holds the slots", k);
 	for (k = 0; k < ADDRS; k++)
-		CHECK(ptrset_take(&s, addr_of(k), 8), "tag 8: %u not found", k);
+		CHECK(ptrset_take(&s, check_alloc_addr(k), 8), "tag 8: %u not found", k);
 }
 
 static void test_full(void)
@@ -81,12 +73,12 @@ static void test_full(void)
 
 	ptrset_init(&s, slots, 4, filter);
 	for (k = 0; k < 20; k++)
-		added += !ptrset_insert(&s, addr_of(k), 1);
+		added += !ptrset_insert(&s, check_alloc_addr(k), 1);
 	EXPECT(added == 16, "a 16-slot table took %u", added);
 	for (k = 0; k < 20; k++)
-		EXPECT(ptrset_take(&s, addr_of(k), 1) == (k < 16), "entry %u", k);
+		EXPECT(ptrset_take(&s, check_alloc_addr(k), 1) == (k < 16), "entry %u", k);
 	for (k = 0; k < 16; k++)
-		EXPECT(!ptrset_maybe(&s, addr_of(k), 1), "filter still says %u may be there", k);
+		EXPECT(!ptrset_maybe(&s, check_alloc_addr(k), 1), "filter still says %u may be there", k);
 }
 
 #define THREADS 4

@@ -333,17 +333,9 @@ static char *python_check(const char *json, const char *mode, unsigned int top)
 /* Compares two multi-line texts and names the first line that differs. */
 static void same_lines(const char *what, const char *got, const char *want)
 {
-	size_t line = 1;
-	const char *g = got, *w = want;
+	size_t line = check_first_diff_line(got, want);
 
-	while (*g && *g == *w) {
-		if (*g == '\n')
-			line++;
-		g++;
-		w++;
-	}
-	CHECK(*g == *w, "%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got,
-	      want);
+	CHECK(!line, "%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got, want);
 }
 
 static void test_json(const char *mode, unsigned int top)

@@ -114,16 +114,9 @@ static char *written(const struct report *r, enum report_format fmt, unsigned in
 /* Compares two multi-line texts and names the first line that differs. */
 static void same_lines(const char *what, const char *got, const char *want)
 {
-	size_t line = 1;
-	const char *g = got, *w = want;
+	size_t line = check_first_diff_line(got, want);
 
-	while (*g && *g == *w) {
-		if (*g == '\n')
-			line++;
-		g++;
-		w++;
-	}
-	EXPECT(*g == *w, "%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got, want);
+	EXPECT(!line, "%s differs at line %zu:\n--- got\n%s--- want\n%s", what, line, got, want);
 }
 
 /* The text after its "[HH:MM:SS]" clock, which is local time. */

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "build_id.h"
 #include "check.h"
+#include "table_check.h"
 #include "table.h"
 #include "table_cache.h"
 #include "table_serialize.h"
@@ -24,28 +24,9 @@
 
 static char tmpdir[] = "/tmp/dwleak-test-cache-XXXXXX";
 
-static bool tables_equal(const struct unwind_table *a, const struct unwind_table *b)
-{
-	return a->first_page == b->first_page && a->npages == b->npages &&
-	       a->nrows == b->nrows && a->nrules == b->nrules && a->nfdes == b->nfdes &&
-	       a->nfdes_eh == b->nfdes_eh && a->nfdes_debug == b->nfdes_debug &&
-	       a->nfdes_bad == b->nfdes_bad && a->covered_bytes == b->covered_bytes &&
-	       a->supported_bytes == b->supported_bytes && a->build_id_len == b->build_id_len &&
-	       memcmp(a->build_id, b->build_id, a->build_id_len) == 0 &&
-	       memcmp(a->pages, b->pages, a->npages * sizeof(*a->pages)) == 0 &&
-	       memcmp(a->rows, b->rows, a->nrows * sizeof(*a->rows)) == 0 &&
-	       memcmp(a->rules, b->rules, a->nrules * sizeof(*a->rules)) == 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static void cleanup(void)
 {
-	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	check_rm_tree(tmpdir);
 }
 
 static char *path_in_tmp(const char *name)

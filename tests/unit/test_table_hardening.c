@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +24,7 @@
 
 #include "build_id.h"
 #include "check.h"
+#include "table_check.h"
 #include "elf_image.h"
 #include "table.h"
 #include "table_cache.h"
@@ -38,28 +38,10 @@
 
 static char tmpdir[] = "/tmp/dwleak-test-harden-XXXXXX";
 
-static bool tables_equal(const struct unwind_table *a, const struct unwind_table *b)
-{
-	return a->first_page == b->first_page && a->npages == b->npages &&
-	       a->nrows == b->nrows && a->nrules == b->nrules && a->nfdes == b->nfdes &&
-	       a->nfdes_bad == b->nfdes_bad && a->covered_bytes == b->covered_bytes &&
-	       a->build_id_len == b->build_id_len &&
-	       memcmp(a->build_id, b->build_id, a->build_id_len) == 0 &&
-	       memcmp(a->pages, b->pages, a->npages * sizeof(*a->pages)) == 0 &&
-	       memcmp(a->rows, b->rows, a->nrows * sizeof(*a->rows)) == 0 &&
-	       memcmp(a->rules, b->rules, a->nrules * sizeof(*a->rules)) == 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static void cleanup(void)
 {
 	if (!check_failures)
-		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		check_rm_tree(tmpdir);
 }
 
 static char *tmp_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
