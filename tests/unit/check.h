@@ -7,11 +7,17 @@
 #ifndef DWLEAK_TEST_CHECK_H
 #define DWLEAK_TEST_CHECK_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 /* How many EXPECTs have failed so far. */
 static int check_failures;
@@ -88,6 +94,45 @@ static inline uint64_t check_xorshift64(uint64_t *s)
 static inline uint64_t check_alloc_addr(unsigned i)
 {
 	return 0x7f0000000000ull + (uint64_t)(i % 64) * 0x100000 + (uint64_t)(i / 64) * 16;
+}
+
+/* The whole of file PATH in a malloc'd buffer (its size in *LEN). */
+static inline uint8_t *check_slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	CHECK(fd >= 0 && fstat(fd, &st) == 0, "%s: %s", path, strerror(errno));
+	buf = malloc((size_t)st.st_size);
+	CHECK(buf && pread(fd, buf, (size_t)st.st_size, 0) == st.st_size, "reading %s", path);
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+/* Writes BUF[0..LEN) to PATH, created with MODE or truncated. */
+static inline void check_spit(const char *path, const uint8_t *buf, size_t len, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, mode);
+
+	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t)len, "%s", path);
+	close(fd);
+}
+
+/* For a forked writer: truncates the file open at FD to one page and
+ * writes IMAGE[0..LEN) back, forever, leaving it whole for PAUSE_US each
+ * time, so readers start on a whole file and have it cut under them. */
+static inline void __attribute__((noreturn))
+check_truncate_forever(int fd, const uint8_t *image, size_t len, long pause_us)
+{
+	struct timespec whole = { 0, pause_us * 1000 };
+
+	for (;;) {
+		if (ftruncate(fd, 4096) != 0 || pwrite(fd, image, len, 0) != (ssize_t)len)
+			_exit(1);
+		nanosleep(&whole, NULL);
+	}
 }
 
 /* The first line (from 1) on which multi-line texts GOT and WANT differ,

@@ -28,34 +28,6 @@
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define ROUNDS 300
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t *b;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	CHECK(fd >= 0 && !fstat(fd, &st));
-	b = malloc((size_t)st.st_size);
-	CHECK(b && pread(fd, b, (size_t)st.st_size, 0) == st.st_size);
-	close(fd);
-	*len = (size_t)st.st_size;
-	return b;
-}
-
-/* Truncates FD's file to one page and writes IMAGE back, forever, with a
- * pause while it is whole, so readers start on a whole file and have it
- * cut under them. */
-static void truncate_forever(int fd, const uint8_t *image, size_t len)
-{
-	struct timespec whole = { 0, 300 * 1000 };
-
-	for (;;) {
-		if (ftruncate(fd, 4096) || pwrite(fd, image, len, 0) != (ssize_t)len)
-			_exit(1);
-		nanosleep(&whole, NULL);
-	}
-}
-
 /* Looks malloc up ROUNDS times. */
 static int read_symbols(const char *path)
 {
@@ -111,7 +83,7 @@ static void race(const char *what, const char *victim, const uint8_t *image, siz
 	writer = fork();
 	CHECK(writer >= 0);
 	if (writer == 0)
-		truncate_forever(fd, image, len);
+		check_truncate_forever(fd, image, len, 300);
 	close(fd);
 	reader = fork();
 	CHECK(reader >= 0);
@@ -159,7 +131,7 @@ int main(void)
 	char victim[] = "/tmp/dwleak-no-sigbus.XXXXXX";
 	struct elf_sym_want w = { .name = "malloc" };
 	size_t len;
-	uint8_t *image = slurp(LIBC, &len);
+	uint8_t *image = check_slurp(LIBC, &len);
 	int fd = mkstemp(victim);
 
 	CHECK(fd >= 0 && write(fd, image, len) == (ssize_t)len);

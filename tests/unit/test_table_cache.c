@@ -286,28 +286,6 @@ static char *only_entry(const struct table_cache *c)
 	return found;
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t *buf;
-	int fd = open_ro(path);
-
-	CHECK(fstat(fd, &st) == 0);
-	buf = malloc(st.st_size);
-	CHECK(buf && read(fd, buf, st.st_size) == st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
-
-static void spit(const char *path, const uint8_t *buf, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT, 0600);
-
-	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t)len);
-	close(fd);
-}
-
 /* Damages the entry in one way, expects a rebuild, then a hit again. */
 static void corrupt_and_check(struct table_cache *c, const struct unwind_table *fresh,
 			      const uint8_t *good, size_t len, const uint8_t *bad, size_t bad_len,
@@ -317,9 +295,9 @@ static void corrupt_and_check(struct table_cache *c, const struct unwind_table *
 	size_t now_len;
 	uint8_t *now;
 
-	spit(entry, bad, bad_len);
+	check_spit(entry, bad, bad_len, 0600);
 	get_expect(c, LIBC, NULL, fresh, false, what);
-	now = slurp(entry, &now_len);
+	now = check_slurp(entry, &now_len);
 	CHECK(now_len == len && memcmp(now, good, len) == 0, "%s: entry not rewritten", what);
 	get_expect(c, LIBC, NULL, fresh, true, what);
 	free(now);
@@ -330,7 +308,7 @@ static void test_cache_corruption(struct table_cache *c, const struct unwind_tab
 {
 	char *entry = only_entry(c);
 	size_t len, cuts[] = { 0, 1, 7, 8, 39, 40, 41, 100 };
-	uint8_t *good = slurp(entry, &len), *bad = malloc(len);
+	uint8_t *good = check_slurp(entry, &len), *bad = malloc(len);
 	char what[64];
 
 	CHECK(bad);
@@ -388,7 +366,7 @@ static char *build_nobid_object(const char *code)
 {
 	char *src = path_in_tmp("nobid.c"), *obj = path_in_tmp("nobid.so"), *cmd;
 
-	spit(src, (const uint8_t *)code, strlen(code));
+	check_spit(src, (const uint8_t *)code, strlen(code), 0600);
 	CHECK(asprintf(&cmd, "cc -shared -fPIC -O1 -Wl,--build-id=none -o %s %s", obj, src) > 0);
 	CHECK(system(cmd) == 0, "%s", cmd);
 	free(cmd);
@@ -441,8 +419,8 @@ static void test_cache_no_build_id(void)
 	get_expect(c, obj, NULL, fresh, false, "no build id: rebuilt back");
 	free(rebuilt);
 
-	bytes = slurp(obj, &len);
-	spit(copy, bytes, len);
+	bytes = check_slurp(obj, &len);
+	check_spit(copy, bytes, len, 0600);
 	get_expect(c, copy, NULL, fresh, false, "no build id: other path");
 
 	/* Only an fd: keyed by device and inode. */
@@ -485,7 +463,7 @@ static void test_cache_unusable(const struct unwind_table *fresh)
 	/* A directory under a regular file can never be created, even by
 	 * root: the cache is refused, with a reason, and the caller runs
 	 * without one (a NULL cache). */
-	spit(file, (const uint8_t *)"x", 1);
+	check_spit(file, (const uint8_t *)"x", 1, 0600);
 	CHECK(table_cache_open(dir, &c) == -ENOTDIR && c == NULL);
 	CHECK(strstr(table_cache_why(), "not a directory"), "%s", table_cache_why());
 	CHECK(table_cache_open("", &c) == -EINVAL && c == NULL);

@@ -58,28 +58,6 @@ static char *tmp_path(const char *fmt, ...)
 	return path;
 }
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
-	struct stat st;
-	uint8_t *buf;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	CHECK(fd >= 0 && fstat(fd, &st) == 0, "%s: %s", path, strerror(errno));
-	buf = malloc(st.st_size);
-	CHECK(buf && read(fd, buf, st.st_size) == st.st_size);
-	close(fd);
-	*len = st.st_size;
-	return buf;
-}
-
-static void spit(const char *path, const uint8_t *buf, size_t len, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CREAT | O_CLOEXEC, mode);
-
-	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t)len, "%s", path);
-	close(fd);
-}
-
 static long peak_rss_kb(void)
 {
 	struct rusage ru;
@@ -219,7 +197,7 @@ static void doctored_libc(const char *path, mode_t mode)
 {
 	static const uint8_t def_cfa_rsp8[] = { 0x0c, 0x07, 0x08 };
 	size_t len, off = eh_frame_offset(), cie_len;
-	uint8_t *buf = slurp(LIBC, &len), *hit;
+	uint8_t *buf = check_slurp(LIBC, &len), *hit;
 
 	cie_len = (size_t)buf[off] | (size_t)buf[off + 1] << 8 | (size_t)buf[off + 2] << 16 |
 		  (size_t)buf[off + 3] << 24;
@@ -227,7 +205,7 @@ static void doctored_libc(const char *path, mode_t mode)
 	hit = memmem(buf + off, cie_len + 4, def_cfa_rsp8, sizeof(def_cfa_rsp8));
 	CHECK(hit, "no def_cfa rsp+8 in libc's first CIE");
 	hit[2] = 0x10;
-	spit(path, buf, len, mode);
+	check_spit(path, buf, len, mode);
 	free(buf);
 }
 
@@ -402,7 +380,7 @@ static void plant_bomb(const char *entry, const uint8_t *good, size_t good_len, 
 	memcpy(buf + 24, &(uint64_t){ zlen }, 8);
 	memcpy(buf + 40 + key_len, frame, zlen);
 	unlink(entry);
-	spit(entry, buf, len, 0600);
+	check_spit(entry, buf, len, 0600);
 	printf("  bomb entry: %zu bytes claiming %llu\n", len, (unsigned long long)bytes);
 	free(buf);
 	free(frame);
@@ -416,14 +394,14 @@ static void test_entry_attacks(const struct unwind_table *libc)
 	struct table_cache *c;
 	struct unwind_table *t;
 	size_t good_len;
-	uint8_t *good = slurp(entry, &good_len);
+	uint8_t *good = check_slurp(entry, &good_len);
 	long before;
 	bool hit;
 
 	CHECK(mkdir(elsewhere, 0700) == 0);
 	copy = tmp_path("elsewhere/good.tbl");
 	fifo = tmp_path("elsewhere/fifo");
-	spit(copy, good, good_len, 0600);
+	check_spit(copy, good, good_len, 0600);
 	CHECK(mkfifo(fifo, 0600) == 0);
 
 	/* A link to a perfectly good entry: not followed. */
@@ -450,12 +428,12 @@ static void test_entry_attacks(const struct unwind_table *libc)
 	/* Good bytes in a file someone else owns or may write: not read. */
 	if (geteuid() == 0) {
 		unlink(entry);
-		spit(entry, good, good_len, 0600);
+		check_spit(entry, good, good_len, 0600);
 		CHECK(chown(entry, NOBODY, NOBODY) == 0);
 		expect_miss_after("entry owned by another user", dir, entry, libc);
 	}
 	unlink(entry);
-	spit(entry, good, good_len, 0600);
+	check_spit(entry, good, good_len, 0600);
 	CHECK(chmod(entry, 0666) == 0);
 	expect_miss_after("world-writable entry", dir, entry, libc);
 
@@ -573,7 +551,7 @@ static void test_cache_dirs(const struct unwind_table *libc)
 	}
 
 	p = tmp_path("plain-file");
-	spit(p, (const uint8_t *)"x", 1, 0600);
+	check_spit(p, (const uint8_t *)"x", 1, 0600);
 	q = tmp_path("plain-file/dwleak");
 	expect_refused(q, -ENOTDIR, p, "cache dir under a regular file");
 	free(p), free(q);
@@ -584,20 +562,6 @@ static void test_cache_dirs(const struct unwind_table *libc)
 }
 
 /* ---- a file truncated while it is compiled ---- */
-
-/* Truncates the file open at FD and writes IMAGE back, forever, leaving
- * it whole for a moment each time so that some compiles start on a whole
- * file and have it cut under them. */
-static void truncate_forever(int fd, const uint8_t *image, size_t len)
-{
-	struct timespec whole = { 0, 500 * 1000 };
-
-	for (;;) {
-		if (ftruncate(fd, 4096) != 0 || pwrite(fd, image, len, 0) != (ssize_t)len)
-			_exit(1);
-		nanosleep(&whole, NULL);
-	}
-}
 
 static int child_compile_race(void *arg)
 {
@@ -627,17 +591,17 @@ static void test_truncate_race(void)
 {
 	char *victim = tmp_path("victim.so");
 	size_t len;
-	uint8_t *image = slurp(LIBC, &len);
+	uint8_t *image = check_slurp(LIBC, &len);
 	pid_t writer;
 	int fd, status;
 
-	spit(victim, image, len, 0644);
+	check_spit(victim, image, len, 0644);
 	fd = open(victim, O_WRONLY | O_CLOEXEC);
 	CHECK(fd >= 0);
 	writer = fork();
 	CHECK(writer >= 0);
 	if (writer == 0)
-		truncate_forever(fd, image, len);
+		check_truncate_forever(fd, image, len, 500);
 	status = in_child("compiling a file being truncated", child_compile_race, victim);
 	kill(writer, SIGKILL);
 	waitpid(writer, NULL, 0);
@@ -677,7 +641,7 @@ static void test_compressed_claims(void)
 	const char *why;
 	uint64_t real, claim;
 	size_t len, off;
-	uint8_t *buf = slurp(obj, &len);
+	uint8_t *buf = check_slurp(obj, &len);
 	long before;
 	int ret;
 
@@ -753,7 +717,7 @@ static void test_no_section_headers(const struct unwind_table *libc)
 {
 	struct unwind_table *t = NULL;
 	size_t len, i;
-	uint8_t *buf = slurp(LIBC, &len);
+	uint8_t *buf = check_slurp(LIBC, &len);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)buf;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(buf + eh->e_phoff), *gnu_eh = NULL;
 	uint8_t *hdr;
