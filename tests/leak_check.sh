@@ -174,11 +174,7 @@ if lt_part c; then
 	lt_start target "$tmp/wait.out" "$PROG" --wait
 	if lt_trace dw "$tmp/p.err" --leak-check -t 0 --format json -o "$tmp/p.json" -p "$target"; then
 		kill -USR1 "$target"
-		for ((i = 0; i < 100; i++)); do
-			grep -q ready "$tmp/wait.out" && break
-			sleep 0.05
-		done
-		grep -q ready "$tmp/wait.out" || fail "-p: leak_kinds never said ready"
+		lt_wait_line "$tmp/wait.out" ready || fail "-p: leak_kinds never said ready"
 		kill -INT "$dw"
 		lt_wait "$dw" 60
 		rc=$?
@@ -202,11 +198,7 @@ PY
 		[ "$state" != t ] && [ "$state" != T ] && [ "$tracer" = 0 ] ||
 			fail "-p: after the check the target is in state '$state', traced by '$tracer'"
 		kill -USR2 "$target"
-		for ((i = 0; i < 100; i++)); do
-			grep -q alive "$tmp/wait.out" && break
-			sleep 0.05
-		done
-		grep -q alive "$tmp/wait.out" || fail "-p: the target does not answer SIGUSR2 after the check"
+		lt_wait_line "$tmp/wait.out" alive || fail "-p: the target does not answer SIGUSR2 after the check"
 	else
 		fail "-p: dwleak did not attach"
 	fi
@@ -266,11 +258,7 @@ if lt_part e; then
 			[ -z "$stopped" ] || fail "after dwleak was killed mid-check the target's threads are stopped:$stopped"
 			: > "$tmp/big.out"
 			kill -USR2 "$target"
-			for ((i = 0; i < 100; i++)); do
-				grep -q alive "$tmp/big.out" && break
-				sleep 0.05
-			done
-			grep -q alive "$tmp/big.out" || fail "the target does not answer after dwleak was killed mid-check"
+			lt_wait_line "$tmp/big.out" alive || fail "the target does not answer after dwleak was killed mid-check"
 		fi
 	else
 		fail "e: dwleak did not attach"

@@ -172,6 +172,17 @@ lt_trace() {
 	return 1
 }
 
+# lt_wait_line FILE WORD : waits up to 5 s for FILE to hold WORD (a
+# target's answer); status 1 if it never does.
+lt_wait_line() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q "$2" "$1" 2> /dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # lt_wait PID [SECS] : exit status of a background job, killing it (status
 # 124) if it takes longer than SECS (default 60).
 lt_wait() {
