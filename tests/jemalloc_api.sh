@@ -18,13 +18,9 @@ grep -q "jemalloc in .*(LD_PRELOAD)" "$LT_TMP/err" || fail "tracing line does no
 lt_check "$LT_TMP/je.json" "$LT_TMP/ledger.json" << 'EOF2'
 ledger = json.load(open(ARGS[0]))
 want_alloc = {"site_mallocx": "mallocx", "site_rallocx": "rallocx", "site_xallocx": "mallocx"}
-got = {}
+got = site_totals()
 for s in r["stacks"]:
     site = site_of(s)
-    if not site:
-        continue
-    b, c = got.get(site, (0, 0))
-    got[site] = (b + s["bytes"], c + s["allocations"])
     if site in want_alloc and s["allocator"] != want_alloc[site]:
         fail("%s: allocator %r, want %r" % (site, s["allocator"], want_alloc[site]))
 check_sites(ledger, got)

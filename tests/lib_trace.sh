@@ -213,10 +213,15 @@ lt_wait() {
 #   show(stack)        a printable summary of a stack
 #   site_of(stack)     its innermost site_* frame (the ledger programs), or None
 #   check_sites(ledger, got)  per site {name: (bytes, allocations)}: equal or fail
+#   site_totals()      {site: (bytes, allocations)} over the report's stacks
+#   check_estimates(ledger, n)  a report sampled one per N bytes against
+#                      LEDGER {site: {"bytes": B}}: each site's estimate within
+#                      4.5 sd (sqrt(N * B)), sites under 8 expected samples
+#                      only shown, then all sites together
 #   fail(msg)          record a failed check (exit status 1 at the end)
 #   ok(msg)            print a passed check
 LT_PY='
-import json, sys, re
+import json, math, sys, re
 r = json.load(open(sys.argv[1]))
 ARGS = sys.argv[2:]
 _failed = 0
@@ -272,6 +277,35 @@ def check_sites(ledger, got):
             fail("%s: dwleak %d B in %d, ledger %d B in %d" % (site, g[0], g[1], b, c))
         else:
             ok("%s: %d B in %d" % (site, b, c))
+def site_totals():
+    got = {}
+    for s in r["stacks"]:
+        site = site_of(s)
+        if site:
+            b, c = got.get(site, (0, 0))
+            got[site] = (b + s["bytes"], c + s["allocations"])
+    return got
+def check_estimates(ledger, n):
+    est = site_totals()
+    worst = 0.0
+    tot_true = tot_est = 0
+    for site, want in sorted(ledger.items()):
+        b = want["bytes"]
+        if b == 0:
+            continue
+        e = est.get(site, (0, 0))[0]
+        z = (e - b) / math.sqrt(n * b)
+        tot_true += b
+        tot_est += e
+        line = "%-24s true %9d  estimate %9d  (%+.1f%%, %+.2f sd)" % (site, b, e, 100.0 * (e - b) / b, z)
+        if b < 8 * n:
+            print("info: " + line + "  (under 8 samples expected: not judged)")
+            continue
+        worst = max(worst, abs(z))
+        (fail if abs(z) > 4.5 else ok)(line)
+    z = (tot_est - tot_true) / math.sqrt(n * tot_true)
+    (fail if abs(z) > 4.5 else ok)("all sites: true %d estimate %d (%+.2f%%, %+.2f sd); worst site %.2f sd" % (
+        tot_true, tot_est, 100.0 * (tot_est - tot_true) / tot_true, z, worst))
 '
 
 lt_check() {

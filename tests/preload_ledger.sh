@@ -33,14 +33,9 @@ check() {
 led = json.load(open(ARGS[0]))
 if led["allocator"] != ARGS[1]:
     fail("the program says it runs on %s, want %s" % (led["allocator"], ARGS[1]))
-got = {}
+got = site_totals()
 for s in r["stacks"]:
-    site = site_of(s)
-    if not site:
-        continue
-    b, c = got.get(site, (0, 0))
-    got[site] = (b + s["bytes"], c + s["allocations"])
-    if s.get("truncated") or s.get("unwind_error"):
+    if site_of(s) and (s.get("truncated") or s.get("unwind_error")):
         fail("site stack truncated or cut:\n" + show(s))
     if any("libdwleak-preload" in (f["module"] or "") for f in s["frames"]):
         fail("a frame of the library is shown:\n" + show(s))
@@ -101,32 +96,9 @@ if lt_part s; then
 	PID_OPS=20000 run_pid pid_sampled glibc "" --sample-bytes $N
 	grep -q '(preload, ' "$T/pid_sampled.err" || fail "pid_sampled: not traced at the sites"
 	lt_check "$T/pid_sampled.json" "$T/pid_sampled.ledger" "$N" << 'PY'
-import math
 led = json.load(open(ARGS[0]))
 n = float(ARGS[1])
-est = {}
-for s in r["stacks"]:
-    site = site_of(s)
-    if site:
-        est[site] = est.get(site, 0) + s["bytes"]
-tot_true = tot_est = 0
-for site, want in sorted(led["sites"].items()):
-    b = want["bytes"]
-    if b == 0:
-        continue
-    e = est.get(site, 0)
-    z = (e - b) / math.sqrt(n * b)
-    tot_true += b
-    tot_est += e
-    line = "%-24s true %9d  estimate %9d  (%+.2f sd)" % (site, b, e, z)
-    if b < 8 * n:
-        print("info: " + line + "  (under 8 samples expected: not judged)")
-    elif abs(z) > 4.5:
-        fail(line)
-    else:
-        ok(line)
-z = (tot_est - tot_true) / math.sqrt(n * tot_true)
-(fail if abs(z) > 4.5 else ok)("all sites: true %d estimate %d (%+.2f sd)" % (tot_true, tot_est, z))
+check_estimates(led["sites"], n)
 if r["counters"].get("alloc_calls", 0) * 4 > led["calls"]:
     fail("the site fired %d times for %d calls: not sampled in the process" % (r["counters"]["alloc_calls"], led["calls"]))
 PY

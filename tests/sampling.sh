@@ -33,45 +33,13 @@ for mode in preload uprobes; do
 		fail "$mode: the tracing line says preload: $line"
 	fi
 	lt_check "$LT_TMP/$mode.json" "$LT_TMP/$mode.ledger" "$N" "$mode" << 'EOF2'
-import math
 ledger_all = json.load(open(ARGS[0]))
 ledger = ledger_all["sites"]
 n = float(ARGS[1])
 mode = ARGS[2]
 if r.get("sample_bytes") != int(n):
     fail("report has sample_bytes %r, want %d" % (r.get("sample_bytes"), n))
-est = {}
-for s in r["stacks"]:
-    site = site_of(s)
-    if site:
-        est[site] = est.get(site, 0) + s["bytes"]
-worst = 0.0
-tot_true = tot_est = 0
-for site, want in sorted(ledger.items()):
-    b = want["bytes"]
-    if b == 0:
-        continue
-    e = est.get(site, 0)
-    sd = math.sqrt(n * b)
-    z = (e - b) / sd
-    if b >= 8 * n:
-        worst = max(worst, abs(z))
-    tot_true += b
-    tot_est += e
-    line = "%-24s true %9d  estimate %9d  (%+.1f%%, %+.2f sd)" % (site, b, e, 100.0 * (e - b) / b, z)
-    if b < 8 * n:
-        print("info: " + line + "  (under 8 samples expected: not judged)")
-    elif abs(z) > 4.5:
-        fail(line)
-    else:
-        ok(line)
-z = (tot_est - tot_true) / math.sqrt(n * tot_true)
-line = "all sites: true %d estimate %d (%+.2f%%, %+.2f sd); worst site %.2f sd" % (
-    tot_true, tot_est, 100.0 * (tot_est - tot_true) / tot_true, z, worst)
-if abs(z) > 4.5:
-    fail(line)
-else:
-    ok(line)
+check_estimates(ledger, n)
 c = r["counters"]
 if mode == "uprobes":
     if c.get("allocs_not_sampled", 0) == 0:
