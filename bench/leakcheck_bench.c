@@ -396,7 +396,7 @@ static int run_dwleak(const struct shape *sh, int reps)
 
 		err = leakcheck_new(blocks, n, &lc);
 		t1 = now_ms();
-		err = err ? err : proc_mem_plan_build(pid, &thread, 1, keep, n, &plan);
+		err = err ? err : proc_mem_plan_build(pid, &thread, 1, keep, n, NULL, 0, &plan);
 		t2 = now_ms();
 		err = err ? err : proc_mem_read(pid, &plan, &opts, scan_chunk, lc, &rs);
 		t3 = now_ms();

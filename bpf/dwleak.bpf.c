@@ -17,6 +17,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 unwind_mode = UNWIND_MODE_DWARF; /* enum unwind_mode bits */
 const volatile __u64 sample_bytes = 0; /* --sample-bytes N; 0 = every allocation */
 const volatile __u32 track_mmap = 0;   /* --mmap */
+/* --leak-check: the allocator's own memory syscalls (mmap.bpf.h) */
+const volatile __u32 track_alloc_memory = 0;
 /* Wake the alloc_events reader after every this many records a CPU wrote
  * (a power of two; user space sizes it to a quarter of the ring over all
  * CPUs); between wakeups it drains on its own timer, and records cost no
@@ -132,10 +134,11 @@ int BPF_KPROBE(dl_state)
 SEC("uprobe")
 int BPF_KPROBE(exit_enter)
 {
-	return process_exiting();
+	return process_exiting(ctx);
 }
 
-/* --mmap: BTF raw tracepoints (no tracefs needed) on every syscall. */
+/* --mmap and --leak-check: BTF raw tracepoints (no tracefs needed) on every
+ * syscall. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(mmap_enter, struct pt_regs *regs, long id)
 {

@@ -19,7 +19,7 @@
  * processes registered with PROC_STOP_AT_EXIT: no stop without a tracer
  * that resumes.
  */
-static __always_inline int process_exiting(void)
+static __always_inline int process_exiting(struct pt_regs *ctx)
 {
 	__u32 tgid = current_tgid();
 	struct proc_info *pi = bpf_map_lookup_elem(&procs, &tgid);
@@ -36,6 +36,10 @@ static __always_inline int process_exiting(void)
 	e->type = EVENT_EXITING;
 	e->tgid = tgid;
 	e->stopped = 1;
+	/* at the entry: registers other than the callee-saved ones are dead,
+	 * and so is the stack below the return address */
+	e->pc = PT_REGS_SP(ctx);
+	e->tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_ringbuf_submit(e, 0);
 	bpf_send_signal_thread(SIGSTOP);
 	return 0;

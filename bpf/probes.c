@@ -180,11 +180,13 @@ static int settings_apply(struct probes *p)
 	/* the preload library's sites, unless --no-preload */
 	bpf_program__set_autoload(s->progs.preload_alloc, p->set.preload);
 	bpf_program__set_autoload(s->progs.preload_free, p->set.preload);
-	/* the syscall tracepoints are loaded (and verified) only for --mmap */
-	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap);
-	bpf_program__set_autoload(s->progs.mmap_exit, p->set.mmap);
+	/* the syscall tracepoints are loaded (and verified) only for --mmap
+	 * and the allocator's memory: they run on every syscall of the system */
+	bpf_program__set_autoload(s->progs.mmap_enter, p->set.mmap || p->set.alloc_memory);
+	bpf_program__set_autoload(s->progs.mmap_exit, p->set.mmap || p->set.alloc_memory);
 	s->rodata->sample_bytes = p->set.sample_bytes;
 	s->rodata->track_mmap = p->set.mmap;
+	s->rodata->track_alloc_memory = p->set.alloc_memory;
 	s->rodata->alloc_ring_wake = ring_wake_records();
 	s->rodata->tgid_by_link = p->info.tgid_by_link;
 	s->rodata->guard_preempt = p->info.guard;
@@ -221,7 +223,7 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (p->ev.mmap)
 			p->ev.mmap(p->ev.ctx, data);
 	} else if (e->type == EVENT_EXITING && p->ev.exiting) {
-		p->ev.exiting(p->ev.ctx, e->tgid);
+		p->ev.exiting(p->ev.ctx, e->tgid, (pid_t)e->tid, e->pc);
 	} else if ((e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED) && p->ev.objects_changed) {
 		p->ev.objects_changed(p->ev.ctx, e->tgid, e->type == EVENT_MAPS_CHANGED && e->stopped);
 	}
@@ -319,7 +321,7 @@ static int object_attach(struct probes *p, struct probes_proc *pp, const struct 
 
 int probes_attach_syscalls(struct probes *p)
 {
-	if (!p->set.mmap)
+	if (!p->set.mmap && !p->set.alloc_memory)
 		return 0;
 	p->mmap_links[0] = bpf_program__attach(p->skel->progs.mmap_enter);
 	p->mmap_links[1] = p->mmap_links[0] ? bpf_program__attach(p->skel->progs.mmap_exit) : NULL;
@@ -376,14 +378,23 @@ int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct al
 	return 0;
 }
 
-int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s)
+int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s,
+			       uint64_t control)
 {
 	uint64_t cookie = DWLEAK_COOKIE(ALLOC_MALLOC, 0, (uint32_t)pp->pid);
 	size_t nfds = pp->links.nfds, nlinks = pp->links.nlinks;
-	int err;
+	int fd = bpf_map__fd(p->skel->maps.procs), err;
+	uint32_t key = (uint32_t)pp->pid;
+	struct proc_info pi;
 
 	if (!p->set.preload)
 		return -EOPNOTSUPP;
+	/* before the sites fire: the allocator's first memory syscalls are
+	 * told apart from the start */
+	if (pp->added && !bpf_map_lookup_elem(fd, &key, &pi)) {
+		pi.preload_control = control;
+		bpf_map_update_elem(fd, &key, &pi, BPF_EXIST);
+	}
 	err = attach_usdt(&pp->links, p->skel->progs.preload_free, s->path, pp->pid, s->free_off, s->free_sem_off,
 			  cookie);
 	err = err ?: attach_usdt(&pp->links, p->skel->progs.preload_alloc, s->path, pp->pid, s->alloc_off,

@@ -26,6 +26,10 @@ struct unwinder_maps;
 struct probes_settings {
 	uint64_t sample_bytes;	/* --sample-bytes N; 0 = every allocation */
 	bool mmap;		/* --mmap: the memory syscall tracepoints too */
+	/* --leak-check: the memory syscalls made inside allocator calls (the
+	 * allocator's own memory) and the program's (which take memory from
+	 * it), delivered through events.mmap */
+	bool alloc_memory;
 	uint32_t unwind_mode;	/* enum unwind_mode: which walks run */
 	uint64_t rows, rules;	/* what the tables known now need: the maps get
 				 * room for twice as much (libraries loaded later) */
@@ -43,15 +47,17 @@ struct probes_events {
 	/* one alloc_events record (struct alloc_event or struct free_event, by
 	 * its type), in the order the probes wrote them */
 	void (*record)(void *ctx, const void *data, size_t size);
-	/* --mmap: an anonymous mapping made, removed or moved */
+	/* --mmap, settings.alloc_memory: an anonymous mapping made, removed or
+	 * moved, or the program break moved; E->by says by whom */
 	void (*mmap)(void *ctx, const struct mmap_event *e);
 	/* process TGID's objects changed: a walk met one with no table, or the
 	 * dynamic linker finished (un)loading; STOPPED: the thread that called
 	 * it stopped itself (SIGSTOP) and waits (see probes_proc_add) */
 	void (*objects_changed)(void *ctx, uint32_t tgid, bool stopped);
-	/* process TGID called exit() and its thread stopped itself for the
-	 * leak check (see PROC_STOP_AT_EXIT) */
-	void (*exiting)(void *ctx, uint32_t tgid);
+	/* process TGID called exit() and its thread TID stopped itself for the
+	 * leak check (see PROC_STOP_AT_EXIT); SP: its stack pointer at exit()'s
+	 * entry, where the return address is */
+	void (*exiting)(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp);
 };
 
 /* How the allocator calls ended up probed, for --stats. */
@@ -138,11 +144,15 @@ int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct al
  * Attaches to the preload library's two sites S in PP's process (the
  * free site first: a block seen allocated is then seen freed), with their
  * semaphores, which turn the library's sites on; the caller wrote its
- * control block first (preload_control_write).  The programs must have
- * been loaded with settings.preload.  Returns 0 or a negative errno
- * (nothing attached by this call is left).
+ * control block first (preload_control_write).  CONTROL is the runtime
+ * address of that block in the process (0: not known), where the kernel
+ * program learns which of its memory syscalls the allocator makes (with
+ * settings.alloc_memory).  The programs must have been loaded with
+ * settings.preload.  Returns 0 or a negative errno (nothing attached by
+ * this call is left).
  */
-int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s);
+int probes_proc_attach_preload(struct probes *p, struct probes_proc *pp, const struct preload_sites *s,
+			       uint64_t control);
 
 /* Removes PP's probes (in the background: see attach_close_async); its
  * procs entry stays (an exec keeps the process). */

@@ -21,14 +21,131 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int scan_chunk(void *ctx, uint64_t addr, const void *bytes, size_t len)
+/* The scan's view of the memory read: which of it is the allocator's own
+ * (ALLOC[0..N), sorted), where only blocks are scanned; K is the cursor
+ * (the chunks come in address order). */
+struct scan_ctx {
+	struct leakcheck *lc;
+	const struct leak_block *alloc;
+	size_t n, k;
+};
+
+static uint64_t range_end(const struct leak_block *r)
 {
-	return leakcheck_scan(ctx, addr, bytes, len);
+	return r->addr + r->size;
 }
 
+static int scan_chunk(void *ctx, uint64_t addr, const void *bytes, size_t len)
+{
+	struct scan_ctx *c = ctx;
+	const unsigned char *b = bytes;
+	uint64_t end = addr + len, stop;
+	int err = 0;
+
+	while (!err && addr < end) {
+		while (c->k < c->n && range_end(&c->alloc[c->k]) <= addr)
+			c->k++;
+		if (c->k < c->n && c->alloc[c->k].addr <= addr) {
+			stop = range_end(&c->alloc[c->k]) < end ? range_end(&c->alloc[c->k]) : end;
+			err = leakcheck_scan_blocks(c->lc, addr, b, stop - addr);
+		} else {
+			stop = c->k < c->n && c->alloc[c->k].addr < end ? c->alloc[c->k].addr : end;
+			err = leakcheck_scan(c->lc, addr, b, stop - addr);
+		}
+		b += stop - addr;
+		addr = stop;
+	}
+	return err;
+}
+
+/* The ranges of A[0..NA) less those of B[0..NB) (both sorted, each not
+ * overlapping itself), into a malloc'd *OUT of *NOUT.  Returns 0 or
+ * -ENOMEM. */
+static int ranges_subtract(const struct leak_block *a, size_t na, const struct leak_block *b, size_t nb,
+			   struct leak_block **out, size_t *nout)
+{
+	struct leak_block *v = malloc((na + nb + 1) * sizeof(*v)); /* each of B splits one range at most */
+	size_t i, j = 0, k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < na; i++) {
+		uint64_t s = a[i].addr, e = range_end(&a[i]);
+
+		while (j < nb && range_end(&b[j]) <= s)
+			j++;
+		for (size_t m = j; m < nb && b[m].addr < e && s < e; m++) {
+			if (b[m].addr > s)
+				v[k++] = (struct leak_block){ s, b[m].addr - s };
+			if (range_end(&b[m]) > s)
+				s = range_end(&b[m]);
+		}
+		if (s < e)
+			v[k++] = (struct leak_block){ s, e - s };
+	}
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+	const struct leak_block *a = x, *b = y;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/*
+ * What of P's memory is the allocator's own (its ledger's alloc_memory:
+ * what it mapped while traced) and so no root, into *OUT (sorted, *N
+ * ranges, malloc'd), less the blocks allocated since the index was built
+ * (TABLE's log: in the table now, recorded after SNAP_NS), which are not
+ * in the index: the program may hold pointers in them, so they are read
+ * as roots, as any memory the check knows nothing of.  Returns 0 or
+ * -ENOMEM.
+ */
+static int allocator_memory(const struct proc *p, struct alloc_table *table, uint64_t snap_ns,
+			    struct leak_block **out, size_t *n)
+{
+	const struct mmap_regions *am = &p->ledger.alloc_memory;
+	struct leak_block *mem = malloc((am->n + 1) * sizeof(*mem)), *fresh = NULL;
+	size_t i, nfresh = 0;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	if (!mem)
+		return -ENOMEM;
+	for (i = 0; i < am->n; i++)
+		mem[i] = (struct leak_block){ am->r[i].start, am->r[i].end - am->r[i].start };
+	if (table->log.n)
+		fresh = malloc(table->log.n * sizeof(*fresh));
+	for (i = 0; fresh && i < table->log.n; i++) {
+		const struct alloc_rec *r = alloc_table_find(table, table->log.addrs[i]);
+
+		if (r && r->ts > snap_ns)
+			fresh[nfresh++] = (struct leak_block){ r->addr, r->size ? r->size : 1 };
+	}
+	if (table->log.n && !fresh) {
+		free(mem);
+		return -ENOMEM;
+	}
+	if (nfresh)
+		qsort(fresh, nfresh, sizeof(*fresh), by_addr);
+	err = ranges_subtract(mem, am->n, fresh, nfresh, out, n);
+	free(mem);
+	free(fresh);
+	return err;
+}
+
+#define NR_EXIT 60 /* x86_64 */
+#define NR_EXIT_GROUP 231
+
 /* The general registers of stopped thread TID as roots, and its stack and
- * TLS pointers into *T. */
-static int registers_scan(struct leakcheck *lc, pid_t tid, struct proc_mem_thread *t)
+ * TLS pointers into *T; EXITING: the thread stopped in the process's
+ * exit, if any (see struct leak_scan_exit). */
+static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_scan_exit *exiting,
+			  struct proc_mem_thread *t)
 {
 	struct user_regs_struct r;
 	const unsigned long long *w = (const unsigned long long *)&r;
@@ -36,12 +153,25 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, struct proc_mem_threa
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
+	t->sp = r.rsp;
+	t->tls = r.fs_base;
+	if (exiting && exiting->tid == tid &&
+	    (exiting->sp || r.orig_rax == NR_EXIT || r.orig_rax == NR_EXIT_GROUP)) {
+		/* at exit()'s entry or in the syscall that ends the process:
+		 * only what a callee must keep is live */
+		const unsigned long long live[] = { r.rbx, r.rbp, r.r12, r.r13, r.r14, r.r15 };
+
+		for (i = 0; i < sizeof(live) / sizeof(*live); i++)
+			leakcheck_scan_value(lc, live[i]);
+		if (exiting->sp)
+			t->sp = exiting->sp;
+		t->no_red_zone = true;
+		return 0;
+	}
 	/* every register may hold a pointer (a value kept in a register of a
 	 * spinning thread is a root, as for memcheck and LeakSanitizer) */
 	for (i = 0; i < sizeof(r) / sizeof(*w); i++)
 		leakcheck_scan_value(lc, w[i]);
-	t->sp = r.rsp;
-	t->tls = r.fs_base;
 	return 0;
 }
 
@@ -80,37 +210,46 @@ static struct alloc_rec *rec_of(struct alloc_table *t, const struct leak_block *
 }
 
 /* The pause's reading: the registers of threads TIDS[0..NTIDS) and the
- * memory of process PID into LC. */
-static int pause_scan(pid_t pid, const pid_t *tids, size_t ntids, struct leakcheck *lc,
-		      const struct leak_block *blocks, size_t nblocks, struct proc_mem_thread *threads,
+ * memory of process PID into LC; in ALLOC[0..NALLOC) (the allocator's own
+ * memory), blocks only, and none of its pages that hold no block. */
+static int pause_scan(pid_t pid, const pid_t *tids, size_t ntids, const struct leak_scan_exit *exiting,
+		      struct leakcheck *lc, const struct leak_block *blocks, size_t nblocks,
+		      const struct leak_block *alloc, size_t nalloc, struct proc_mem_thread *threads,
 		      struct leak_scan_result *out)
 {
+	struct scan_ctx sc = { .lc = lc, .alloc = alloc, .n = nalloc };
 	struct proc_mem_plan plan = { 0 };
-	size_t i;
+	struct leak_block *holes = NULL;
+	size_t i, nholes = 0;
 	int err = 0;
 
 	for (i = 0; !err && i < ntids; i++)
-		err = registers_scan(lc, tids[i], &threads[i]);
+		err = registers_scan(lc, tids[i], exiting, &threads[i]);
+	err = err ?: leakcheck_holes(lc, alloc, nalloc, 4096, &holes, &nholes);
 	/* the blocks are never cut as stack: a stack the program allocated */
-	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks, &plan);
-	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, lc, &out->read);
+	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks,
+					 (const struct proc_mem_range *)holes, nholes, &plan);
+	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
+	out->allocator_skipped_bytes = plan.skipped_allocator;
 	proc_mem_plan_free(&plan);
+	free(holes);
 	return err;
 }
 
 _Static_assert(sizeof(struct leak_block) == sizeof(struct proc_mem_range), "blocks are ranges");
 
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, void (*drain)(void *ctx),
-		      void *ctx, struct leak_scan_result *out)
+int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct leak_scan_exit *exiting,
+		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
 {
+	bool stopped = exiting != NULL;
 	struct tracee_options alone = { 0 };
 	struct tracee_set *own = NULL, *set = tracees;
 	struct alloc_table *table = &p->ledger.allocs;
 	struct proc_mem_thread *threads = NULL;
 	struct proc_mem_residency *each = NULL;
-	struct leak_block *blocks = NULL;
+	struct leak_block *blocks = NULL, *alloc = NULL;
 	struct leakcheck *lc = NULL;
-	size_t n = 0, nthreads = 0, i;
+	size_t n = 0, nthreads = 0, nalloc = 0, i;
 	double t0, t1, t2, t_pause;
 	uint64_t snap_ns;
 	pid_t *tids = NULL;
@@ -158,9 +297,10 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, 
 			out->changed += !leakcheck_keep(lc, table->log.addrs[i]);
 		threads = calloc(nthreads + 1, sizeof(*threads));
 		err = err ?: threads ? 0 : -ENOMEM;
+		err = err ?: allocator_memory(p, table, snap_ns, &alloc, &nalloc);
 		t1 = now_ms();
 		out->index_ms += t1 - t2;
-		err = err ?: pause_scan(p->pid, tids, nthreads, lc, blocks, n, threads, out);
+		err = err ?: pause_scan(p->pid, tids, nthreads, exiting, lc, blocks, n, alloc, nalloc, threads, out);
 		out->scan_ms = now_ms() - t1;
 	}
 	alloc_table_log_stop(table);
@@ -203,6 +343,7 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, 
 						   &out->rss);
 	}
 	free(each);
+	free(alloc);
 	free(tids);
 	free(threads);
 	leakcheck_free(lc);

@@ -33,23 +33,39 @@ struct leak_scan_result {
 					   taken as reachable, left unclassified */
 	struct leakcheck_scan_stats scan;
 	struct proc_mem_read_stats read;
+	/* the allocator's own memory (mapped by it while traced) that holds no
+	 * tracked block: not read (its free memory and bookkeeping) */
+	uint64_t allocator_skipped_bytes;
 	bool rss_known;
 	struct proc_rss_explained rss;
+};
+
+/* The thread whose exit a check runs in, stopped there: at exit()'s
+ * entry (SP: its stack pointer there, where the return address is), or
+ * in the exit or exit_group syscall (SP 0).  Its registers other than the
+ * callee-saved ones are dead (the SysV ABI: a called function may clobber
+ * them, and exit's one argument is an int), and so is its stack below
+ * SP (or its stack pointer): the red zone there is the dead frames of
+ * main and of what it called.  (A thread killed by a signal is stopped
+ * anywhere: all of it is live.) */
+struct leak_scan_exit {
+	pid_t tid;
+	uint64_t sp;
 };
 
 /*
  * Checks process P: stops it through TRACEES (which follow it already),
  * or, when TRACEES is NULL, seizes it for the check only and detaches
- * after (-p: the process is not left traced between checks).  STOPPED:
- * P is already stopped (in its exit), so the pause it reports starts now;
- * otherwise the blocks are indexed first, while P runs.  DRAIN is
+ * after (-p: the process is not left traced between checks).  EXITING:
+ * P is already stopped in its exit, by that thread, so the pause it
+ * reports starts now; NULL: P runs, and the blocks are indexed first.  DRAIN is
  * called once every thread is stopped, to apply the records the probes
  * wrote up to then (CTX passed back).  Writes the verdicts into P's
  * ledger records and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, bool stopped, void (*drain)(void *ctx),
-		      void *ctx, struct leak_scan_result *out);
+int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct leak_scan_exit *exiting,
+		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out);
 
 #endif

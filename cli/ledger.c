@@ -60,16 +60,59 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 	}
 }
 
-void ledger_mmap(struct ledger *l, const struct mmap_event *m)
+/* The program's own mapping (--mmap). */
+static int program_mmap(struct ledger *l, const struct mmap_event *m)
 {
+	if (m->op == MMAP_OP_MAP)
+		return mmap_regions_map(&l->regions, m->addr, m->len, m->stack_id, m->fp_stack_id, m->ts);
+	if (m->op == MMAP_OP_UNMAP)
+		return mmap_regions_unmap(&l->regions, m->addr, m->len);
+	if (m->op == MMAP_OP_REMAP)
+		return mmap_regions_remap(&l->regions, m->addr, m->len, m->new_addr, m->new_len);
+	return 0;
+}
+
+/*
+ * The allocator's memory after a memory syscall made BY_ALLOCATOR or
+ * not.  What the allocator maps (or moves to, or adds to the break) is
+ * its own; whatever anybody unmaps, or the program maps or moves to, is
+ * not (the program's own mappings may sit where the allocator's were).
+ * The break: the first one seen is only learnt (brk(0), which the
+ * dynamic linker and glibc ask at start); a move up by the allocator
+ * adds [old, new), a move down takes [new, old) out, and a move up by
+ * the program adds nothing.
+ */
+static int allocator_mmap(struct ledger *l, const struct mmap_event *m, bool by_allocator)
+{
+	uint64_t old = l->brk;
 	int err = 0;
 
-	if (m->op == MMAP_OP_MAP)
-		err = mmap_regions_map(&l->regions, m->addr, m->len, m->stack_id, m->fp_stack_id, m->ts);
-	else if (m->op == MMAP_OP_UNMAP)
-		err = mmap_regions_unmap(&l->regions, m->addr, m->len);
-	else if (m->op == MMAP_OP_REMAP)
-		err = mmap_regions_remap(&l->regions, m->addr, m->len, m->new_addr, m->new_len);
+	switch (m->op) {
+	case MMAP_OP_MAP:
+		return by_allocator ? mmap_regions_map(&l->alloc_memory, m->addr, m->len, 0, 0, m->ts)
+				    : mmap_regions_unmap(&l->alloc_memory, m->addr, m->len);
+	case MMAP_OP_UNMAP:
+		return mmap_regions_unmap(&l->alloc_memory, m->addr, m->len);
+	case MMAP_OP_REMAP:
+		err = mmap_regions_unmap(&l->alloc_memory, m->addr, m->len);
+		return err ?: by_allocator ? mmap_regions_map(&l->alloc_memory, m->new_addr, m->new_len, 0, 0, m->ts)
+					   : mmap_regions_unmap(&l->alloc_memory, m->new_addr, m->new_len);
+	case MMAP_OP_BRK:
+		l->brk = m->addr;
+		if (old && m->addr > old && by_allocator)
+			return mmap_regions_map(&l->alloc_memory, old, m->addr - old, 0, 0, m->ts);
+		if (old && m->addr < old)
+			return mmap_regions_unmap(&l->alloc_memory, m->addr, old - m->addr);
+		return 0;
+	}
+	return 0;
+}
+
+void ledger_mmap(struct ledger *l, const struct mmap_event *m)
+{
+	int err = m->by == MMAP_BY_PROGRAM ? program_mmap(l, m) : 0;
+
+	err = err ?: allocator_mmap(l, m, m->by == MMAP_BY_ALLOCATOR);
 	if (err && !l->mmap_err)
 		l->mmap_err = err;
 }
@@ -78,6 +121,7 @@ void ledger_free(struct ledger *l)
 {
 	alloc_table_free(&l->allocs);
 	mmap_regions_free(&l->regions);
+	mmap_regions_free(&l->alloc_memory);
 }
 
 static size_t slot_of(uint64_t id, uint64_t fp_id, size_t cap)

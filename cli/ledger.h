@@ -20,6 +20,15 @@
 struct ledger {
 	struct alloc_table allocs;   /* outstanding allocations by address */
 	struct mmap_regions regions; /* --mmap: the program's own anonymous regions */
+	/* --leak-check: the memory the allocator obtained from the kernel for
+	 * itself while traced (mmap, mremap and brk made inside its calls),
+	 * less what was unmapped or taken over by the program since: there,
+	 * only the tracked blocks are the program's.  Never what it held
+	 * before the trace began (before -p, or in a fork's parent). */
+	struct mmap_regions alloc_memory;
+	/* the program break as last seen (0: not known yet); the break moves
+	 * by brk, and what the allocator adds is its memory */
+	uint64_t brk;
 	uint64_t oom;		     /* records not applied: out of memory */
 	int mmap_err;		     /* the first failure applying an mmap event */
 	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */
@@ -36,7 +45,10 @@ struct ledger {
  * it started reading the records). */
 void ledger_record(struct ledger *l, const void *data, size_t size);
 
-/* Applies one --mmap event. */
+/* Applies one memory syscall's event (--mmap; the allocator's memory):
+ * the program's own regions with --mmap (E->by MMAP_BY_PROGRAM), the
+ * allocator's memory for the leak check (the program's maps and unmaps
+ * take memory out of it). */
 void ledger_mmap(struct ledger *l, const struct mmap_event *e);
 
 void ledger_free(struct ledger *l);

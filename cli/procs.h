@@ -32,6 +32,7 @@ struct proc {
 	bool vfork_child;	  /* shares its parent's memory until it execs */
 	bool refresh;		  /* its objects changed: load tables, republish */
 	bool exit_called;	  /* --leak-check: it called exit() (and stopped there) */
+	struct leak_scan_exit exit_at; /* the thread that called exit(), where */
 	struct leak_scan_result check; /* --leak-check: the last check of it */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
 	struct probes_proc pp;	  /* its procs entry and links */

@@ -106,13 +106,15 @@ static void on_objects_changed(void *ctx, uint32_t tgid, bool stopped)
 		p->refresh = true;
 }
 
-static void on_exiting(void *ctx, uint32_t tgid)
+static void on_exiting(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp)
 {
 	struct tracer *tr = ctx;
 	struct proc *p = procs_find(&tr->procs, (pid_t)tgid);
 
-	if (p)
+	if (p) {
 		p->exit_called = true;
+		p->exit_at = (struct leak_scan_exit){ .tid = tid, .sp = sp };
+	}
 }
 
 /* Applies every record the probes have written so far. */
@@ -128,14 +130,15 @@ static void records_drain_cb(void *ctx)
 }
 
 /* --leak-check of P now (WHEN says at what moment, for messages);
- * STOPPED: P is stopped already, in its exit. */
-static void leak_check(struct tracer *tr, struct proc *p, const char *when, bool stopped)
+ * EXITING: P is stopped already, in its exit, by that thread (NULL: P
+ * runs). */
+static void leak_check(struct tracer *tr, struct proc *p, const char *when, const struct leak_scan_exit *exiting)
 {
 	int err;
 
 	if (!tr->env->leak_check || p->not_followed || !p->probed)
 		return;
-	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, stopped, records_drain_cb, tr, &p->check);
+	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, exiting, records_drain_cb, tr, &p->check);
 	if (err && err != -ESRCH)
 		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
 			when, strerror(-err),
@@ -159,6 +162,7 @@ static int probes_setup(struct tracer *tr)
 	struct probes_settings set = {
 		.sample_bytes = (uint64_t)env->sample_bytes,
 		.mmap = env->mmap,
+		.alloc_memory = env->leak_check,
 		.unwind_mode = env->unwind,
 		.session = env->uprobe_session,
 		.guard = env->preempt_guard,
@@ -181,8 +185,9 @@ static int probes_setup(struct tracer *tr)
 	unwinder_set_maps(tr->uw, &maps);
 	err = probes_attach_syscalls(tr->probes);
 	if (err)
-		fprintf(stderr, "dwleak: cannot attach to the syscall tracepoints for --mmap: %s; "
-				"the kernel needs BTF raw tracepoints\n", strerror(-err));
+		fprintf(stderr, "dwleak: cannot attach to the syscall tracepoints for %s: %s; "
+				"the kernel needs BTF raw tracepoints\n", env->mmap ? "--mmap" : "--leak-check",
+			strerror(-err));
 	return err;
 }
 
@@ -305,7 +310,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	 * gone were checked when they exited) */
 	for (i = 0; i < n; i++)
 		if (!tr->procs.v[i]->exited)
-			leak_check(tr, tr->procs.v[i], "before the report", false);
+			leak_check(tr, tr->procs.v[i], "before the report", NULL);
 	records_drain(tr);
 	probes_counters(tr->probes, counters);
 	o.leak_check = env->leak_check;
@@ -426,7 +431,7 @@ static int tracee_events(struct tracer *tr)
 			records_drain(tr); /* and the events: which stop this is */
 			p = procs_find(&tr->procs, ev.pid);
 			if (p && p->exit_called && !p->check.done)
-				leak_check(tr, p, "at exit()", true);
+				leak_check(tr, p, "at exit()", &p->exit_at);
 			else
 				err = proc_on_linker_stop(tr, ev.pid);
 			tracee_resume(tr->tracees, ev.tid);
@@ -436,7 +441,7 @@ static int tracee_events(struct tracer *tr)
 			 * still there, if not every thread's registers */
 			p = procs_find(&tr->procs, ev.pid);
 			if (p && !p->check.done)
-				leak_check(tr, p, "as it exits", true);
+				leak_check(tr, p, "as it exits", &(struct leak_scan_exit){ .tid = ev.tid });
 			tracee_resume(tr->tracees, ev.tid);
 			break;
 		case TRACEE_EXIT:

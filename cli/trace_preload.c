@@ -129,7 +129,8 @@ static int sites_attach(struct tracer *tr, struct proc *p)
 	int err = preload_control_write(p->pid, &p->sites, (uint64_t)tr->env->sample_bytes);
 
 	err = err ?: complement_attach(tr, p);
-	err = err ?: probes_proc_attach_preload(tr->probes, &p->pp, &p->sites);
+	err = err ?: probes_proc_attach_preload(tr->probes, &p->pp, &p->sites,
+						  preload_control_addr(p->pid, &p->sites));
 	if (!err) {
 		p->preload = true;
 		return 0;

@@ -749,7 +749,9 @@ static int scan_block_words(struct leakcheck *lc, uint32_t from, const unsigned 
 	return 0;
 }
 
-int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
+/* The scan of a chunk; ROOTS: words outside every block are roots (else
+ * they are skipped: the allocator's own memory). */
+static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len, bool roots)
 {
 	uint64_t end = add_sat(addr, len), a = word_up(addr), e = end & ~(uint64_t)(WORD - 1);
 	const unsigned char *p;
@@ -781,7 +783,10 @@ int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_
 			}
 		} else {
 			stop = i < lc->n ? min_u64(words_start(lc, i), e) : e;
-			scan_root_words(lc, p, (stop - a) / WORD);
+			if (roots)
+				scan_root_words(lc, p, (stop - a) / WORD);
+			else
+				lc->stats.skipped_bytes += stop - a;
 		}
 		p += stop - a;
 		a = stop;
@@ -791,6 +796,16 @@ int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_
 	lc->next_addr = e;
 	lc->next_block = i;
 	return 0;
+}
+
+int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
+{
+	return scan_chunk(lc, addr, bytes, len, true);
+}
+
+int leakcheck_scan_blocks(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
+{
+	return scan_chunk(lc, addr, bytes, len, false);
 }
 
 void leakcheck_scan_value(struct leakcheck *lc, uint64_t value)
@@ -811,6 +826,48 @@ int leakcheck_keep(struct leakcheck *lc, uint64_t addr)
 	if (b == NONE || lc->start[b] != addr)
 		return -ENOENT;
 	lc->root[b] |= ROOT_START;
+	return 0;
+}
+
+int leakcheck_holes(const struct leakcheck *lc, const struct leak_block *ranges, size_t n, uint64_t page,
+		    struct leak_block **out, size_t *nout)
+{
+	size_t cap = 64, k = 0, r, i;
+	struct leak_block *v = malloc(cap * sizeof(*v));
+
+	*out = NULL;
+	*nout = 0;
+	if (!v)
+		return -ENOMEM;
+	for (r = 0; r < n; r++) {
+		uint64_t a = ranges[r].addr, end = add_sat(ranges[r].addr, ranges[r].size);
+
+		/* every hole of [a, end): up to the next block's first page,
+		 * then on from its last */
+		for (i = first_block_after(lc, a); a < end; i++) {
+			uint64_t stop = i < lc->n ? min_u64(lc->start[i], end) : end;
+			uint64_t lo = add_sat(a, page - 1) & ~(page - 1), hi = stop & ~(page - 1);
+
+			if (lo < hi) {
+				if (k == cap) {
+					struct leak_block *grown = realloc(v, 2 * cap * sizeof(*v));
+
+					if (!grown) {
+						free(v);
+						return -ENOMEM;
+					}
+					v = grown;
+					cap *= 2;
+				}
+				v[k++] = (struct leak_block){ lo, hi - lo };
+			}
+			if (i >= lc->n)
+				break;
+			a = add_sat(lc->start[i], lc->size[i] ? lc->size[i] : 1);
+		}
+	}
+	*out = v;
+	*nout = k;
 	return 0;
 }
 

@@ -50,6 +50,8 @@ struct leakcheck_scan_stats {
 	uint64_t scanned_bytes;	 /* whole aligned words handed to leakcheck_scan, x 8 */
 	uint64_t edge_bytes;	 /* bytes of chunks too short to hold one whole aligned word
 				    at their ends: not scanned (chunks split off 8-byte bounds) */
+	uint64_t skipped_bytes;	 /* of scanned_bytes, outside every block in memory scanned
+				    by leakcheck_scan_blocks: not roots */
 	uint64_t values;	 /* leakcheck_scan_value calls (registers) */
 	uint64_t root_hits;	 /* words outside every block that point into one */
 	uint64_t edges;		 /* block-to-block pointers kept (self and repeats dropped) */
@@ -114,6 +116,17 @@ int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **
  */
 int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len);
 
+/*
+ * The same for memory that holds no root, only blocks: the allocator's own
+ * memory (its heap, arenas, extents), where what lies between the tracked
+ * blocks is free memory (which still holds the pointers it had when it was
+ * a block) or the allocator's bookkeeping (free lists, the addresses of
+ * chunks and extents): neither is a reference the program holds.  The
+ * words of blocks are scanned as leakcheck_scan scans them; the others
+ * are counted in skipped_bytes.
+ */
+int leakcheck_scan_blocks(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len);
+
 /* A value outside memory that is a root: a register of a stopped thread. */
 void leakcheck_scan_value(struct leakcheck *lc, uint64_t value);
 
@@ -142,6 +155,16 @@ int leakcheck_classify(struct leakcheck *lc, struct leakcheck_totals *totals);
 /* Block I's verdict (I: its index in leakcheck_new's BLOCKS).  Returns 0,
  * or -EINVAL before leakcheck_classify or for I out of range. */
 int leakcheck_verdict(const struct leakcheck *lc, size_t i, struct leak_verdict *out);
+
+/*
+ * The holes of RANGES[0..N) (sorted by address, not overlapping): the
+ * whole pages of PAGE bytes (a power of two) in them that no block's bytes
+ * touch, as a malloc'd array *OUT of *NOUT ranges in address order (free
+ * with free()): what need not be read of memory that holds blocks only
+ * (leakcheck_scan_blocks).  Returns 0 or -ENOMEM.
+ */
+int leakcheck_holes(const struct leakcheck *lc, const struct leak_block *ranges, size_t n, uint64_t page,
+		    struct leak_block **out, size_t *nout);
 
 /* The scan's counters so far. */
 void leakcheck_stats(const struct leakcheck *lc, struct leakcheck_scan_stats *out);

@@ -152,6 +152,18 @@ static void *resolve_one(int f, bool publish, bool loaded)
 
 static void fork_token_setup(void);
 
+/* Says in the control block where this library counts allocator calls in
+ * progress (alloc_depth): its offset from the thread pointer, which
+ * initial-exec TLS keeps the same in every thread.  Before the first call
+ * is forwarded, so that the allocator's first memory syscall is known. */
+static void depth_tls_publish(void)
+{
+	uintptr_t tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the TCB's pointer to itself */
+	__atomic_store_n(&ctl.depth_tls, (int32_t)((uintptr_t)&alloc_depth - tp), __ATOMIC_RELAXED);
+}
+
 /*
  * Resolves every function, once.  Nothing is published before the end,
  * so that whatever dlsym allocates meanwhile (glibc's error state for a
@@ -179,6 +191,7 @@ static bool boot(void)
 	}
 	dlerror();
 	fork_token_setup();
+	depth_tls_publish();
 	for (f = 0; f < F_COUNT; f++)
 		__atomic_store_n(&next[f].fn, fn[f], __ATOMIC_RELEASE);
 	__atomic_store_n(&boot_state, BOOT_DONE, __ATOMIC_RELEASE);

@@ -122,6 +122,29 @@ static inline bool sites_usable(uint32_t gen)
 extern __thread int self_busy __attribute__((tls_model("initial-exec")));
 
 extern __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
+
+/* Calls of the allocator in progress on this thread while a tracer is
+ * attached: dwleak's kernel program reads it (at the offset from the
+ * thread pointer the control block's depth_tls gives) to tell the
+ * memory the allocator maps for itself from the program's own. */
+extern __thread uint32_t alloc_depth __attribute__((tls_model("initial-exec")));
+
+/* CALL, an expression calling the allocator, counted in alloc_depth while
+ * it runs; the value of CALL.  (The stores stay around the call: the
+ * callee could read alloc_depth.) */
+#define FORWARDED(call)                                    \
+	({                                                 \
+		alloc_depth++;                             \
+		__typeof__(call) forwarded_ = (call);      \
+		alloc_depth--;                             \
+		forwarded_;                                \
+	})
+#define FORWARDED_VOID(call)    \
+	do {                    \
+		alloc_depth++;  \
+		call;           \
+		alloc_depth--;  \
+	} while (0)
 extern struct ptrset *set_levels[];
 
 /*

@@ -43,7 +43,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool
 	if (!fn)
 		return boot_alloc(F_MALLOC, n, 16, false);
 	fire = alloc_on() && call_fires(&c);
-	p = fn(n);
+	p = FORWARDED(fn(n));
 	KEPT(p);
 	if (fire)
 		call_done(&c, p);
@@ -58,7 +58,7 @@ static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
 	void *p;
 
 	if (fn && unsampled(n)) {
-		p = fn(n);
+		p = FORWARDED(fn(n));
 		KEPT(p);
 		return p;
 	}
@@ -89,7 +89,7 @@ static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t
 		return boot_alloc(F_CALLOC, c.size, 16, true);
 	}
 	fire = alloc_on() && call_fires(&c);
-	p = fn(a, b);
+	p = FORWARDED(fn(a, b));
 	KEPT(p);
 	if (fire)
 		call_done(&c, p);
@@ -138,7 +138,7 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 	if (old && free_on())
 		release(old, cfa, DWLEAK_PRELOAD_REALLOC_FREE);
 	fire = alloc_on() && call_fires(&c);
-	p = f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n);
+	p = FORWARDED(f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n));
 	KEPT(p);
 	if (fire)
 		call_done(&c, p);
@@ -182,7 +182,7 @@ static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t alig
 		return 0;
 	}
 	fire = alloc_on() && call_fires(&c);
-	r = fn(out, align, n);
+	r = FORWARDED(fn(out, align, n));
 	KEPT(r);
 	if (fire && !r)
 		call_done(&c, *out);
@@ -210,7 +210,7 @@ static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n,
 	if (!fn)
 		return boot_alloc(f, n, two ? align : 4096, false);
 	fire = alloc_on() && call_fires(&c);
-	p = two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n);
+	p = FORWARDED(two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n));
 	KEPT(p);
 	if (fire)
 		call_done(&c, p);
@@ -264,15 +264,17 @@ static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)
 		return; /* cannot happen: only the arena serves before resolution */
 	if (free_on())
 		release(p, cfa, DWLEAK_PRELOAD_FREE);
-	fn(p);
+	FORWARDED_VOID(fn(p));
 }
 
 static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
 {
 	free_fn fn = NEXT(F_FREE, free_fn);
 
-	if (fn && p && !in_arena(p) && unsampled_block(p))
-		return fn(p);
+	if (fn && p && !in_arena(p) && unsampled_block(p)) {
+		FORWARDED_VOID(fn(p));
+		return;
+	}
 	free_slow(p, cfa);
 }
 
@@ -311,18 +313,18 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 	switch (f) {
 	case F_NEW:
 	case F_NEWA:
-		p = ((malloc_fn)fn)(n);
+		p = FORWARDED(((malloc_fn)fn)(n));
 		break;
 	case F_NEW_NT:
 	case F_NEWA_NT:
-		p = ((new_nt_fn)fn)(n, nt);
+		p = FORWARDED(((new_nt_fn)fn)(n, nt));
 		break;
 	case F_NEW_AL:
 	case F_NEWA_AL:
-		p = ((new_al_fn)fn)(n, align);
+		p = FORWARDED(((new_al_fn)fn)(n, align));
 		break;
 	default:
-		p = ((new_al_nt_fn)fn)(n, align, nt);
+		p = FORWARDED(((new_al_nt_fn)fn)(n, align, nt));
 		break;
 	}
 	KEPT(p);
@@ -386,24 +388,24 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 	switch (f) {
 	case F_DEL:
 	case F_DELA:
-		((free_fn)fn)(p);
+		FORWARDED_VOID(((free_fn)fn)(p));
 		break;
 	case F_DEL_SZ:
 	case F_DELA_SZ:
 	case F_DEL_AL:
 	case F_DELA_AL:
-		((del_sz_fn)fn)(p, f == F_DEL_SZ || f == F_DELA_SZ ? sz : al);
+		FORWARDED_VOID(((del_sz_fn)fn)(p, f == F_DEL_SZ || f == F_DELA_SZ ? sz : al));
 		break;
 	case F_DEL_NT:
 	case F_DELA_NT:
-		((del_nt_fn)fn)(p, nt);
+		FORWARDED_VOID(((del_nt_fn)fn)(p, nt));
 		break;
 	case F_DEL_SZ_AL:
 	case F_DELA_SZ_AL:
-		((del_sz_al_fn)fn)(p, sz, al);
+		FORWARDED_VOID(((del_sz_al_fn)fn)(p, sz, al));
 		break;
 	default:
-		((del_al_nt_fn)fn)(p, al, nt);
+		FORWARDED_VOID(((del_al_nt_fn)fn)(p, al, nt));
 		break;
 	}
 }

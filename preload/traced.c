@@ -24,6 +24,7 @@ static bool nested(uintptr_t ra)
 
 __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
 __thread int self_busy __attribute__((tls_model("initial-exec")));
+__thread uint32_t alloc_depth __attribute__((tls_model("initial-exec")));
 
 /*
  * The sampled blocks: levels of tables, each twice the size of the one

@@ -225,8 +225,7 @@ void preload_sites_free(struct preload_sites *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* The address at which process PID maps the control block, or 0. */
-static uint64_t control_addr(pid_t pid, const struct preload_sites *s)
+uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s)
 {
 	struct proc_map *maps;
 	struct stat st;
@@ -260,7 +259,7 @@ static int mem_open(pid_t pid, int flags)
 
 int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak_preload_control *out)
 {
-	uint64_t addr = control_addr(pid, s);
+	uint64_t addr = preload_control_addr(pid, s);
 	ssize_t got;
 	int fd;
 
@@ -279,7 +278,7 @@ int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak
 int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes)
 {
 	struct dwleak_preload_control c = { 0 };
-	uint64_t addr = control_addr(pid, s);
+	uint64_t addr = preload_control_addr(pid, s);
 	uint32_t gen;
 	int fd, err = 0;
 

@@ -61,6 +61,10 @@ void preload_sites_free(struct preload_sites *s);
  */
 int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes);
 
+/* The address at which process PID maps the control block of the library
+ * S describes, or 0 when it maps none. */
+uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s);
+
 /* Reads process PID's control block into *OUT.  Returns 0 or a negative
  * errno. */
 int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak_preload_control *out);

@@ -281,7 +281,10 @@ static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thre
 			plan->sp_not_on_stack++;
 			continue;
 		}
-		live[m] = min_u64(live[m], sp > PROC_MEM_RED_ZONE ? (sp - PROC_MEM_RED_ZONE) & ~7ull : 0);
+		if (threads[i].no_red_zone)
+			live[m] = min_u64(live[m], sp & ~7ull);
+		else
+			live[m] = min_u64(live[m], sp > PROC_MEM_RED_ZONE ? (sp - PROC_MEM_RED_ZONE) & ~7ull : 0);
 		cut_lo = min_u64(cut_lo, plan->maps[m].start);
 		cut_hi = max_u64(cut_hi, live[m]);
 	}
@@ -299,18 +302,43 @@ static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thre
 	}
 }
 
+/* Adds region [START, END) of mapping MAP to PLAN, less the parts of
+ * SKIP[*K..NSKIP) (sorted, not overlapping; *K moves past the ranges that
+ * end before END), which are counted in skipped_allocator. */
+static void region_add(struct proc_mem_plan *plan, uint64_t start, uint64_t end, size_t map, enum proc_mem_root why,
+		       const struct proc_mem_range *skip, size_t nskip, size_t *k)
+{
+	size_t j;
+
+	while (*k < nskip && skip[*k].addr + skip[*k].size <= start)
+		(*k)++;
+	for (j = *k; j < nskip && skip[j].addr < end && start < end; j++) {
+		uint64_t s = max_u64(skip[j].addr, start), e = min_u64(skip[j].addr + skip[j].size, end);
+
+		if (s > start)
+			plan->regions[plan->nregions++] =
+				(struct proc_mem_region){ .start = start, .end = s, .map = map, .why = why };
+		plan->skipped_allocator += e - s;
+		start = e;
+	}
+	if (start < end)
+		plan->regions[plan->nregions++] =
+			(struct proc_mem_region){ .start = start, .end = end, .map = map, .why = why };
+}
+
 int proc_mem_plan_from_maps(struct proc_map *maps, enum proc_map_kind *kinds, size_t n,
 			    const struct proc_mem_thread *threads, size_t nthreads, const struct proc_mem_range *keep,
-			    size_t nkeep, struct proc_mem_plan *plan)
+			    size_t nkeep, const struct proc_mem_range *skip, size_t nskip, struct proc_mem_plan *plan)
 {
 	uint64_t *live = malloc((n ? n : 1) * sizeof(*live));
-	size_t i;
+	size_t i, k = 0;
 
 	memset(plan, 0, sizeof(*plan));
 	plan->maps = maps;
 	plan->kinds = kinds;
 	plan->nmaps = n;
-	plan->regions = malloc((n ? n : 1) * sizeof(*plan->regions));
+	/* each skipped range cuts at most one region in two */
+	plan->regions = malloc((n + nskip + 1) * sizeof(*plan->regions));
 	if (!live || !plan->regions) {
 		free(live);
 		proc_mem_plan_free(plan);
@@ -346,15 +374,15 @@ int proc_mem_plan_from_maps(struct proc_map *maps, enum proc_map_kind *kinds, si
 			why = PROC_MEM_ROOT_STACK;
 		}
 		if (start < m->end)
-			plan->regions[plan->nregions++] =
-				(struct proc_mem_region){ .start = start, .end = m->end, .map = i, .why = why };
+			region_add(plan, start, m->end, i, why, skip, nskip, &k);
 	}
 	free(live);
 	return 0;
 }
 
 int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t nthreads,
-			const struct proc_mem_range *keep, size_t nkeep, struct proc_mem_plan *plan)
+			const struct proc_mem_range *keep, size_t nkeep, const struct proc_mem_range *skip, size_t nskip,
+			struct proc_mem_plan *plan)
 {
 	enum proc_map_kind *kinds;
 	struct proc_map *maps;
@@ -372,7 +400,7 @@ int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t n
 	}
 	for (i = 0; i < n; i++)
 		kinds[i] = proc_map_kind_of(pid, &maps[i]);
-	return proc_mem_plan_from_maps(maps, kinds, n, threads, nthreads, keep, nkeep, plan);
+	return proc_mem_plan_from_maps(maps, kinds, n, threads, nthreads, keep, nkeep, skip, nskip, plan);
 }
 
 /* ---------------------------------------------------------------------

@@ -49,6 +49,10 @@ enum proc_map_kind proc_map_kind_of(int pid, const struct proc_map *m);
 struct proc_mem_thread {
 	uint64_t sp;
 	uint64_t tls;
+	/* its red zone is dead too: a thread stopped at a function's entry
+	 * (exit()) or in a system call that ends it, whose stack below SP
+	 * holds only the frames that returned */
+	bool no_red_zone;
 };
 
 /*
@@ -114,6 +118,9 @@ struct proc_mem_plan {
 	/* stacks read lower than their sp because a range to keep (a tracked
 	 * block: a stack the program allocated) lies below it */
 	uint64_t stack_kept;
+	/* bytes of root mappings in the ranges to skip: the allocator's own
+	 * memory where no tracked block lies (see proc_mem_plan_build) */
+	uint64_t skipped_allocator;
 };
 
 /*
@@ -130,12 +137,16 @@ struct proc_mem_plan {
  * blocks; may be empty) is ever cut: a stack the program allocated itself
  * is read whole.  (Untracked memory the kernel merged into the bottom of
  * a stack mapping would be cut with it; glibc's guard page below every
- * thread stack keeps anything from merging there.)  The target should be stopped.  Returns 0, -ESRCH (no
- * such process), -ENOMEM or another negative errno.  Free with
- * proc_mem_plan_free.
+ * thread stack keeps anything from merging there.)  Bytes in SKIP[0..NSKIP)
+ * (sorted by address, not overlapping; may be empty) are not read at all:
+ * the caller's knowledge that they hold neither roots nor blocks (the
+ * allocator's free memory and bookkeeping).  The target should be
+ * stopped.  Returns 0, -ESRCH (no such process), -ENOMEM or another
+ * negative errno.  Free with proc_mem_plan_free.
  */
 int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t nthreads,
-			const struct proc_mem_range *keep, size_t nkeep, struct proc_mem_plan *plan);
+			const struct proc_mem_range *keep, size_t nkeep, const struct proc_mem_range *skip, size_t nskip,
+			struct proc_mem_plan *plan);
 
 /*
  * The same from mappings already read: takes MAPS[0..N) (from
@@ -145,7 +156,7 @@ int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t n
  */
 int proc_mem_plan_from_maps(struct proc_map *maps, enum proc_map_kind *kinds, size_t n,
 			    const struct proc_mem_thread *threads, size_t nthreads, const struct proc_mem_range *keep,
-			    size_t nkeep, struct proc_mem_plan *plan);
+			    size_t nkeep, const struct proc_mem_range *skip, size_t nskip, struct proc_mem_plan *plan);
 
 /* NULL-safe; leaves *PLAN empty. */
 void proc_mem_plan_free(struct proc_mem_plan *plan);

@@ -136,6 +136,10 @@ struct proc_info {
 	__u32 flags;		/* enum proc_flags */
 	__u64 dl_state_vaddr;	/* its _dl_debug_state and _r_debug (ELF addresses, 0 = */
 	__u64 r_debug_vaddr;	/* none): the runtime bias comes from the probe's pc */
+	/* traced at the preload library's sites: the runtime address of its
+	 * control block (bpf/abi/preload.h), where the library says which
+	 * thread-local word counts its allocator calls in progress; 0 = none */
+	__u64 preload_control;
 };
 
 /* All of a process's mappings that have tables, sorted by start. */
@@ -262,12 +266,12 @@ struct pending_call {
 /* --mmap: the memory syscall this thread is in (entry seen, exit not yet). */
 struct pending_syscall {
 	__u64 addr;	/* munmap/mremap: the range's start */
-	__u64 len;	/* mmap/munmap: length; mremap: old length */
+	__u64 len;	/* mmap/munmap: length; mremap: old length; brk: the break asked for */
 	__u64 new_len;	/* mremap */
 	__u64 stack_id;
 	__u64 fp_stack_id;
 	__u32 nr;	/* syscall number; 0 = none pending */
-	__u32 pad;
+	__u32 by;	/* enum mmap_by */
 };
 
 struct func_range {
@@ -344,6 +348,10 @@ struct thread_state {
 	X(CNT_MMAP_CALLS, "mmap_calls")                                                         \
 	/* --mmap: made inside an allocator call: counted by it */                              \
 	X(CNT_MMAP_IN_ALLOC, "mmap_calls_in_allocator")                                         \
+	/* --leak-check: memory syscalls (mmap, munmap, mremap, brk) that changed the */         \
+	/* allocator's own memory, and those the program made itself */                         \
+	X(CNT_ALLOC_MEMORY_CALLS, "allocator_memory_calls")                                     \
+	X(CNT_PROGRAM_MEMORY_CALLS, "program_memory_calls")                                     \
 	/* return addresses recovered from our own uretprobes */                                \
 	X(CNT_TRAMPOLINE_FIXED, "uretprobe_returns_recovered")                                  \
 	/* a mapping not recorded for naming frames: map full */                                \
@@ -382,7 +390,8 @@ enum dwleak_counter {
 enum event_type {
 	EVENT_NEED_TABLE = 1,	 /* a walk met a file with no table */
 	EVENT_MAPS_CHANGED = 2,	 /* the dynamic linker finished (un)loading objects */
-	EVENT_MMAP = 3,		 /* struct mmap_event: --mmap */
+	/* struct mmap_event: --mmap, and the allocator's own memory (--leak-check) */
+	EVENT_MMAP = 3,
 	EVENT_EXITING = 4,	 /* the process called exit(); stopped (PROC_STOP_AT_EXIT) */
 };
 
@@ -390,6 +399,20 @@ enum mmap_op {
 	MMAP_OP_MAP = 1,	/* [addr, addr+len) mapped, from stack_id */
 	MMAP_OP_UNMAP = 2,	/* [addr, addr+len) unmapped */
 	MMAP_OP_REMAP = 3,	/* [addr, addr+len) now at [new_addr, new_addr+new_len) */
+	MMAP_OP_BRK = 4,	/* the program break moved to addr (brk asked for len) */
+};
+
+/* Who made a memory syscall (mmap_event.by). */
+enum mmap_by {
+	/* the program, outside any allocator call: --mmap tracks it, with its stack */
+	MMAP_BY_PROGRAM = 0,
+	/* the program, seen only so that memory it maps or unmaps stops counting
+	 * as the allocator's (--leak-check without --mmap): no stack */
+	MMAP_BY_PROGRAM_UNTRACKED = 1,
+	/* an allocator call in progress on the thread: the allocator's own
+	 * memory (its heap, arenas, metadata), which the leak check does not
+	 * take as a root */
+	MMAP_BY_ALLOCATOR = 2,
 };
 
 /* Regions are kept in user space: partial munmaps split them, which a
@@ -405,16 +428,17 @@ struct mmap_event {
 	__u64 fp_stack_id;
 	__u64 ts;	/* bpf_ktime_get_ns() */
 	__u32 tgid;	/* the process */
-	__u32 pad;
+	__u32 by;	/* enum mmap_by */
 };
 
 struct event {
 	__u32 type;
 	__u32 tgid;
 	struct file_key file;	/* EVENT_NEED_TABLE */
-	__u64 pc;
+	__u64 pc;		/* EVENT_EXITING: the stack pointer at exit()'s entry (where its
+				 * return address is: the stack below is dead) */
 	__u32 stopped;		/* EVENT_MAPS_CHANGED: the process was stopped (SIGSTOP) */
-	__u32 pad;
+	__u32 tid;		/* EVENT_EXITING: the thread that called exit() */
 };
 
 _Static_assert(CNT_EVENTS_LOST == CNT_WALK_END_BASE + WALK_END_COUNT,
@@ -429,7 +453,7 @@ _Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPP
 	       "binary search must cover every mapping");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
 _Static_assert(sizeof(struct alloc_event) == 48, "alloc_event layout");
-_Static_assert(sizeof(struct proc_info) == 24, "proc_info layout");
+_Static_assert(sizeof(struct proc_info) == 32, "proc_info layout");
 _Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");

@@ -127,7 +127,14 @@ struct dwleak_preload_control {
 			       * be recognised) */
 	__u64 nested;	      /* calls made inside another allocator call: counted once */
 	__u32 disabled;	      /* enum dwleak_preload_disabled */
-	__u32 pad;
+	/* the offset from the thread pointer (%fs base) of the library's
+	 * per-thread __u32 count of calls of the allocator in progress (while
+	 * a tracer is attached): initial-exec TLS, the same in every thread.
+	 * Written once, before the library forwards its first call; 0 until
+	 * then (a thread variable is never at the thread pointer itself).
+	 * dwleak's kernel program reads it to tell the allocator's own memory
+	 * syscalls from the program's. */
+	__s32 depth_tls;
 };
 
 _Static_assert(sizeof(struct dwleak_preload_control) == 48, "dwleak_preload_control layout");

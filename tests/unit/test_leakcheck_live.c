@@ -169,7 +169,7 @@ static void check_once(const struct child *c, bool pagemap_scan)
 		keep[i] = (struct proc_mem_range){ .addr = c->b[i].addr, .size = c->b[i].size };
 	}
 	CHECK(leakcheck_new(blocks, c->n, &lc) == 0);
-	CHECK(proc_mem_plan_build(c->pid, t, nt, keep, c->n, &plan) == 0);
+	CHECK(proc_mem_plan_build(c->pid, t, nt, keep, c->n, NULL, 0, &plan) == 0);
 	EXPECT(plan.sp_not_on_stack == 0 && plan.stack_kept == 0, "%llu sps off their stacks, %llu kept",
 	       (unsigned long long)plan.sp_not_on_stack, (unsigned long long)plan.stack_kept);
 	EXPECT(plan.skipped_kernel > 0, "no [vdso] skipped");

@@ -84,7 +84,7 @@ static void plan_fake(const struct proc_mem_thread *t, size_t nt, const struct p
 	CHECK(kinds);
 	for (i = 0; i < n; i++) /* no such process: only /dev paths ask it */
 		kinds[i] = proc_map_kind_of(getpid(), &maps[i]);
-	CHECK(proc_mem_plan_from_maps(maps, kinds, n, t, nt, keep, nkeep, p) == 0);
+	CHECK(proc_mem_plan_from_maps(maps, kinds, n, t, nt, keep, nkeep, NULL, 0, p) == 0);
 }
 
 static void test_kinds_and_roots(void)
@@ -220,7 +220,7 @@ static void test_read_self(void)
 	s.marker = m[512 + 3];
 	s.untouched_addr = (uint64_t)(uintptr_t)m + 8 * K;
 	CHECK(shm != MAP_FAILED);
-	CHECK(proc_mem_plan_build(getpid(), NULL, 0, NULL, 0, &p) == 0);
+	CHECK(proc_mem_plan_build(getpid(), NULL, 0, NULL, 0, NULL, 0, &p) == 0);
 	for (i = 0; i < p.nmaps; i++)
 		if (p.maps[i].start == (uint64_t)(uintptr_t)shm)
 			EXPECT(p.kinds[i] == PROC_MAP_FILE, "%s is %s", p.maps[i].path, proc_map_kind_name(p.kinds[i]));
@@ -258,7 +258,7 @@ static void test_read_self(void)
 		EXPECT(proc_mem_read(getpid(), &p, &threaded, stop_at_once, NULL, NULL) == 42);
 	}
 	proc_mem_plan_free(&p);
-	EXPECT(proc_mem_plan_build(0x7ffffff0, NULL, 0, NULL, 0, &p) == -ESRCH);
+	EXPECT(proc_mem_plan_build(0x7ffffff0, NULL, 0, NULL, 0, NULL, 0, &p) == -ESRCH);
 	{
 		struct proc_mem_thread *t;
 		size_t n;
