@@ -82,7 +82,7 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 
@@ -198,6 +198,17 @@ $(BUILD)/fuzz/fuzz_objects: tests/fuzz/fuzz_objects.c $(TARGET_FUZZ_SRCS) target
 	$(CLANG) $(INC_target) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ \
 		$< $(TARGET_FUZZ_SRCS) $(LDLIBS)
 
+# fuzz_memory: what target/ reads of a traced process's memory to tell the
+# allocator's bookkeeping from the program's (glibc's arenas).
+MEMORY_FUZZ_SRCS := target/alloc_state.c target/proc_maps.c
+$(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/alloc_state.h target/proc_maps.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(MEMORY_FUZZ_SRCS)
+
+$(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
+	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
+	touch $@
+
 # Seed corpora: small real ELF files and damaged copies of them; real cache
 # entries (written by ./dwleak tables) and damaged copies of those.
 $(BUILD)/fuzz/seeds/.done: tests/fuzz/make_corpus.sh testdata
@@ -213,7 +224,8 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	bash tests/fuzz/make_corpus.sh $(BUILD)/fuzz/object_seeds $(BUILD)/testdata $(PRELOAD_LIB)
 	touch $@
 
-fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done
+fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
+	$(BUILD)/fuzz/memory_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \

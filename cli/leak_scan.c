@@ -95,21 +95,41 @@ static int by_addr(const void *x, const void *y)
 	return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
+/* Sorts V[0..*N) and merges the ranges that overlap or touch. */
+static void ranges_normalize(struct leak_block *v, size_t *n)
+{
+	size_t i, k = 0;
+
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), by_addr);
+	for (i = 1; i < *n; i++) {
+		if (v[i].addr <= range_end(&v[k])) {
+			if (range_end(&v[i]) > range_end(&v[k]))
+				v[k].size = range_end(&v[i]) - v[k].addr;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	*n = k + 1;
+}
+
 /*
- * What of P's memory is the allocator's own (its ledger's alloc_memory:
- * what it mapped while traced) and so no root, into *OUT (sorted, *N
- * ranges, malloc'd), less the blocks allocated since the index was built
+ * What of P's memory is the allocator's own and so no root, into *OUT
+ * (sorted, *N ranges, malloc'd): what it mapped while traced (its
+ * ledger's alloc_memory) and its static state (STATE: its object's data,
+ * glibc's arenas); less the blocks allocated since the index was built
  * (TABLE's log: in the table now, recorded after SNAP_NS), which are not
  * in the index: the program may hold pointers in them, so they are read
  * as roots, as any memory the check knows nothing of.  Returns 0 or
  * -ENOMEM.
  */
-static int allocator_memory(const struct proc *p, struct alloc_table *table, uint64_t snap_ns,
-			    struct leak_block **out, size_t *n)
+static int allocator_memory(const struct proc *p, const struct alloc_state *state, struct alloc_table *table,
+			    uint64_t snap_ns, struct leak_block **out, size_t *n)
 {
 	const struct mmap_regions *am = &p->ledger.alloc_memory;
-	struct leak_block *mem = malloc((am->n + 1) * sizeof(*mem)), *fresh = NULL;
-	size_t i, nfresh = 0;
+	struct leak_block *mem = malloc((am->n + state->n + 1) * sizeof(*mem)), *fresh = NULL;
+	size_t i, nmem = 0, nfresh = 0;
 	int err;
 
 	*out = NULL;
@@ -117,7 +137,10 @@ static int allocator_memory(const struct proc *p, struct alloc_table *table, uin
 	if (!mem)
 		return -ENOMEM;
 	for (i = 0; i < am->n; i++)
-		mem[i] = (struct leak_block){ am->r[i].start, am->r[i].end - am->r[i].start };
+		mem[nmem++] = (struct leak_block){ am->r[i].start, am->r[i].end - am->r[i].start };
+	for (i = 0; i < state->n; i++)
+		mem[nmem++] = (struct leak_block){ state->ranges[i].addr, state->ranges[i].size };
+	ranges_normalize(mem, &nmem);
 	if (table->log.n)
 		fresh = malloc(table->log.n * sizeof(*fresh));
 	for (i = 0; fresh && i < table->log.n; i++) {
@@ -132,7 +155,7 @@ static int allocator_memory(const struct proc *p, struct alloc_table *table, uin
 	}
 	if (nfresh)
 		qsort(fresh, nfresh, sizeof(*fresh), by_addr);
-	err = ranges_subtract(mem, am->n, fresh, nfresh, out, n);
+	err = ranges_subtract(mem, nmem, fresh, nfresh, out, n);
 	free(mem);
 	free(fresh);
 	return err;
@@ -154,6 +177,7 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_sca
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
 	t->sp = r.rsp;
+	if (getenv("DWLEAK_DBG")) fprintf(stderr, "DBG tid %d rsp %llx exiting %d/%llx orig %lld\n", tid, r.rsp, exiting ? exiting->tid : -1, exiting ? (unsigned long long)exiting->sp : 0ull, (long long)r.orig_rax);
 	t->tls = r.fs_base;
 	if (exiting && exiting->tid == tid &&
 	    (exiting->sp || r.orig_rax == NR_EXIT || r.orig_rax == NR_EXIT_GROUP)) {
@@ -166,6 +190,7 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_sca
 		if (exiting->sp)
 			t->sp = exiting->sp;
 		t->no_red_zone = true;
+		if (getenv("DWLEAK_DBG")) fprintf(stderr, "DBG exit tid %d sp %llx rsp %llx\n", tid, (unsigned long long)t->sp, r.rsp);
 		return 0;
 	}
 	/* every register may hold a pointer (a value kept in a register of a
@@ -248,6 +273,7 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 	struct proc_mem_thread *threads = NULL;
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL, *alloc = NULL;
+	struct alloc_state state = { 0 };
 	struct leakcheck *lc = NULL;
 	size_t n = 0, nthreads = 0, nalloc = 0, i;
 	double t0, t1, t2, t_pause;
@@ -297,7 +323,8 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 			out->changed += !leakcheck_keep(lc, table->log.addrs[i]);
 		threads = calloc(nthreads + 1, sizeof(*threads));
 		err = err ?: threads ? 0 : -ENOMEM;
-		err = err ?: allocator_memory(p, table, snap_ns, &alloc, &nalloc);
+		err = err ?: alloc_state_find(p->pid, &p->alloc, &state);
+		err = err ?: allocator_memory(p, &state, table, snap_ns, &alloc, &nalloc);
 		t1 = now_ms();
 		out->index_ms += t1 - t2;
 		err = err ?: pause_scan(p->pid, tids, nthreads, exiting, lc, blocks, n, alloc, nalloc, threads, out);
@@ -344,6 +371,10 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 	}
 	free(each);
 	free(alloc);
+	/* what was found, for --stats; not the ranges */
+	out->alloc_state = state;
+	out->alloc_state.ranges = NULL;
+	alloc_state_free(&state);
 	free(tids);
 	free(threads);
 	leakcheck_free(lc);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "alloc_state.h"
 #include "leakcheck.h"
 #include "proc_mem.h"
 #include "tracee.h"
@@ -36,6 +37,7 @@ struct leak_scan_result {
 	/* the allocator's own memory (mapped by it while traced) that holds no
 	 * tracked block: not read (its free memory and bookkeeping) */
 	uint64_t allocator_skipped_bytes;
+	struct alloc_state alloc_state; /* its static state found (counts only: no ranges) */
 	bool rss_known;
 	struct proc_rss_explained rss;
 };

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -315,6 +318,17 @@ static int on_event_stop(struct thread *t, int sig)
 	return 0;
 }
 
+/* Whether thread TID, stopped at its exit, is in the exit syscall (the
+ * thread alone ends), not exit_group nor killed by a signal. */
+static bool thread_in_exit_syscall(pid_t tid)
+{
+	long nr;
+
+	errno = 0;
+	nr = ptrace(PTRACE_PEEKUSER, tid, offsetof(struct user_regs_struct, orig_rax), 0);
+	return !errno && nr == SYS_exit;
+}
+
 /* One wait status of thread TID.  Returns 1 with a process-level event in
  * *EV, 0 when handled here, or a negative errno. */
 static int status_handle(struct tracee_set *s, pid_t tid, int status, struct tracee_event *ev)
@@ -344,11 +358,17 @@ static int status_handle(struct tracee_set *s, pid_t tid, int status, struct tra
 	case PTRACE_EVENT_EXEC:
 		return on_exec(s, t, ev);
 	case PTRACE_EVENT_EXIT: {
-		bool first = true;
+		bool first = true, others = false;
 		size_t i;
 
-		for (i = 0; i < s->n; i++)
+		for (i = 0; i < s->n; i++) {
 			first &= !(s->threads[i].tgid == tgid && s->threads[i].exiting);
+			others |= s->threads[i].tgid == tgid && s->threads[i].tid != tid;
+		}
+		/* one thread ending (pthread_exit: the exit syscall) while others
+		 * run on is not its process's exit */
+		if (others && thread_in_exit_syscall(tid))
+			return tracee_resume(s, tid);
 		t->exiting = true;
 		if (!first)
 			return tracee_resume(s, tid);

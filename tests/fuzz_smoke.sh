@@ -3,7 +3,8 @@
 # (build/fuzz/fuzz_tables) for FUZZ_SECONDS and the cache entry decoder
 # (build/fuzz/fuzz_cache) for FUZZ_CACHE_SECONDS, what target/ reads of a
 # traced process's files, USDT notes and symbols (build/fuzz/fuzz_objects)
-# for FUZZ_OBJECTS_SECONDS.  A crash leaves its input
+# for FUZZ_OBJECTS_SECONDS, and what it reads of a traced process's memory
+# (build/fuzz/fuzz_memory: glibc's arenas) for FUZZ_MEMORY_SECONDS.  A crash leaves its input
 # in build/fuzz/crash-*.
 set -euo pipefail
 BUILD=${BUILD:-$ROOT/build}
@@ -31,3 +32,4 @@ fuzz() {
 fuzz fuzz_tables seeds "${FUZZ_SECONDS:-20}"
 fuzz fuzz_cache cache_seeds "${FUZZ_CACHE_SECONDS:-10}"
 fuzz fuzz_objects object_seeds "${FUZZ_OBJECTS_SECONDS:-10}"
+fuzz fuzz_memory memory_seeds "${FUZZ_MEMORY_SECONDS:-5}"

@@ -1,0 +1,275 @@
+/* The allocator's static state in a traced process (see alloc_state.h):
+ * its object's data, or glibc's arenas found by their shape. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "alloc_state.h"
+#include "proc_maps.h"
+
+/* struct malloc_state's fields (glibc 2.26+, x86_64): an int mutex, int
+ * flags, int have_fastchunks, then mfastbinptr fastbinsY[10] at 16, top
+ * at 96, last_remainder at 104, bins[254] at 112 (bin i, 1..127, is the
+ * pair at 112 + 16 (i - 1), and the "chunk" a list links to as its head
+ * is 16 bytes before the pair), binmap[4] at 2144, next at 2160,
+ * next_free, attached_threads, system_mem, max_system_mem. */
+#define ARENA_FASTBINS 16
+#define ARENA_NFASTBINS 10
+#define ARENA_TOP 96
+#define ARENA_BINS 112
+#define ARENA_NBINS 127
+#define ARENA_NEXT 2160
+#define ARENA_MIN_EMPTY 16
+
+static uint64_t load_u64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+bool glibc_arena_at(const unsigned char *b, size_t len, uint64_t addr, uint64_t *next)
+{
+	uint64_t top, nx, end = addr + GLIBC_ARENA_SIZE;
+	size_t i, empty = 0;
+
+	if (!b || len < GLIBC_ARENA_SIZE || addr % 8 || end < addr)
+		return false;
+	for (i = 0; i < ARENA_NBINS; i++) {
+		uint64_t head = addr + ARENA_BINS + 16 * i - 16;
+		uint64_t fd = load_u64(b + ARENA_BINS + 16 * i), bk = load_u64(b + ARENA_BINS + 16 * i + 8);
+
+		if (fd == head && bk == head) {
+			empty++;
+			continue;
+		}
+		/* a list of chunks: its first and last */
+		if (!fd || !bk || fd % 16 || bk % 16 || fd == head || bk == head ||
+		    (fd >= addr && fd < end) || (bk >= addr && bk < end))
+			return false;
+	}
+	if (empty < ARENA_MIN_EMPTY)
+		return false;
+	for (i = 0; i < ARENA_NFASTBINS; i++)
+		if (load_u64(b + ARENA_FASTBINS + 8 * i) % 16)
+			return false;
+	/* the top chunk: a chunk, or (before the first allocation) the
+	 * unsorted bin's head */
+	top = load_u64(b + ARENA_TOP);
+	nx = load_u64(b + ARENA_NEXT);
+	if (!top || top % 16 || !nx || nx % 8)
+		return false;
+	if (next)
+		*next = nx;
+	return true;
+}
+
+int64_t glibc_arena_find(const unsigned char *bytes, size_t len, uint64_t base)
+{
+	size_t off;
+
+	if (!bytes || len < GLIBC_ARENA_SIZE)
+		return -1;
+	for (off = (8 - base % 8) % 8; off + GLIBC_ARENA_SIZE <= len; off += 8)
+		if (glibc_arena_at(bytes + off, len - off, base + off, NULL))
+			return (int64_t)off;
+	return -1;
+}
+
+void alloc_state_free(struct alloc_state *s)
+{
+	if (!s)
+		return;
+	free(s->ranges);
+	memset(s, 0, sizeof(*s));
+}
+
+static int range_add(struct alloc_state *s, size_t *cap, uint64_t addr, uint64_t size)
+{
+	if (s->n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct proc_mem_range *grown = realloc(s->ranges, c * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->ranges = grown;
+		*cap = c;
+	}
+	s->ranges[s->n++] = (struct proc_mem_range){ addr, size };
+	return 0;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+	const struct proc_mem_range *a = x, *b = y;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Sorts S's ranges and merges those that overlap or touch. */
+static void ranges_normalize(struct alloc_state *s)
+{
+	size_t i, k = 0;
+
+	if (!s->n)
+		return;
+	qsort(s->ranges, s->n, sizeof(*s->ranges), by_addr);
+	for (i = 1; i < s->n; i++) {
+		struct proc_mem_range *last = &s->ranges[k];
+
+		if (s->ranges[i].addr <= last->addr + last->size) {
+			uint64_t end = s->ranges[i].addr + s->ranges[i].size;
+
+			if (end > last->addr + last->size)
+				last->size = end - last->addr;
+		} else {
+			s->ranges[++k] = s->ranges[i];
+		}
+	}
+	s->n = k + 1;
+}
+
+/*
+ * The writable mappings of the object at PATH in MAPS[0..N) into
+ * *FIRST..*LAST (indexes; *FIRST > *LAST when none) and its bss: the
+ * anonymous writable mapping right after its last mapping, *BSS (or -1).
+ */
+static void object_data(const struct proc_map *maps, size_t n, const char *path, ssize_t *first, ssize_t *last,
+			ssize_t *bss)
+{
+	struct stat st;
+	uint64_t dev;
+	size_t i;
+
+	*first = 0;
+	*last = -1;
+	*bss = -1;
+	if (stat(path, &st))
+		return;
+	dev = proc_kdev(major(st.st_dev), minor(st.st_dev));
+	for (i = 0; i < n; i++) {
+		if (maps[i].ino != st.st_ino || maps[i].dev != dev)
+			continue;
+		if (*last < *first)
+			*first = (ssize_t)i;
+		*last = (ssize_t)i;
+	}
+	if (*last >= *first && (size_t)*last + 1 < n) {
+		const struct proc_map *m = &maps[*last + 1];
+
+		if (!m->ino && !*m->path && m->writable && m->start == maps[*last].end)
+			*bss = *last + 1;
+	}
+}
+
+/* Reads LEN bytes at ADDR of the process whose memory FD is; 0 or -EIO. */
+static int mem_read(int fd, uint64_t addr, void *buf, size_t len)
+{
+	return pread(fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* glibc's arenas: main_arena in the data of its object (mappings
+ * FIRST..LAST and BSS of MAPS), then the list its next links make. */
+static int arenas_find(int fd, const struct proc_map *maps, ssize_t first, ssize_t last, ssize_t bss,
+		       struct alloc_state *s, size_t *cap)
+{
+	unsigned char arena[GLIBC_ARENA_SIZE];
+	uint64_t main_arena = 0, at, next;
+	ssize_t i;
+	int err;
+
+	for (i = first; i <= last + (bss >= 0) && !main_arena; i++) {
+		const struct proc_map *m = &maps[i > last ? bss : i];
+		size_t len = m->end - m->start;
+		unsigned char *bytes;
+		int64_t off;
+
+		if (!m->writable || !m->readable || len > (64u << 20))
+			continue;
+		bytes = malloc(len);
+		if (!bytes)
+			return -ENOMEM;
+		off = mem_read(fd, m->start, bytes, len) ? -1 : glibc_arena_find(bytes, len, m->start);
+		if (off >= 0)
+			main_arena = m->start + (uint64_t)off;
+		free(bytes);
+	}
+	if (!main_arena) {
+		s->arena_not_found = true;
+		return 0;
+	}
+	for (at = main_arena; s->arenas < GLIBC_ARENAS_MAX;) {
+		if ((err = range_add(s, cap, at, GLIBC_ARENA_SIZE)))
+			return err;
+		s->arenas++;
+		if (mem_read(fd, at, arena, sizeof(arena)) || !glibc_arena_at(arena, sizeof(arena), at, &next)) {
+			if (at != main_arena) { /* not an arena after all: it was freed? */
+				s->n--;
+				s->arenas--;
+				s->arenas_not_followed++;
+			}
+			return 0;
+		}
+		if (next == main_arena)
+			return 0;
+		at = next;
+	}
+	s->arenas_not_followed++;
+	return 0;
+}
+
+int alloc_state_find(int pid, const struct allocator *a, struct alloc_state *out)
+{
+	bool own_object, glibc;
+	ssize_t first, last, bss, i;
+	struct proc_map *maps;
+	size_t n, cap = 0;
+	char path[64];
+	int fd, err;
+
+	memset(out, 0, sizeof(*out));
+	if (!a->family || !a->nobjs || !a->objs[0].path)
+		return 0;
+	glibc = !strcmp(a->family, "glibc");
+	own_object = !a->in_executable && (!strcmp(a->family, "jemalloc") || !strcmp(a->family, "tcmalloc") ||
+					   !strcmp(a->family, "mimalloc"));
+	if (!glibc && !own_object)
+		return 0;
+	err = proc_maps_read(pid, false, &maps, &n);
+	if (err)
+		return err == -ENOENT ? -ESRCH : err;
+	object_data(maps, n, a->objs[0].path, &first, &last, &bss);
+	if (own_object) {
+		for (i = first; !err && i <= last; i++)
+			if (maps[i].writable) {
+				err = range_add(out, &cap, maps[i].start, maps[i].end - maps[i].start);
+				out->object_bytes += maps[i].end - maps[i].start;
+			}
+		if (!err && bss >= 0) {
+			err = range_add(out, &cap, maps[bss].start, maps[bss].end - maps[bss].start);
+			out->object_bytes += maps[bss].end - maps[bss].start;
+		}
+	} else if (last >= first) {
+		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			err = errno == ENOENT ? -ESRCH : -errno;
+		else {
+			err = arenas_find(fd, maps, first, last, bss, out, &cap);
+			close(fd);
+		}
+	}
+	proc_maps_free(maps, n);
+	if (err)
+		alloc_state_free(out);
+	else
+		ranges_normalize(out);
+	return err;
+}

@@ -1,0 +1,72 @@
+/* The allocator's own state in a traced process's memory, which the leak
+ * check must not take for references the program holds: beside the
+ * memory the allocator maps for itself (which the tracer learns as it is
+ * mapped), its static state.  Where the allocator is an object of its
+ * own (jemalloc, tcmalloc, mimalloc in their libraries), that is the
+ * object's whole writable data and bss.  glibc's malloc lives in libc
+ * beside the program's stdio and the like, so there it is its arenas
+ * only (struct malloc_state: main_arena in libc's data, the others at
+ * the start of their heaps), found by their shape, without symbols: every
+ * arena pointer names a chunk's header, which for a block whose size
+ * leaves 1 to 8 spare bytes in its chunk lies in its last 8 bytes, so the
+ * top chunk's and the bins' pointers made such blocks "possibly lost".
+ *
+ * The shape test is pure (bytes in, a verdict out) and fuzzed; the rest
+ * reads the process. */
+#ifndef DWLEAK_ALLOC_STATE_H
+#define DWLEAK_ALLOC_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocator.h"
+#include "proc_mem.h"
+
+/* Bytes of glibc's struct malloc_state (glibc 2.26 and later, x86_64:
+ * the layout Debian 12's 2.36 has). */
+#define GLIBC_ARENA_SIZE 2200
+
+/* The most arenas followed from main_arena (glibc makes at most 8 per
+ * CPU): beyond, the rest are counted as not followed. */
+#define GLIBC_ARENAS_MAX 4096
+
+/*
+ * Whether the LEN bytes BYTES, which the process holds at ADDR, start
+ * with a glibc arena in use: each of its 127 bins empty (both its links
+ * point at the bin itself) or linking chunks (16-byte aligned addresses
+ * outside the arena), at least 16 of them empty, its top chunk and its
+ * next arena set and aligned, its fast bins empty or aligned.  On true,
+ * *NEXT (may be NULL) is the arena's next (itself when it is the only
+ * one).  Never reads past BYTES + LEN.
+ */
+bool glibc_arena_at(const unsigned char *bytes, size_t len, uint64_t addr, uint64_t *next);
+
+/* The offset of the first glibc arena in BYTES (LEN bytes the process
+ * holds at BASE), at 8-byte aligned addresses, or -1. */
+int64_t glibc_arena_find(const unsigned char *bytes, size_t len, uint64_t base);
+
+struct alloc_state {
+	struct proc_mem_range *ranges; /* sorted by address, not overlapping */
+	size_t n;
+	uint64_t object_bytes;	       /* of those, the allocator object's data and bss */
+	size_t arenas;		       /* glibc arenas found */
+	size_t arenas_not_followed;    /* past GLIBC_ARENAS_MAX, or unreadable */
+	bool arena_not_found;	       /* glibc, but no arena in its data (none yet?) */
+};
+
+/*
+ * Finds the static state of allocator A (as allocator_detect described
+ * it) in process PID, which should be stopped: the writable mappings and
+ * bss of the object that provides malloc when A is jemalloc, tcmalloc or
+ * mimalloc in an object other than the executable; glibc's arenas when A
+ * is glibc (in libc, or in a static executable).  Other allocators have
+ * none that dwleak knows.  Fills *OUT (free with alloc_state_free).
+ * Returns 0, or a negative errno (-ESRCH: the process is gone; -ENOMEM).
+ */
+int alloc_state_find(int pid, const struct allocator *a, struct alloc_state *out);
+
+/* NULL-safe; leaves *S empty. */
+void alloc_state_free(struct alloc_state *s);
+
+#endif
