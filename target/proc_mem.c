@@ -380,13 +380,93 @@ int proc_mem_plan_from_maps(struct proc_map *maps, enum proc_map_kind *kinds, si
 	return 0;
 }
 
+static int open_proc(int pid, const char *what)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : -errno;
+}
+
+/*
+ * The stacks of threads that ended, which glibc keeps mapped to give to
+ * the next thread it creates (its stack cache): their frames and thread
+ * variables are dead memory, as a live thread's below its stack pointer
+ * is (memcheck does not scan them either), but each still holds its
+ * thread's control block at its top, which may point into the heap
+ * (its dtv).  A mapping is one when it is anonymous, private and
+ * writable, holds no live thread's stack pointer, and has in its last
+ * page a control block (tcbhead_t: its first word and its self pointer,
+ * the third, are its own address; glibc puts struct pthread there, the
+ * thread pointer of x86-64) that is no live thread's.  Each is returned
+ * as a thread of its own whose stack is live from that block up: the
+ * live THREADS[0..NTHREADS) followed by them, in a malloc'd *ALL of
+ * *NALL.  Returns 0 or -ENOMEM (an unreadable mapping is no stack).
+ */
+static int dead_stacks_find(int pid, const struct proc_map *maps, const enum proc_map_kind *kinds, size_t n,
+			    const struct proc_mem_thread *threads, size_t nthreads, struct proc_mem_thread **all,
+			    size_t *nall)
+{
+	const size_t page = 4096, min_stack = 16384;
+	unsigned char *buf = malloc(page);
+	struct proc_mem_thread *v = malloc((nthreads + n + 1) * sizeof(*v));
+	size_t i, j, k = nthreads;
+	int fd = -1;
+
+	*all = NULL;
+	*nall = 0;
+	if (!buf || !v) {
+		free(buf);
+		free(v);
+		return -ENOMEM;
+	}
+	if (nthreads)
+		memcpy(v, threads, nthreads * sizeof(*v));
+	for (i = 0; i < n; i++) {
+		const struct proc_map *m = &maps[i];
+		bool live = false;
+
+		if (kinds[i] != PROC_MAP_ANON || m->shared || !m->writable || !m->readable ||
+		    m->end - m->start < min_stack)
+			continue;
+		for (j = 0; j < nthreads && !live; j++)
+			live = (threads[j].sp >= m->start && threads[j].sp < m->end) ||
+			       (threads[j].tls >= m->start && threads[j].tls < m->end);
+		if (live)
+			continue;
+		if (fd < 0 && (fd = open_proc(pid, "mem")) < 0)
+			break;
+		if (pread(fd, buf, page, (off_t)(m->end - page)) != (ssize_t)page)
+			continue;
+		for (j = 0; j + 24 <= page; j += 64) {
+			uint64_t at = m->end - page + j, tcb, self;
+
+			memcpy(&tcb, buf + j, 8);
+			memcpy(&self, buf + j + 16, 8);
+			if (tcb == at && self == at) {
+				v[k++] = (struct proc_mem_thread){ .sp = at, .tls = at, .no_red_zone = true };
+				break;
+			}
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	*all = v;
+	*nall = k;
+	return 0;
+}
+
 int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t nthreads,
 			const struct proc_mem_range *keep, size_t nkeep, const struct proc_mem_range *skip, size_t nskip,
 			struct proc_mem_plan *plan)
 {
+	struct proc_mem_thread *all;
 	enum proc_map_kind *kinds;
 	struct proc_map *maps;
-	size_t n, i;
+	size_t n, nall, i;
 	int err;
 
 	memset(plan, 0, sizeof(*plan));
@@ -400,22 +480,22 @@ int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t n
 	}
 	for (i = 0; i < n; i++)
 		kinds[i] = proc_map_kind_of(pid, &maps[i]);
-	return proc_mem_plan_from_maps(maps, kinds, n, threads, nthreads, keep, nkeep, skip, nskip, plan);
+	err = dead_stacks_find(pid, maps, kinds, n, threads, nthreads, &all, &nall);
+	if (err) {
+		proc_maps_free(maps, n);
+		free(kinds);
+		return err;
+	}
+	err = proc_mem_plan_from_maps(maps, kinds, n, all, nall, keep, nkeep, skip, nskip, plan);
+	plan->dead_thread_stacks = nall - nthreads;
+	free(all);
+	return err;
 }
 
 /* ---------------------------------------------------------------------
  * pagemap
  * ------------------------------------------------------------------ */
 
-static int open_proc(int pid, const char *what)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : -errno;
-}
 
 /* The pagemap entries of the N pages from page number FIRST into E;
  * entries past the end of what the kernel returns are zero (not present).

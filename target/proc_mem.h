@@ -121,6 +121,10 @@ struct proc_mem_plan {
 	/* bytes of root mappings in the ranges to skip: the allocator's own
 	 * memory where no tracked block lies (see proc_mem_plan_build) */
 	uint64_t skipped_allocator;
+	/* stacks of threads that ended, kept mapped by glibc for the next
+	 * thread: read only from their thread's control block up (see
+	 * proc_mem_plan_build) */
+	size_t dead_thread_stacks;
 };
 
 /*
@@ -140,8 +144,10 @@ struct proc_mem_plan {
  * thread stack keeps anything from merging there.)  Bytes in SKIP[0..NSKIP)
  * (sorted by address, not overlapping; may be empty) are not read at all:
  * the caller's knowledge that they hold neither roots nor blocks (the
- * allocator's free memory and bookkeeping).  The target should be
- * stopped.  Returns 0, -ESRCH (no such process), -ENOMEM or another
+ * allocator's free memory and bookkeeping).  The stacks of threads that
+ * ended, which glibc keeps for its next thread, are dead below their
+ * thread's control block, as a live thread's stack is below its sp.  The
+ * target should be stopped.  Returns 0, -ESRCH (no such process), -ENOMEM or another
  * negative errno.  Free with proc_mem_plan_free.
  */
 int proc_mem_plan_build(int pid, const struct proc_mem_thread *threads, size_t nthreads,
