@@ -410,7 +410,8 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		b->processes[p] = (struct report_process){ .pid = procs[p].pid, .ppid = procs[p].ppid,
 							   .command = procs[p].command, .state = procs[p].state,
 							   .wait_status = procs[p].wait_status,
-							   .reason = procs[p].reason };
+							   .reason = procs[p].reason,
+							   .unchecked = procs[p].unchecked };
 	b->r.processes = b->processes;
 	b->r.nprocesses = nprocs;
 	err = stacks_merge(b, proc);

@@ -51,6 +51,7 @@ struct build_proc {
 	enum report_process_state state; /* running, ended (WAIT_STATUS), not followed (REASON) */
 	int wait_status;
 	const char *reason;
+	const char *unchecked;		  /* --leak-check: why blocks have no kind; NULL */
 };
 
 struct build_opts {

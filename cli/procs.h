@@ -34,6 +34,7 @@ struct proc {
 	bool exit_called;	  /* --leak-check: it called exit() (and stopped there) */
 	struct leak_scan_exit exit_at; /* the thread that called exit(), where */
 	struct leak_scan_result check; /* --leak-check: the last check of it */
+	int check_err;		  /* the last check's failure (negative errno), or 0 */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */

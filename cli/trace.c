@@ -139,6 +139,7 @@ static void leak_check(struct tracer *tr, struct proc *p, const char *when, cons
 	if (!tr->env->leak_check || p->not_followed || !p->probed)
 		return;
 	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, exiting, records_drain_cb, tr, &p->check);
+	p->check_err = err;
 	if (err && err != -ESRCH)
 		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
 			when, strerror(-err),
@@ -238,14 +239,51 @@ static int target_start(struct tracer *tr)
 /* --- Reports --- */
 
 /* What --fail-on-leak counts: every outstanding byte, or with
- * --leak-check only what is definitely or indirectly lost (LeakSanitizer's
- * rule: memory globals still hold at exit needs no suppression). */
+ * --leak-check what is definitely or indirectly lost (LeakSanitizer's
+ * rule: memory globals still hold at exit needs no suppression) and what
+ * no check classified, which may be lost as well: a verdict that could
+ * not be reached is no pass. */
 static uint64_t leaked_bytes(const struct report *r)
 {
 	if (!r->leak_check.present)
 		return r->totals.outstanding_bytes;
 	return r->leak_check.kinds[REPORT_LEAK_DEFINITELY_LOST].bytes +
-	       r->leak_check.kinds[REPORT_LEAK_INDIRECTLY_LOST].bytes;
+	       r->leak_check.kinds[REPORT_LEAK_INDIRECTLY_LOST].bytes + r->leak_check.unclassified.bytes;
+}
+
+/*
+ * --leak-check: why some of P's outstanding blocks have no kind, as the
+ * report says it (malloc'd), or NULL when every one has (or P is not
+ * traced, which the report says otherwise).
+ */
+static char *unchecked_why(const struct proc *p)
+{
+	const struct alloc_table *t = &p->ledger.allocs;
+	char *why = NULL;
+	size_t i, n = 0;
+	int r;
+
+	if (p->not_followed || !p->probed)
+		return NULL;
+	for (i = 0; i < t->cap; i++)
+		n += t->slots[i].addr && !t->slots[i].leak;
+	if (!n)
+		return NULL;
+	if (p->check.done && p->check.index_in_pause)
+		r = asprintf(&why, "%zu blocks allocated after its leak check at its exit (by its atexit "
+				   "handlers or destructors)", n);
+	else if (p->check.done)
+		r = asprintf(&why, "%zu blocks allocated since its last leak check", n);
+	else if (p->check_err)
+		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", strerror(-p->check_err),
+			     n);
+	else if (p->exited)
+		r = asprintf(&why, "it ended before a leak check could run (dwleak -p does not stop it at its "
+				   "exit: run it under dwleak -- CMD, or check it with -i while it runs): %zu "
+				   "blocks not classified", n);
+	else
+		r = asprintf(&why, "%zu blocks not classified", n);
+	return r < 0 ? NULL : why;
 }
 
 /* Adds process check C's memory read, pause and RSS account to O. */
@@ -287,6 +325,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	struct trace_names *names = calloc(n + 1, sizeof(*names));
 	struct stack_source *srcs = calloc(n + 1, sizeof(*srcs));
 	struct build_proc *bps = calloc(n + 1, sizeof(*bps));
+	char **unchecked = calloc(n + 1, sizeof(*unchecked));
 	struct build_opts o = {
 		.pid = tr->tgt.pid,
 		.command = tr->tgt.command,
@@ -302,7 +341,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		.counter_names = counter_names,
 	};
 	struct built b = { 0 };
-	int err = stacks && names && srcs && bps ? 0 : -ENOMEM;
+	int err = stacks && names && srcs && bps && unchecked ? 0 : -ENOMEM;
 
 	for (i = 0; i < CNT_COUNT; i++)
 		counter_names[i] = probes_counter_name((unsigned int)i);
@@ -326,11 +365,13 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
 		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
+		if (env->leak_check)
+			unchecked[i] = unchecked_why(p);
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
 					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
 					      : p->exited     ? REPORT_PROCESS_ENDED
 							      : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->not_followed };
+					      p->exit_status, p->not_followed, unchecked[i] };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
@@ -350,13 +391,22 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		for (i = 0; env->leak_check && i < n; i++)
 			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
-	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes)
+	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes) {
+		if (b.r.leak_check.unclassified.bytes)
+			fprintf(stderr, "dwleak: %llu bytes in %llu blocks were never classified by a leak check "
+					"(the report says why): --fail-on-leak counts them as lost\n",
+				(unsigned long long)b.r.leak_check.unclassified.bytes,
+				(unsigned long long)b.r.leak_check.unclassified.allocations);
 		err = 1;
+	}
 	build_free(&b);
 	for (i = 0; names && stacks && i < n; i++) {
 		trace_names_free(&names[i]);
 		ledger_stacks_free(&stacks[i]);
 	}
+	for (i = 0; unchecked && i < n; i++)
+		free(unchecked[i]);
+	free(unchecked);
 	free(stacks);
 	free(names);
 	free(srcs);

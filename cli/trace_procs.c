@@ -278,6 +278,10 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	c->vfork_child = vfork;
 	if (vfork)
 		return 0;
+	/* the child's break is its parent's; what the parent's allocator had
+	 * mapped is the child's too, but holds the parent's blocks, which the
+	 * child's ledger does not know: not the child's allocator memory */
+	c->ledger.brk = pp->ledger.brk;
 	err = proc_objects_copy(&c->objs, &pp->objs);
 	err = err ?: pp->probed ? allocator_copy(&c->alloc, &pp->alloc) : 0;
 	if (err)

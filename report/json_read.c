@@ -99,7 +99,7 @@ static int leak_kinds_read(struct report_json *rj, const struct json_value *obj,
 #define KIND_KNOWN(id, name, phrase) #name,
 		REPORT_LEAK_KINDS(KIND_KNOWN)
 #undef KIND_KNOWN
-		"scanned_bytes", "pause_ms", NULL
+		"scanned_bytes", "pause_ms", "unclassified", NULL
 	};
 	static const char *const count_known[] = { "bytes", "allocations", NULL };
 	char *count_prefix;
@@ -301,8 +301,10 @@ static int suppressed_read(struct report_json *rj, const struct json_value *obj)
 static int leak_check_read(struct report_json *rj, const struct json_value *totals)
 {
 	const struct where tw = { -1, "totals", -1 }, lw = { -1, "totals.leak_check", -1 };
+	const struct where uw = { -1, "totals.leak_check.unclassified", -1 };
+	static const char *const count_known[] = { "bytes", "allocations", NULL };
 	struct report_leak_check *lc = &rj->report.leak_check;
-	const struct json_value *obj;
+	const struct json_value *obj, *un;
 	int err = field_object(rj, totals, "leak_check", &tw, &obj);
 
 	if (err || !obj)
@@ -310,8 +312,15 @@ static int leak_check_read(struct report_json *rj, const struct json_value *tota
 	lc->present = true;
 	if ((err = leak_kinds_read(rj, obj, &lw, totals_kind_paths, "totals.leak_check.",
 				   lc->kinds)) ||
-	    (err = field_u64(rj, obj, "scanned_bytes", &lw, &lc->scanned_bytes)))
+	    (err = field_u64(rj, obj, "scanned_bytes", &lw, &lc->scanned_bytes)) ||
+	    (err = field_object(rj, obj, "unclassified", &lw, &un)))
 		return err;
+	if (un) {
+		field_unknown_note(rj, un, "totals.leak_check.unclassified.", count_known);
+		if ((err = field_u64(rj, un, "bytes", &uw, &lc->unclassified.bytes)) ||
+		    (err = field_u64(rj, un, "allocations", &uw, &lc->unclassified.allocations)))
+			return err;
+	}
 	return field_real(rj, obj, "pause_ms", &lw, &lc->pause_ms);
 }
 
@@ -377,7 +386,7 @@ static int process_read(struct report_json *rj, const struct json_value *obj, lo
 			struct report_process *p)
 {
 	static const char *const known[] = { "pid", "ppid", "command", "state", "exit_code",
-					     "signal", "reason", "outstanding_bytes",
+					     "signal", "reason", "unchecked", "outstanding_bytes",
 					     "outstanding_allocations", NULL };
 	const struct where w = { -1, "processes", index };
 	int64_t pid, ppid, code, sig;
@@ -393,6 +402,7 @@ static int process_read(struct report_json *rj, const struct json_value *obj, lo
 	    (err = field_int(rj, obj, "exit_code", &w, 0, 255, -1, &code)) ||
 	    (err = field_int(rj, obj, "signal", &w, 1, 127, 0, &sig)) ||
 	    (err = field_str(rj, obj, "reason", &w, &p->reason)) ||
+	    (err = field_str(rj, obj, "unchecked", &w, &p->unchecked)) ||
 	    (err = field_u64(rj, obj, "outstanding_bytes", &w, &p->bytes)) ||
 	    (err = field_u64(rj, obj, "outstanding_allocations", &w, &p->allocations)))
 		return err;

@@ -195,6 +195,10 @@ static void json_processes(FILE *f, const struct report *r)
 			fputs(", \"signal\": null", f);
 		fputs(", \"reason\": ", f);
 		json_str(f, p->reason);
+		if (r->leak_check.present) {
+			fputs(", \"unchecked\": ", f);
+			json_str(f, p->unchecked);
+		}
 		fprintf(f, ", \"outstanding_bytes\": %" PRIu64 ", \"outstanding_allocations\": %" PRIu64
 			"}", p->bytes, p->allocations);
 	}
@@ -250,6 +254,8 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 	if (r->leak_check.present) {
 		fputs(",\n    \"leak_check\": {\n", f);
 		json_leak_kinds(f, "      ", r->leak_check.kinds, true);
+		fprintf(f, "      \"unclassified\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "},\n",
+			r->leak_check.unclassified.bytes, r->leak_check.unclassified.allocations);
 		fprintf(f, "      \"scanned_bytes\": %" PRIu64 ",\n      \"pause_ms\": ",
 			r->leak_check.scanned_bytes);
 		json_real(f, r->leak_check.pause_ms, 3);

@@ -189,12 +189,21 @@ static void process_totals_from_stacks(struct report *r)
 	}
 }
 
-/* The leak check's kinds from the stacks', when every stack has them. */
+/* The leak check's kinds from the stacks', when every stack has them,
+ * and the bytes none of them has. */
 static void leak_totals_from_stacks(struct report *r)
 {
-	struct report_leak_count *k = r->leak_check.kinds;
+	struct report_leak_count *k = r->leak_check.kinds, rest;
 	size_t i, j;
 
+	if (r->leak_check.present) {
+		memset(&r->leak_check.unclassified, 0, sizeof(r->leak_check.unclassified));
+		for (i = 0; i < r->nstacks; i++) {
+			report_stack_unclassified(&r->stacks[i], &rest);
+			r->leak_check.unclassified.bytes += rest.bytes;
+			r->leak_check.unclassified.allocations += rest.allocations;
+		}
+	}
 	for (i = 0; i < r->nstacks; i++)
 		if (!r->stacks[i].has_leak_kinds)
 			return;

@@ -176,6 +176,10 @@ struct report_process {
 	enum report_process_state state;
 	int wait_status;          /* REPORT_PROCESS_ENDED: as waitpid() gives it */
 	const char *reason;       /* REPORT_PROCESS_NOT_FOLLOWED: why; else NULL */
+	/* --leak-check: why some of its blocks have no kind (its check failed,
+	 * it ended before one could run, they came after it); NULL when every
+	 * block it has was classified */
+	const char *unchecked;
 	uint64_t bytes;
 	uint64_t allocations;
 };
@@ -185,6 +189,9 @@ struct report_process {
 struct report_leak_check {
 	bool present;                 /* a leak check ran; nothing else here is set if not */
 	struct report_leak_count kinds[REPORT_LEAK_KIND_COUNT];
+	/* blocks no check classified (their process's UNCHECKED says why):
+	 * never a pass, since any of them may be lost */
+	struct report_leak_count unclassified;
 	uint64_t scanned_bytes;       /* target memory read for pointers */
 	double pause_ms;              /* how long the target was stopped; NAN = unknown */
 };

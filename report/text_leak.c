@@ -15,7 +15,7 @@
 /* The part no kind holds (allocated after the check): a record of its own,
  * after the four kinds. */
 #define UNCLASSIFIED REPORT_LEAK_KIND_COUNT
-#define UNCLASSIFIED_PHRASE "not classified (allocated after the leak check)"
+#define UNCLASSIFIED_PHRASE "not classified"
 
 #define LABEL_WIDTH 15 /* LEAK SUMMARY's labels, right-aligned as memcheck's */
 #define RSS_LABEL_WIDTH 34 /* the longest part's text */
@@ -145,27 +145,26 @@ static void summary_line(FILE *f, const char *label, uint64_t bytes, uint64_t bl
 void text_leak_summary(FILE *f, const struct report *r)
 {
 	const struct report_leak_check *lc = &r->leak_check;
-	uint64_t bytes = 0, blocks = 0, sup_bytes = 0, sup_blocks = 0;
+	uint64_t sup_bytes = 0, sup_blocks = 0;
 	char a[32];
 	size_t i;
 
 	fputs("LEAK SUMMARY:\n", f);
-	for (i = 0; i < REPORT_LEAK_KIND_COUNT; i++) {
-		summary_line(f, report_leak_kind_phrases[i], lc->kinds[i].bytes,
-			     lc->kinds[i].allocations);
-		bytes += lc->kinds[i].bytes;
-		blocks += lc->kinds[i].allocations;
-	}
+	for (i = 0; i < REPORT_LEAK_KIND_COUNT; i++)
+		summary_line(f, report_leak_kind_phrases[i], lc->kinds[i].bytes, lc->kinds[i].allocations);
 	for (i = 0; i < r->nsuppressed; i++) {
 		sup_bytes += r->suppressed[i].bytes;
 		sup_blocks += r->suppressed[i].allocations;
 	}
 	summary_line(f, "suppressed", sup_bytes, sup_blocks);
-	if (r->totals.outstanding_bytes > bytes || r->totals.outstanding_allocations > blocks)
-		summary_line(f, "not classified",
-			     r->totals.outstanding_bytes > bytes ? r->totals.outstanding_bytes - bytes : 0,
-			     r->totals.outstanding_allocations > blocks ?
-				     r->totals.outstanding_allocations - blocks : 0);
+	if (lc->unclassified.bytes || lc->unclassified.allocations) {
+		summary_line(f, "not classified", lc->unclassified.bytes, lc->unclassified.allocations);
+		for (i = 0; i < r->nprocesses; i++)
+			if (r->processes[i].unchecked)
+				fprintf(f, "\t  pid %d (%s): %s\n", r->processes[i].pid,
+					r->processes[i].command ? r->processes[i].command : "?",
+					r->processes[i].unchecked);
+	}
 	fprintf(f, "\t(%s bytes scanned; the target was stopped for ",
 		grouped(a, sizeof(a), lc->scanned_bytes));
 	if (isfinite(lc->pause_ms))
