@@ -114,11 +114,45 @@ static void ranges_normalize(struct leak_block *v, size_t *n)
 	*n = k + 1;
 }
 
+/* The blocks a partial ledger L saw freed (L->freed) where their memory
+ * was not unmapped since, into *OUT (sorted, *N, malloc'd; NULL when
+ * none).  Returns 0 or -ENOMEM. */
+static int freed_dead(const struct ledger *l, struct leak_block **out, size_t *n)
+{
+	const struct alloc_table *t = &l->freed;
+	struct leak_block *v, *unmapped;
+	size_t i, k = 0;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	if (!t->n)
+		return 0;
+	v = malloc(t->n * sizeof(*v));
+	unmapped = malloc((l->unmapped.n + 1) * sizeof(*unmapped));
+	if (!v || !unmapped) {
+		free(v);
+		free(unmapped);
+		return -ENOMEM;
+	}
+	for (i = 0; i < t->cap; i++)
+		if (t->slots[i].addr && t->slots[i].size)
+			v[k++] = (struct leak_block){ t->slots[i].addr, t->slots[i].size };
+	for (i = 0; i < l->unmapped.n; i++)
+		unmapped[i] = (struct leak_block){ l->unmapped.r[i].start, l->unmapped.r[i].end - l->unmapped.r[i].start };
+	ranges_normalize(v, &k);
+	err = ranges_subtract(v, k, unmapped, l->unmapped.n, out, n);
+	free(v);
+	free(unmapped);
+	return err;
+}
+
 /*
  * What of P's memory is the allocator's own and so no root, into *OUT
  * (sorted, *N ranges, malloc'd): what it mapped while traced (its
- * ledger's alloc_memory) and its static state (STATE: its object's data,
- * glibc's arenas); less the blocks allocated since the index was built
+ * ledger's alloc_memory), its static state (STATE: its object's data,
+ * glibc's arenas) and, in memory it held before the trace began, the
+ * blocks freed since; less the blocks allocated since the index was built
  * (TABLE's log: in the table now, recorded after SNAP_NS), which are not
  * in the index: the program may hold pointers in them, so they are read
  * as roots, as any memory the check knows nothing of.  Returns 0 or
@@ -128,18 +162,35 @@ static int allocator_memory(const struct proc *p, const struct alloc_state *stat
 			    uint64_t snap_ns, struct leak_block **out, size_t *n)
 {
 	const struct mmap_regions *am = &p->ledger.alloc_memory;
-	struct leak_block *mem = malloc((am->n + state->n + 1) * sizeof(*mem)), *fresh = NULL;
-	size_t i, nmem = 0, nfresh = 0;
+	struct leak_block *mem = malloc((am->n + state->n + 1) * sizeof(*mem)), *fresh = NULL, *dead = NULL;
+	size_t i, nmem = 0, nfresh = 0, ndead = 0;
 	int err;
 
 	*out = NULL;
 	*n = 0;
-	if (!mem)
+	if (!mem || (err = freed_dead(&p->ledger, &dead, &ndead))) {
+		free(mem);
 		return -ENOMEM;
+	}
+	if (ndead) {
+		struct leak_block *grown = realloc(mem, (am->n + state->n + ndead + 1) * sizeof(*mem));
+
+		if (!grown) {
+			free(mem);
+			free(dead);
+			return -ENOMEM;
+		}
+		mem = grown;
+	}
 	for (i = 0; i < am->n; i++)
 		mem[nmem++] = (struct leak_block){ am->r[i].start, am->r[i].end - am->r[i].start };
 	for (i = 0; i < state->n; i++)
 		mem[nmem++] = (struct leak_block){ state->ranges[i].addr, state->ranges[i].size };
+	/* blocks freed since attach, where the allocator held memory before:
+	 * a tracked block there now is scanned as one all the same */
+	for (i = 0; i < ndead; i++)
+		mem[nmem++] = dead[i];
+	free(dead);
 	ranges_normalize(mem, &nmem);
 	if (table->log.n)
 		fresh = malloc(table->log.n * sizeof(*fresh));
@@ -256,6 +307,7 @@ static int pause_scan(pid_t pid, const pid_t *tids, size_t ntids, const struct l
 					 (const struct proc_mem_range *)holes, nholes, &plan);
 	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
 	out->allocator_skipped_bytes = plan.skipped_allocator;
+	out->dead_thread_stacks = plan.dead_thread_stacks;
 	proc_mem_plan_free(&plan);
 	free(holes);
 	return err;

@@ -37,6 +37,7 @@ struct leak_scan_result {
 	/* the allocator's own memory (mapped by it while traced) that holds no
 	 * tracked block: not read (its free memory and bookkeeping) */
 	uint64_t allocator_skipped_bytes;
+	size_t dead_thread_stacks; /* stacks of ended threads glibc keeps: read from their TCB up */
 	struct alloc_state alloc_state; /* its static state found (counts only: no ranges) */
 	bool rss_known;
 	struct proc_rss_explained rss;

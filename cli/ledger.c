@@ -22,6 +22,21 @@ static bool realloc_freed_take(struct ledger *l, uint64_t addr)
 	return false;
 }
 
+/* A partial ledger: the tracked block at ADDR, about to be forgotten, is
+ * dead memory from now on (a block realloc moves is; one it resizes in
+ * place is allocated again at once, which forgets it here). */
+static void freed_remember(struct ledger *l, uint64_t addr)
+{
+	const struct alloc_rec *r = l->partial ? alloc_table_find(&l->allocs, addr) : NULL;
+	struct alloc_rec dead;
+
+	if (!r)
+		return;
+	dead = (struct alloc_rec){ .addr = r->addr, .size = r->size };
+	if (alloc_table_add(&l->freed, &dead))
+		l->oom++;
+}
+
 void ledger_record(struct ledger *l, const void *data, size_t size)
 {
 	const struct alloc_event *a = data;
@@ -30,6 +45,7 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 	if (size < sizeof(*f))
 		return;
 	if (f->type == AEV_REALLOC_FREE) {
+		freed_remember(l, f->addr);
 		alloc_table_remove(&l->allocs, f->addr);
 		l->realloc_freed[l->realloc_next++ % LEDGER_REALLOC_RING] = f->addr;
 		return;
@@ -37,6 +53,7 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 	if (f->type == AEV_FREE) {
 		if (!alloc_table_find(&l->allocs, f->addr) && realloc_freed_take(l, f->addr))
 			return; /* realloc(p, 0) freeing p, already forgotten */
+		freed_remember(l, f->addr);
 		alloc_table_remove(&l->allocs, f->addr);
 		return;
 	}
@@ -55,6 +72,8 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 		};
 
 		realloc_freed_take(l, a->addr); /* the address is in use again */
+		if (l->partial && alloc_table_find(&l->freed, a->addr))
+			alloc_table_remove(&l->freed, a->addr);
 		if (alloc_table_add(&l->allocs, &r))
 			l->oom++;
 	}
@@ -86,6 +105,13 @@ static int allocator_mmap(struct ledger *l, const struct mmap_event *m, bool by_
 {
 	uint64_t old = l->brk;
 	int err = 0;
+
+	if (l->partial && (m->op == MMAP_OP_UNMAP || m->op == MMAP_OP_REMAP))
+		err = mmap_regions_map(&l->unmapped, m->addr, m->len, 0, 0, m->ts);
+	if (l->partial && m->op == MMAP_OP_BRK && old && m->addr < old)
+		err = err ?: mmap_regions_map(&l->unmapped, m->addr, old - m->addr, 0, 0, m->ts);
+	if (err)
+		return err;
 
 	switch (m->op) {
 	case MMAP_OP_MAP:
@@ -122,6 +148,8 @@ void ledger_free(struct ledger *l)
 	alloc_table_free(&l->allocs);
 	mmap_regions_free(&l->regions);
 	mmap_regions_free(&l->alloc_memory);
+	alloc_table_free(&l->freed);
+	mmap_regions_free(&l->unmapped);
 }
 
 static size_t slot_of(uint64_t id, uint64_t fp_id, size_t cap)

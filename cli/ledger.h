@@ -29,6 +29,16 @@ struct ledger {
 	/* the program break as last seen (0: not known yet); the break moves
 	 * by brk, and what the allocator adds is its memory */
 	uint64_t brk;
+	/* The allocator held memory before the trace began (dwleak -p, a
+	 * fork's child), which may hold blocks that are still live: it stays
+	 * a root for the leak check.  Of it, the blocks seen freed since are
+	 * known dead (a freed block still holds the pointers it had), and
+	 * kept here (address, size) until the address is allocated again. */
+	bool partial;
+	struct alloc_table freed;
+	/* partial: what was unmapped since (a freed block's memory there may
+	 * be anybody's now: a thread's stack, the program's own mapping) */
+	struct mmap_regions unmapped;
 	uint64_t oom;		     /* records not applied: out of memory */
 	int mmap_err;		     /* the first failure applying an mmap event */
 	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */

@@ -194,6 +194,7 @@ int proc_attach_running(struct tracer *tr, pid_t pid)
 	if (!p)
 		return -ENOMEM;
 	p->command = target_cmdline(pid);
+	p->ledger.partial = true; /* what it allocated before is not known */
 	err = proc_objects_of_pid(pid, &p->objs);
 	err = err ?: proc_register(tr, p);
 	if (err)
@@ -282,6 +283,7 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	 * mapped is the child's too, but holds the parent's blocks, which the
 	 * child's ledger does not know: not the child's allocator memory */
 	c->ledger.brk = pp->ledger.brk;
+	c->ledger.partial = true;
 	err = proc_objects_copy(&c->objs, &pp->objs);
 	err = err ?: pp->probed ? allocator_copy(&c->alloc, &pp->alloc) : 0;
 	if (err)
