@@ -16,7 +16,8 @@ struct alloc_rec {
 	uint64_t fp_stack_id;
 	uint64_t ts;   /* CLOCK_MONOTONIC ns when user space read the record */
 	uint32_t kind; /* enum alloc_kind */
-	uint32_t leak; /* --leak-check: 1 + enum leak_kind of the last check; 0 = not classified */
+	uint16_t leak; /* --leak-check: 1 + enum leak_kind of the last check; 0 = not classified */
+	uint16_t leak_unsure; /* that kind came through memory the check cannot vouch for */
 	uint64_t resident; /* --leak-check: bytes of it in RAM, */
 	uint64_t swapped;  /* in swap (the rest never touched), at the last check */
 };

@@ -184,6 +184,8 @@ static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack
 			rs->leak_kinds[r].allocations = (uint64_t)llround((double)g->leak_count[k] * cscale);
 		}
 	}
+	rs->leak_unsure.bytes = (uint64_t)llround((double)g->unsure_bytes * scale);
+	rs->leak_unsure.allocations = (uint64_t)llround((double)g->unsure_count * cscale);
 	if (g->checked) {
 		rs->has_residency = true;
 		rs->residency.resident = g->resident;

@@ -21,35 +21,54 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The scan's view of the memory read: which of it is the allocator's own
- * (ALLOC[0..N), sorted), where only blocks are scanned; K is the cursor
- * (the chunks come in address order). */
-struct scan_ctx {
-	struct leakcheck *lc;
-	const struct leak_block *alloc;
-	size_t n, k;
-};
-
 static uint64_t range_end(const struct leak_block *r)
 {
 	return r->addr + r->size;
 }
 
+/* Sorted ranges V[0..N) with a cursor K (the chunks come in address
+ * order): where the next piece of [ADDR, END) stops, and whether it lies
+ * in one of them. */
+struct range_walk {
+	const struct leak_block *v;
+	size_t n, k;
+};
+
+static bool range_walk_in(struct range_walk *w, uint64_t addr, uint64_t end, uint64_t *stop)
+{
+	while (w->k < w->n && range_end(&w->v[w->k]) <= addr)
+		w->k++;
+	if (w->k < w->n && w->v[w->k].addr <= addr) {
+		*stop = range_end(&w->v[w->k]) < end ? range_end(&w->v[w->k]) : end;
+		return true;
+	}
+	*stop = w->k < w->n && w->v[w->k].addr < end ? w->v[w->k].addr : end;
+	return false;
+}
+
+/* The scan's view of the memory read: which of it is the allocator's own
+ * (ALLOC, where only blocks are scanned), and which may be its own or
+ * blocks allocated before the trace (UNSURE, whose roots are flagged). */
+struct scan_ctx {
+	struct leakcheck *lc;
+	struct range_walk alloc, unsure;
+};
+
 static int scan_chunk(void *ctx, uint64_t addr, const void *bytes, size_t len)
 {
 	struct scan_ctx *c = ctx;
 	const unsigned char *b = bytes;
-	uint64_t end = addr + len, stop;
+	uint64_t end = addr + len, stop, stop2;
 	int err = 0;
 
 	while (!err && addr < end) {
-		while (c->k < c->n && range_end(&c->alloc[c->k]) <= addr)
-			c->k++;
-		if (c->k < c->n && c->alloc[c->k].addr <= addr) {
-			stop = range_end(&c->alloc[c->k]) < end ? range_end(&c->alloc[c->k]) : end;
+		if (range_walk_in(&c->alloc, addr, end, &stop)) {
 			err = leakcheck_scan_blocks(c->lc, addr, b, stop - addr);
+		} else if (range_walk_in(&c->unsure, addr, stop, &stop2)) {
+			stop = stop2;
+			err = leakcheck_scan_unsure(c->lc, addr, b, stop - addr);
 		} else {
-			stop = c->k < c->n && c->alloc[c->k].addr < end ? c->alloc[c->k].addr : end;
+			stop = stop2;
 			err = leakcheck_scan(c->lc, addr, b, stop - addr);
 		}
 		b += stop - addr;
@@ -285,27 +304,94 @@ static struct alloc_rec *rec_of(struct alloc_table *t, const struct leak_block *
 	return r && r->size == b->size && r->ts <= snap_ns ? r : NULL;
 }
 
-/* The pause's reading: the registers of threads TIDS[0..NTIDS) and the
- * memory of process PID into LC; in ALLOC[0..NALLOC) (the allocator's own
- * memory), blocks only, and none of its pages that hold no block. */
-static int pause_scan(pid_t pid, const pid_t *tids, size_t ntids, const struct leak_scan_exit *exiting,
-		      struct leakcheck *lc, const struct leak_block *blocks, size_t nblocks,
-		      const struct leak_block *alloc, size_t nalloc, struct proc_mem_thread *threads,
-		      struct leak_scan_result *out)
+/* The allocator's state in P (see alloc_state_find), with what the pause
+ * knows: its threads' TLS pointers (THREADS, read by pause_scan before),
+ * and the tracked blocks (to find jemalloc's extent map by, where its
+ * metadata is not known from its memory syscalls: -p, a fork's child). */
+static int allocator_state(const struct proc *p, const struct proc_mem_thread *threads, size_t nthreads,
+			   const struct leak_block *blocks, size_t nblocks, struct alloc_state *out)
 {
-	struct scan_ctx sc = { .lc = lc, .alloc = alloc, .n = nalloc };
-	struct proc_mem_plan plan = { 0 };
-	struct leak_block *holes = NULL;
-	size_t i, nholes = 0;
-	int err = 0;
+	uint64_t *tls = malloc((nthreads + 1) * sizeof(*tls)), sample[8];
+	struct alloc_state_hints h = { .tls = tls, .ntls = nthreads, .blocks = sample,
+				       .extents = p->ledger.partial };
+	size_t i;
+	int err;
 
-	for (i = 0; !err && i < ntids; i++)
-		err = registers_scan(lc, tids[i], exiting, &threads[i]);
-	err = err ?: leakcheck_holes(lc, alloc, nalloc, 4096, &holes, &nholes);
+	if (!tls)
+		return -ENOMEM;
+	for (i = 0; i < nthreads; i++)
+		tls[i] = threads[i].tls;
+	/* a few blocks spread over the index */
+	for (i = 0; i < 8 && i < nblocks; i++)
+		sample[h.nblocks++] = blocks[i * nblocks / 8].addr;
+	err = alloc_state_find(p->pid, &p->alloc, &h, out);
+	free(tls);
+	return err;
+}
+
+/*
+ * The memory the allocator may have held before the trace began (PARTIAL:
+ * -p, a fork's child): the mappings of PLAN where its blocks are (a
+ * tracked one, or its own memory known) other than threads' stacks, the
+ * brk heap and anonymous private ones, into *OUT (sorted, *N, malloc'd;
+ * ALLOC takes precedence where they overlap).  Their words outside every
+ * block are live blocks allocated before, or free memory and bookkeeping:
+ * roots the check cannot vouch for.  Returns 0 or -ENOMEM.
+ */
+static int unsure_memory(const struct proc_mem_plan *plan, const struct leakcheck *lc,
+			 const struct leak_block *alloc, size_t nalloc, struct leak_block **out, size_t *n)
+{
+	struct leak_block *v = malloc((plan->nmaps + 1) * sizeof(*v));
+	size_t i, j, k = 0;
+
+	*out = v;
+	*n = 0;
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < plan->nregions; i++) {
+		const struct proc_mem_region *r = &plan->regions[i];
+		const struct proc_map *m = &plan->maps[r->map];
+		bool mine = false;
+
+		if (r->why == PROC_MEM_ROOT_STACK || m->shared || !m->writable ||
+		    (plan->kinds[r->map] != PROC_MAP_HEAP && plan->kinds[r->map] != PROC_MAP_ANON))
+			continue;
+		if (k && v[k - 1].addr == m->start)
+			continue; /* a mapping cut in several regions: once */
+		mine = leakcheck_holds_block(lc, m->start, m->end);
+		for (j = 0; j < nalloc && !mine; j++)
+			mine = alloc[j].addr < m->end && range_end(&alloc[j]) > m->start;
+		if (mine)
+			v[k++] = (struct leak_block){ m->start, m->end - m->start };
+	}
+	*n = k;
+	return 0;
+}
+
+/* The pause's reading of the memory of process PID (whose NTHREADS
+ * threads THREADS are) into LC; in ALLOC[0..NALLOC) (the allocator's own
+ * memory), blocks only, and none of its pages that hold no block; with
+ * PARTIAL, what the allocator may have held before the trace is read as
+ * unsure roots. */
+static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t ntids, struct leakcheck *lc,
+		      const struct leak_block *blocks, size_t nblocks, const struct leak_block *alloc, size_t nalloc,
+		      bool partial, struct leak_scan_result *out)
+{
+	struct scan_ctx sc = { .lc = lc, .alloc = { alloc, nalloc, 0 } };
+	struct proc_mem_plan plan = { 0 };
+	struct leak_block *holes = NULL, *unsure = NULL;
+	size_t nholes = 0, nunsure = 0;
+	int err;
+
+	err = leakcheck_holes(lc, alloc, nalloc, 4096, &holes, &nholes);
 	/* the blocks are never cut as stack: a stack the program allocated */
 	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks,
 					 (const struct proc_mem_range *)holes, nholes, &plan);
+	if (!err && partial)
+		err = unsure_memory(&plan, lc, alloc, nalloc, &unsure, &nunsure);
+	sc.unsure = (struct range_walk){ unsure, nunsure, 0 };
 	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
+	free(unsure);
 	out->allocator_skipped_bytes = plan.skipped_allocator;
 	out->dead_thread_stacks = plan.dead_thread_stacks;
 	proc_mem_plan_free(&plan);
@@ -375,11 +461,14 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 			out->changed += !leakcheck_keep(lc, table->log.addrs[i]);
 		threads = calloc(nthreads + 1, sizeof(*threads));
 		err = err ?: threads ? 0 : -ENOMEM;
-		err = err ?: alloc_state_find(p->pid, &p->alloc, &state);
-		err = err ?: allocator_memory(p, &state, table, snap_ns, &alloc, &nalloc);
 		t1 = now_ms();
 		out->index_ms += t1 - t2;
-		err = err ?: pause_scan(p->pid, tids, nthreads, exiting, lc, blocks, n, alloc, nalloc, threads, out);
+		for (i = 0; !err && i < nthreads; i++)
+			err = registers_scan(lc, tids[i], exiting, &threads[i]);
+		err = err ?: allocator_state(p, threads, nthreads, blocks, n, &state);
+		err = err ?: allocator_memory(p, &state, table, snap_ns, &alloc, &nalloc);
+		err = err ?: pause_scan(p->pid, threads, nthreads, lc, blocks, n, alloc, nalloc, p->ledger.partial,
+					out);
 		out->scan_ms = now_ms() - t1;
 	}
 	alloc_table_log_stop(table);
@@ -397,8 +486,10 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 		struct alloc_rec *r = rec_of(table, &blocks[i], snap_ns);
 		struct leak_verdict v;
 
-		if (r && !leakcheck_verdict(lc, i, &v))
-			r->leak = 1 + v.kind;
+		if (r && !leakcheck_verdict(lc, i, &v)) {
+			r->leak = (uint16_t)(1 + v.kind);
+			r->leak_unsure = v.unsure;
+		}
 	}
 	if (!err) {
 		leakcheck_stats(lc, &out->scan);

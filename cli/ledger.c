@@ -224,6 +224,10 @@ static void leak_count(struct ledger_stack *g, const struct alloc_rec *a)
 	g->checked = true;
 	g->leak_bytes[a->leak - 1] += a->size;
 	g->leak_count[a->leak - 1]++;
+	if (a->leak_unsure) {
+		g->unsure_bytes += a->size;
+		g->unsure_count++;
+	}
 	g->resident += a->resident;
 	g->swapped += a->swapped;
 	g->untouched += a->size - a->resident - a->swapped;

@@ -80,6 +80,7 @@ struct ledger_stack {
 	bool checked;
 	uint64_t leak_bytes[LEAK_KIND_COUNT];
 	uint64_t leak_count[LEAK_KIND_COUNT];
+	uint64_t unsure_bytes, unsure_count; /* of those, kinds through unsure roots */
 	uint64_t resident, swapped, untouched;
 };
 

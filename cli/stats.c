@@ -65,9 +65,12 @@ void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c)
 		(unsigned long long)s->overlapping, (unsigned long long)s->edge_bytes);
 	fprintf(f, "dwleak: stats: leak check of pid %d: the allocator's own memory, no root: %llu bytes "
 		   "holding no block not read, %llu bytes between blocks read but skipped; its object's data "
-		   "%llu bytes, %zu glibc arenas%s%s; %zu stacks of ended threads\n",
+		   "%llu bytes, %zu glibc arenas%s%s, %zu jemalloc thread caches, %zu jemalloc extents' "
+		   "metadata%s; %zu stacks of ended threads\n",
 		pid, (unsigned long long)c->allocator_skipped_bytes, (unsigned long long)s->skipped_bytes,
 		(unsigned long long)c->alloc_state.object_bytes, c->alloc_state.arenas,
 		c->alloc_state.arena_not_found ? " (glibc, but no arena found in its data)" : "",
-		c->alloc_state.arenas_not_followed ? " (some not followed)" : "", c->dead_thread_stacks);
+		c->alloc_state.arenas_not_followed ? " (some not followed)" : "", c->alloc_state.tcaches,
+		c->alloc_state.extents, c->alloc_state.extent_map_not_found ? " (its extent map not found)" : "",
+		c->dead_thread_stacks);
 }

@@ -391,6 +391,14 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		for (i = 0; env->leak_check && i < n; i++)
 			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
+	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) <= (uint64_t)env->fail_bytes &&
+	    b.r.leak_check.unsure.bytes)
+		fprintf(stderr, "dwleak: warning: --fail-on-leak passes, but %llu bytes in %llu blocks were reached "
+				"only through memory the allocator held before dwleak attached (its free lists and "
+				"caches, or blocks allocated before): they may be lost; run the program under dwleak -- "
+				"CMD for an exact verdict\n",
+			(unsigned long long)b.r.leak_check.unsure.bytes,
+			(unsigned long long)b.r.leak_check.unsure.allocations);
 	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes) {
 		if (b.r.leak_check.unclassified.bytes)
 			fprintf(stderr, "dwleak: %llu bytes in %llu blocks were never classified by a leak check "

@@ -37,9 +37,12 @@
 #define REGION_ENTRIES_BASE 65536
 
 /* Where a block was pointed at from a root (leakcheck_scan outside every
- * block, or leakcheck_scan_value). */
+ * block, or leakcheck_scan_value), and from an unsure one
+ * (leakcheck_scan_unsure) as another pair. */
 #define ROOT_START 1u
 #define ROOT_INTERIOR 2u
+#define ROOT_UNSURE_SHIFT 2
+#define ROOT_SURE (ROOT_START | ROOT_INTERIOR)
 
 /* The marking states of memcheck's LC_Extra, plus the pending bit of its
  * mark stack (a block is on the stack at most once). */
@@ -50,7 +53,8 @@ enum mark_state {
 	MARK_INDIRECT,
 };
 #define MARK_PENDING 0x80u
-#define MARK_MASK 0x7fu
+#define MARK_UNSURE 0x40u /* reached only through unsure roots */
+#define MARK_MASK 0x3fu
 
 /* A hash slot for one key (addr >> the table's shift: a page, a dense
  * region, a large-block region): for pages, the blocks that overlap it
@@ -123,7 +127,8 @@ struct leakcheck {
 	struct leakcheck_scan_stats stats;
 
 	bool classified;
-	uint8_t *state;	   /* enum mark_state (+ MARK_PENDING while stacked) */
+	uint8_t *state;	   /* enum mark_state (+ MARK_PENDING while stacked, MARK_UNSURE) */
+	bool unsure_pass;  /* marking from the unsure roots: state_set flags */
 	uint64_t *indirect; /* definitely lost: the bytes of its clique */
 	uint32_t *via;	   /* indirectly lost: the block that reached it */
 };
@@ -685,7 +690,9 @@ static inline uint64_t load_word(const unsigned char *p)
 	return v;
 }
 
-static void scan_root_words(struct leakcheck *lc, const unsigned char *p, size_t nwords)
+/* The root words P[0..NWORDS); SHIFT: 0 for sure roots, ROOT_UNSURE_SHIFT
+ * for unsure ones. */
+static void scan_root_words(struct leakcheck *lc, const unsigned char *p, size_t nwords, unsigned int shift)
 {
 	const uint64_t lo = lc->lo, span = lc->span;
 	size_t k;
@@ -699,7 +706,7 @@ static void scan_root_words(struct leakcheck *lc, const unsigned char *p, size_t
 		b = block_of(lc, v);
 		if (b == NONE)
 			continue;
-		lc->root[b] |= v == lc->start[b] ? ROOT_START : ROOT_INTERIOR;
+		lc->root[b] |= (v == lc->start[b] ? ROOT_START : ROOT_INTERIOR) << shift;
 		lc->stats.root_hits++;
 	}
 }
@@ -749,9 +756,14 @@ static int scan_block_words(struct leakcheck *lc, uint32_t from, const unsigned 
 	return 0;
 }
 
-/* The scan of a chunk; ROOTS: words outside every block are roots (else
- * they are skipped: the allocator's own memory). */
-static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len, bool roots)
+/* What the words outside every block are in a chunk. */
+enum chunk_roots {
+	CHUNK_ROOTS,	    /* roots */
+	CHUNK_UNSURE_ROOTS, /* roots the check cannot vouch for */
+	CHUNK_NO_ROOTS,	    /* nothing: the allocator's own memory */
+};
+
+static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len, enum chunk_roots roots)
 {
 	uint64_t end = add_sat(addr, len), a = word_up(addr), e = end & ~(uint64_t)(WORD - 1);
 	const unsigned char *p;
@@ -783,10 +795,12 @@ static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, si
 			}
 		} else {
 			stop = i < lc->n ? min_u64(words_start(lc, i), e) : e;
-			if (roots)
-				scan_root_words(lc, p, (stop - a) / WORD);
-			else
+			if (roots == CHUNK_NO_ROOTS)
 				lc->stats.skipped_bytes += stop - a;
+			else
+				scan_root_words(lc, p, (stop - a) / WORD, roots == CHUNK_UNSURE_ROOTS ? ROOT_UNSURE_SHIFT : 0);
+			if (roots == CHUNK_UNSURE_ROOTS)
+				lc->stats.unsure_bytes += stop - a;
 		}
 		p += stop - a;
 		a = stop;
@@ -800,12 +814,17 @@ static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, si
 
 int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
 {
-	return scan_chunk(lc, addr, bytes, len, true);
+	return scan_chunk(lc, addr, bytes, len, CHUNK_ROOTS);
+}
+
+int leakcheck_scan_unsure(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
+{
+	return scan_chunk(lc, addr, bytes, len, CHUNK_UNSURE_ROOTS);
 }
 
 int leakcheck_scan_blocks(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len)
 {
-	return scan_chunk(lc, addr, bytes, len, false);
+	return scan_chunk(lc, addr, bytes, len, CHUNK_NO_ROOTS);
 }
 
 void leakcheck_scan_value(struct leakcheck *lc, uint64_t value)
@@ -869,6 +888,13 @@ int leakcheck_holes(const struct leakcheck *lc, const struct leak_block *ranges,
 	*out = v;
 	*nout = k;
 	return 0;
+}
+
+bool leakcheck_holds_block(const struct leakcheck *lc, uint64_t lo, uint64_t hi)
+{
+	size_t i = first_block_after(lc, lo);
+
+	return i < lc->n && lc->start[i] < hi;
 }
 
 void leakcheck_stats(const struct leakcheck *lc, struct leakcheck_scan_stats *out)
@@ -943,7 +969,8 @@ static enum mark_state state_of(const struct leakcheck *lc, uint32_t b)
 
 static void state_set(struct leakcheck *lc, uint32_t b, enum mark_state st)
 {
-	lc->state[b] = (uint8_t)((lc->state[b] & MARK_PENDING) | st);
+	lc->state[b] = (uint8_t)((lc->state[b] & (MARK_PENDING | MARK_UNSURE)) | st |
+				 (lc->unsure_pass ? MARK_UNSURE : 0));
 }
 
 /* memcheck's lc_push_without_clique_if_a_chunk_ptr (no heuristics): a
@@ -969,7 +996,7 @@ static void reach(struct leakcheck *lc, struct mark_stack *s, uint32_t b, bool s
 
 /* memcheck's lc_process_markstack(-1): is_prior_definite is "not
  * Possible" for the block being scanned. */
-static void mark_from_roots(struct leakcheck *lc, const struct out_edges *g, struct mark_stack *s)
+static void mark_from(struct leakcheck *lc, const struct out_edges *g, struct mark_stack *s, unsigned int shift)
 {
 	uint32_t b;
 	size_t i;
@@ -977,8 +1004,8 @@ static void mark_from_roots(struct leakcheck *lc, const struct out_edges *g, str
 	/* the roots: memory outside every block (scan_memory_root_set) and
 	 * registers (lc_push_if_a_chunk_ptr_register), both definite */
 	for (i = 0; i < lc->n; i++)
-		if (lc->root[i])
-			reach(lc, s, (uint32_t)i, lc->root[i] & ROOT_START, true);
+		if ((lc->root[i] >> shift) & ROOT_SURE)
+			reach(lc, s, (uint32_t)i, (lc->root[i] >> shift) & ROOT_START, true);
 	while (mark_pop(lc, s, &b)) {
 		bool definite = state_of(lc, b) != MARK_POSSIBLE;
 		size_t k;
@@ -986,6 +1013,17 @@ static void mark_from_roots(struct leakcheck *lc, const struct out_edges *g, str
 		for (k = g->off[b]; k < g->off[b + 1]; k++)
 			reach(lc, s, g->to[k] & ~INTERIOR, !(g->to[k] & INTERIOR), definite);
 	}
+}
+
+/* The marking from the sure roots, then from the unsure ones: what only
+ * the second reaches (or reaches further: possibly to reachable) is
+ * flagged as depending on memory the check cannot vouch for. */
+static void mark_from_roots(struct leakcheck *lc, const struct out_edges *g, struct mark_stack *s)
+{
+	mark_from(lc, g, s, 0);
+	lc->unsure_pass = true;
+	mark_from(lc, g, s, ROOT_UNSURE_SHIFT);
+	lc->unsure_pass = false;
 }
 
 /* memcheck's clique pass (MC_(detect_memory_leaks) after the marking, and
@@ -1070,6 +1108,10 @@ int leakcheck_classify(struct leakcheck *lc, struct leakcheck_totals *totals)
 
 			totals->bytes[k] += lc->size[i];
 			totals->blocks[k]++;
+			if (lc->state[i] & MARK_UNSURE) {
+				totals->unsure_bytes += lc->size[i];
+				totals->unsure_blocks++;
+			}
 		}
 	}
 	err = 0;
@@ -1100,6 +1142,7 @@ int leakcheck_verdict(const struct leakcheck *lc, size_t i, struct leak_verdict 
 	out->kind = kind_of(state_of(lc, b));
 	out->indirect_bytes = out->kind == LEAK_DEFINITELY_LOST ? lc->indirect[b] : 0;
 	out->via = out->kind == LEAK_INDIRECTLY_LOST ? lc->orig[lc->via[b]] : SIZE_MAX;
+	out->unsure = (lc->state[b] & MARK_UNSURE) != 0;
 	return 0;
 }
 

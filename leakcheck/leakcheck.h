@@ -7,6 +7,7 @@
 #ifndef DWLEAK_LEAKCHECK_H
 #define DWLEAK_LEAKCHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,8 @@ struct leakcheck_scan_stats {
 				    at their ends: not scanned (chunks split off 8-byte bounds) */
 	uint64_t skipped_bytes;	 /* of scanned_bytes, outside every block in memory scanned
 				    by leakcheck_scan_blocks: not roots */
+	uint64_t unsure_bytes;	 /* of scanned_bytes, outside every block in memory scanned
+				    by leakcheck_scan_unsure */
 	uint64_t values;	 /* leakcheck_scan_value calls (registers) */
 	uint64_t root_hits;	 /* words outside every block that point into one */
 	uint64_t edges;		 /* block-to-block pointers kept (self and repeats dropped) */
@@ -59,10 +62,12 @@ struct leakcheck_scan_stats {
 				    a free; the lower one is cut at the upper one's start */
 };
 
-/* Totals per kind, indexed by enum leak_kind. */
+/* Totals per kind, indexed by enum leak_kind; of all, the unsure ones. */
 struct leakcheck_totals {
 	uint64_t bytes[LEAK_KIND_COUNT];
 	uint64_t blocks[LEAK_KIND_COUNT];
+	uint64_t unsure_bytes;
+	uint64_t unsure_blocks;
 };
 
 /* One block's verdict after leakcheck_classify. */
@@ -74,6 +79,9 @@ struct leak_verdict {
 	/* LEAK_INDIRECTLY_LOST: the caller's index of the lost block whose
 	 * pointer reached it first (its parent in the clique); else SIZE_MAX */
 	size_t via;
+	/* its kind comes from unsure roots only (leakcheck_scan_unsure): without
+	 * them it would be lost, or only possibly reached */
+	bool unsure;
 };
 
 struct leakcheck;
@@ -115,6 +123,17 @@ int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **
  * and must not be classified), or -EINVAL after leakcheck_classify.
  */
 int leakcheck_scan(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len);
+
+/*
+ * The same for memory whose words outside the blocks may be roots or not,
+ * which the caller cannot tell: the memory an allocator held before the
+ * trace began, where blocks allocated then (live, and roots) lie beside
+ * its free lists and bookkeeping (not roots).  They are taken as roots,
+ * but a block reached only through them (or reached further: a start
+ * pointer where the sure roots have only interior ones) has its verdict
+ * flagged unsure (leak_verdict.unsure), for the report to say.
+ */
+int leakcheck_scan_unsure(struct leakcheck *lc, uint64_t addr, const void *bytes, size_t len);
 
 /*
  * The same for memory that holds no root, only blocks: the allocator's own
@@ -165,6 +184,9 @@ int leakcheck_verdict(const struct leakcheck *lc, size_t i, struct leak_verdict 
  */
 int leakcheck_holes(const struct leakcheck *lc, const struct leak_block *ranges, size_t n, uint64_t page,
 		    struct leak_block **out, size_t *nout);
+
+/* Whether any block's words lie in [LO, HI). */
+bool leakcheck_holds_block(const struct leakcheck *lc, uint64_t lo, uint64_t hi);
 
 /* The scan's counters so far. */
 void leakcheck_stats(const struct leakcheck *lc, struct leakcheck_scan_stats *out);

@@ -99,7 +99,7 @@ static int leak_kinds_read(struct report_json *rj, const struct json_value *obj,
 #define KIND_KNOWN(id, name, phrase) #name,
 		REPORT_LEAK_KINDS(KIND_KNOWN)
 #undef KIND_KNOWN
-		"scanned_bytes", "pause_ms", "unclassified", NULL
+		"scanned_bytes", "pause_ms", "unclassified", "unsure", NULL
 	};
 	static const char *const count_known[] = { "bytes", "allocations", NULL };
 	char *count_prefix;
@@ -143,13 +143,30 @@ static int residency_read(struct report_json *rj, const struct json_value *obj,
 	return field_u64(rj, obj, "untouched_bytes", &rw, &s->residency.untouched);
 }
 
+/* OBJ's {"bytes": N, "allocations": N} named NAME (absent: left as is);
+ * PREFIX names its fields in notes. */
+static int count_read(struct report_json *rj, const struct json_value *obj, const char *name,
+		      const struct where *w, const char *prefix, struct report_leak_count *out)
+{
+	static const char *const count_known[] = { "bytes", "allocations", NULL };
+	const struct json_value *c;
+	int err = field_object(rj, obj, name, w, &c);
+
+	if (err || !c)
+		return err;
+	field_unknown_note(rj, c, prefix, count_known);
+	if ((err = field_u64(rj, c, "bytes", w, &out->bytes)))
+		return err;
+	return field_u64(rj, c, "allocations", w, &out->allocations);
+}
+
 static int stack_read(struct report_json *rj, const struct json_value *obj, long index,
 		      struct report_stack *s)
 {
 	static const char *const known[] = { "bytes", "allocations", "allocator", "frames",
 					     "fp_frames", "fp_divergence", "truncated",
 					     "unwind_error", "oldest_age_s", "growth_bytes_per_s",
-					     "pid", "command", "leak_kinds", "residency", NULL };
+					     "pid", "command", "leak_kinds", "leak_unsure", "residency", NULL };
 	struct where w = { index, NULL, -1 };
 	const struct json_value *kinds;
 	int64_t divergence, pid;
@@ -174,6 +191,7 @@ static int stack_read(struct report_json *rj, const struct json_value *obj, long
 	    (err = field_object(rj, obj, "leak_kinds", &w, &kinds)) ||
 	    (err = leak_kinds_read(rj, kinds, &w, stack_kind_paths, "stacks[].leak_kinds.",
 				   s->leak_kinds)) ||
+	    (err = count_read(rj, obj, "leak_unsure", &w, "stacks[].leak_unsure.", &s->leak_unsure)) ||
 	    (err = residency_read(rj, obj, &w, s)))
 		return err;
 	s->fp_divergence = (long)divergence;
@@ -301,10 +319,8 @@ static int suppressed_read(struct report_json *rj, const struct json_value *obj)
 static int leak_check_read(struct report_json *rj, const struct json_value *totals)
 {
 	const struct where tw = { -1, "totals", -1 }, lw = { -1, "totals.leak_check", -1 };
-	const struct where uw = { -1, "totals.leak_check.unclassified", -1 };
-	static const char *const count_known[] = { "bytes", "allocations", NULL };
 	struct report_leak_check *lc = &rj->report.leak_check;
-	const struct json_value *obj, *un;
+	const struct json_value *obj;
 	int err = field_object(rj, totals, "leak_check", &tw, &obj);
 
 	if (err || !obj)
@@ -313,14 +329,9 @@ static int leak_check_read(struct report_json *rj, const struct json_value *tota
 	if ((err = leak_kinds_read(rj, obj, &lw, totals_kind_paths, "totals.leak_check.",
 				   lc->kinds)) ||
 	    (err = field_u64(rj, obj, "scanned_bytes", &lw, &lc->scanned_bytes)) ||
-	    (err = field_object(rj, obj, "unclassified", &lw, &un)))
+	    (err = count_read(rj, obj, "unclassified", &lw, "totals.leak_check.unclassified.", &lc->unclassified)) ||
+	    (err = count_read(rj, obj, "unsure", &lw, "totals.leak_check.unsure.", &lc->unsure)))
 		return err;
-	if (un) {
-		field_unknown_note(rj, un, "totals.leak_check.unclassified.", count_known);
-		if ((err = field_u64(rj, un, "bytes", &uw, &lc->unclassified.bytes)) ||
-		    (err = field_u64(rj, un, "allocations", &uw, &lc->unclassified.allocations)))
-			return err;
-	}
 	return field_real(rj, obj, "pause_ms", &lw, &lc->pause_ms);
 }
 

@@ -137,6 +137,9 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 		fputs(",\n      \"leak_kinds\": {\n", f);
 		json_leak_kinds(f, "        ", s->leak_kinds, false);
 		fputs("      }", f);
+		if (s->leak_unsure.bytes || s->leak_unsure.allocations)
+			fprintf(f, ",\n      \"leak_unsure\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
+				s->leak_unsure.bytes, s->leak_unsure.allocations);
 	}
 	if (s->has_residency)
 		fprintf(f, ",\n      \"residency\": {\"resident_bytes\": %" PRIu64
@@ -256,6 +259,8 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		json_leak_kinds(f, "      ", r->leak_check.kinds, true);
 		fprintf(f, "      \"unclassified\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "},\n",
 			r->leak_check.unclassified.bytes, r->leak_check.unclassified.allocations);
+		fprintf(f, "      \"unsure\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "},\n",
+			r->leak_check.unsure.bytes, r->leak_check.unsure.allocations);
 		fprintf(f, "      \"scanned_bytes\": %" PRIu64 ",\n      \"pause_ms\": ",
 			r->leak_check.scanned_bytes);
 		json_real(f, r->leak_check.pause_ms, 3);

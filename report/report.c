@@ -198,10 +198,13 @@ static void leak_totals_from_stacks(struct report *r)
 
 	if (r->leak_check.present) {
 		memset(&r->leak_check.unclassified, 0, sizeof(r->leak_check.unclassified));
+		memset(&r->leak_check.unsure, 0, sizeof(r->leak_check.unsure));
 		for (i = 0; i < r->nstacks; i++) {
 			report_stack_unclassified(&r->stacks[i], &rest);
 			r->leak_check.unclassified.bytes += rest.bytes;
 			r->leak_check.unclassified.allocations += rest.allocations;
+			r->leak_check.unsure.bytes += r->stacks[i].leak_unsure.bytes;
+			r->leak_check.unsure.allocations += r->stacks[i].leak_unsure.allocations;
 		}
 	}
 	for (i = 0; i < r->nstacks; i++)

@@ -102,6 +102,10 @@ struct report_stack {
 	const char *command;           /* its command; NULL = the report's (when PID is its) */
 	bool has_leak_kinds;
 	struct report_leak_count leak_kinds[REPORT_LEAK_KIND_COUNT];
+	/* of those, the blocks whose kind came through memory the check cannot
+	 * vouch for (the allocator's, held before the trace began: its free
+	 * lists, or blocks allocated before): they may be lost */
+	struct report_leak_count leak_unsure;
 	bool has_residency;
 	struct report_residency residency;
 };
@@ -192,6 +196,7 @@ struct report_leak_check {
 	/* blocks no check classified (their process's UNCHECKED says why):
 	 * never a pass, since any of them may be lost */
 	struct report_leak_count unclassified;
+	struct report_leak_count unsure; /* the stacks' leak_unsure, summed */
 	uint64_t scanned_bytes;       /* target memory read for pointers */
 	double pause_ms;              /* how long the target was stopped; NAN = unknown */
 };

@@ -99,6 +99,14 @@ static void record_write(FILE *f, const struct report *r, const struct loss_reco
 			grouped(a, sizeof(a), x->s->bytes), grouped(b, sizeof(b), res->resident),
 			grouped(c, sizeof(c), res->swapped), grouped(d, sizeof(d), res->untouched));
 	fputc('\n', f);
+	/* said once a stack: with its reachable record, else its possibly lost one */
+	if (x->s->leak_unsure.allocations &&
+	    (x->kind == REPORT_LEAK_REACHABLE ||
+	     (x->kind == REPORT_LEAK_POSSIBLY_LOST && !x->s->leak_kinds[REPORT_LEAK_REACHABLE].allocations)))
+		fprintf(f, "\t(%s bytes in %s blocks of its stack were reached only through memory the allocator "
+			   "held before dwleak attached: they may be lost)\n",
+			grouped(a, sizeof(a), x->s->leak_unsure.bytes),
+			grouped(b, sizeof(b), x->s->leak_unsure.allocations));
 	text_stack_frames(f, r, x->s);
 }
 
@@ -164,6 +172,14 @@ void text_leak_summary(FILE *f, const struct report *r)
 				fprintf(f, "\t  pid %d (%s): %s\n", r->processes[i].pid,
 					r->processes[i].command ? r->processes[i].command : "?",
 					r->processes[i].unchecked);
+	}
+	if (lc->unsure.bytes || lc->unsure.allocations) {
+		char b[32];
+
+		fprintf(f, "\t(of the reached ones, %s bytes in %s blocks only through memory the allocator held "
+			   "before dwleak attached, which holds its free lists and caches beside blocks allocated "
+			   "before: they may be lost; run the program under dwleak -- CMD for an exact verdict)\n",
+			grouped(a, sizeof(a), lc->unsure.bytes), grouped(b, sizeof(b), lc->unsure.allocations));
 	}
 	fprintf(f, "\t(%s bytes scanned; the target was stopped for ",
 		grouped(a, sizeof(a), lc->scanned_bytes));

@@ -83,6 +83,50 @@ int64_t glibc_arena_find(const unsigned char *bytes, size_t len, uint64_t base)
 	return -1;
 }
 
+static uint16_t load_u16(const unsigned char *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+size_t jemalloc_cache_bins_at(const unsigned char *b, size_t len, uint64_t *start, uint64_t *end)
+{
+	uint64_t first = 0, last = 0;
+	uint16_t prev_empty = 0;
+	size_t n, off;
+
+	if (!b)
+		return 0;
+	for (n = 0, off = 0; off + JEMALLOC_CACHE_BIN_SIZE <= len; n++, off += JEMALLOC_CACHE_BIN_SIZE) {
+		uint64_t head = load_u64(b + off), full_at, empty_at;
+		uint16_t low = load_u16(b + off + 16), full = load_u16(b + off + 18), empty = load_u16(b + off + 20);
+		uint16_t span = (uint16_t)(empty - full), above = (uint16_t)((uint16_t)head - full);
+
+		if (!head || head % 8 || span % 8 || above > span || (uint16_t)(low - full) > span)
+			break;
+		full_at = head - above;
+		empty_at = full_at + span;
+		if (full_at > head || empty_at < head)
+			break;
+		/* each bin's stack starts where the one before ends */
+		if (n && (full != prev_empty || full_at != last))
+			break;
+		if (!n)
+			first = full_at;
+		last = empty_at;
+		prev_empty = empty;
+	}
+	if (n < JEMALLOC_CACHE_BINS_MIN)
+		return 0;
+	if (start)
+		*start = first;
+	if (end)
+		*end = last;
+	return n;
+}
+
 void alloc_state_free(struct alloc_state *s)
 {
 	if (!s)
@@ -225,19 +269,203 @@ static int arenas_find(int fd, const struct proc_map *maps, ssize_t first, ssize
 	return 0;
 }
 
-int alloc_state_find(int pid, const struct allocator *a, struct alloc_state *out)
+/* The mapping of MAPS[0..N) that holds ADDR, or NULL. */
+static const struct proc_map *map_of(const struct proc_map *maps, size_t n, uint64_t addr)
 {
-	bool own_object, glibc;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && maps[lo].start <= addr ? &maps[lo] : NULL;
+}
+
+static bool anon_rw(const struct proc_map *maps, size_t n, uint64_t addr)
+{
+	const struct proc_map *m = map_of(maps, n, addr);
+
+	return m && !m->ino && !*m->path && m->readable && m->writable;
+}
+
+/* How far below the thread pointer jemalloc's tcache lies (its tsd is in
+ * the static TLS block, the same offset in every thread): searched for in
+ * the 64 KiB below TLS, within its mapping.  0 when not found. */
+#define TCACHE_SEARCH (64u << 10)
+static uint64_t tcache_offset(int fd, const struct proc_map *maps, size_t n, uint64_t tls)
+{
+	const struct proc_map *m = map_of(maps, n, tls);
+	uint64_t lo, off = 0, pos;
+	unsigned char *buf;
+	size_t len;
+
+	if (!m || !tls)
+		return 0;
+	lo = tls - m->start > TCACHE_SEARCH ? tls - TCACHE_SEARCH : m->start;
+	len = (size_t)(tls - lo);
+	buf = malloc(len ? len : 1);
+	if (!buf || mem_read(fd, lo, buf, len)) {
+		free(buf);
+		return 0;
+	}
+	for (pos = 0; pos + JEMALLOC_CACHE_BIN_SIZE * JEMALLOC_CACHE_BINS_MIN <= len && !off; pos += 8)
+		if (jemalloc_cache_bins_at(buf + pos, len - pos, NULL, NULL))
+			off = tls - (lo + pos);
+	free(buf);
+	return off;
+}
+
+/* Each thread's tcache stacks (jemalloc), through H's TLS pointers. */
+static int tcaches_find(int fd, const struct proc_map *maps, size_t n, const struct alloc_state_hints *h,
+			struct alloc_state *s, size_t *cap)
+{
+	unsigned char bins[JEMALLOC_CACHE_BIN_SIZE * 128];
+	uint64_t off = 0, start, end;
+	size_t i;
+	int err;
+
+	for (i = 0; i < h->ntls && !off; i++)
+		off = tcache_offset(fd, maps, n, h->tls[i]);
+	for (i = 0; off && i < h->ntls; i++) {
+		if (!h->tls[i] || h->tls[i] < off || mem_read(fd, h->tls[i] - off, bins, sizeof(bins)) ||
+		    !jemalloc_cache_bins_at(bins, sizeof(bins), &start, &end))
+			continue;
+		if ((err = range_add(s, cap, start, end - start)))
+			return err;
+		s->tcaches++;
+	}
+	return 0;
+}
+
+#define RTREE_ENTRIES (1ull << JEMALLOC_RTREE_BITS)
+
+/*
+ * Whether DATA[k] (a word of jemalloc's data, at ADDR) is the root slot of
+ * the extent map for block BLOCK: it leads, through the leaf for BLOCK's
+ * page, to an extent's metadata whose range holds BLOCK.
+ */
+static bool emap_slot_of(int fd, const struct proc_map *maps, size_t n, uint64_t leaf, uint64_t block)
+{
+	uint64_t entry, edata, ext[2];
+
+	if (!leaf || leaf % 8 || !anon_rw(maps, n, leaf) ||
+	    mem_read(fd, leaf + 8 * ((block >> 12) & (RTREE_ENTRIES - 1)), &entry, sizeof(entry)))
+		return false;
+	edata = jemalloc_leaf_edata(entry);
+	if (!edata || !anon_rw(maps, n, edata) || mem_read(fd, edata + 8, ext, sizeof(ext)))
+		return false;
+	return ext[0] <= block && block - ext[0] < (ext[1] & ~0xfffull);
+}
+
+/*
+ * Every extent's metadata in jemalloc's extent map, whose root lies in
+ * the allocator object's data D[0..ND) (its ranges): found as the slot
+ * that leads to the metadata of one of H's blocks.
+ */
+static int extents_find(int fd, const struct proc_map *maps, size_t n, const struct proc_mem_range *d, size_t nd,
+			const struct alloc_state_hints *h, struct alloc_state *s, size_t *cap)
+{
+	uint64_t root = 0, *words = NULL, *v = NULL;
+	size_t r, k, b, nv = 0, vcap = 0;
+	int err = 0;
+
+	/* the object's data, its mappings and bss one after the other: the
+	 * root (2 MiB) may straddle them */
+	for (r = 0; r < nd && !root; r++) {
+		uint64_t start = d[r].addr, size = d[r].size;
+		size_t nw;
+
+		while (r + 1 < nd && d[r + 1].addr == start + size)
+			size += d[++r].size;
+		nw = size / 8;
+		if (nw < RTREE_ENTRIES)
+			continue;
+		free(words);
+		words = malloc(size);
+		if (!words)
+			return -ENOMEM;
+		if (mem_read(fd, start, words, size))
+			continue;
+		/* the root slot of a block's gigabyte is at its index in the root */
+		for (b = 0; b < h->nblocks && b < 8 && !root; b++) {
+			uint64_t i = (h->blocks[b] >> 30) & (RTREE_ENTRIES - 1);
+
+			for (k = 0; k + RTREE_ENTRIES <= nw && !root; k++)
+				if (words[k + i] && emap_slot_of(fd, maps, n, words[k + i], h->blocks[b]))
+					root = start + 8 * k;
+		}
+	}
+	free(words);
+	if (!root) {
+		s->extent_map_not_found = true;
+		return 0;
+	}
+	words = malloc(RTREE_ENTRIES * 8);
+	if (!words)
+		return -ENOMEM;
+	if (mem_read(fd, root, words, RTREE_ENTRIES * 8)) {
+		free(words);
+		s->extent_map_not_found = true;
+		return 0;
+	}
+	{
+		uint64_t *leaf = malloc(RTREE_ENTRIES * 8);
+
+		for (k = 0; leaf && !err && k < RTREE_ENTRIES; k++) {
+			if (!words[k] || words[k] % 8 || !anon_rw(maps, n, words[k]) ||
+			    mem_read(fd, words[k], leaf, RTREE_ENTRIES * 8))
+				continue;
+			for (b = 0; b < RTREE_ENTRIES && !err; b++) {
+				uint64_t e = jemalloc_leaf_edata(leaf[b]);
+
+				if (!e || (nv && v[nv - 1] == e)) /* an extent's pages follow each other */
+					continue;
+				if (nv == vcap) {
+					uint64_t *grown = realloc(v, (vcap ? 2 * vcap : 256) * sizeof(*v));
+
+					if (!grown) {
+						err = -ENOMEM;
+						break;
+					}
+					v = grown;
+					vcap = vcap ? 2 * vcap : 256;
+				}
+				v[nv++] = e;
+			}
+		}
+		if (!leaf)
+			err = -ENOMEM;
+		free(leaf);
+	}
+	free(words);
+	for (k = 0; !err && k < nv; k++)
+		err = range_add(s, cap, v[k], JEMALLOC_EDATA_SIZE);
+	s->extents = nv;
+	free(v);
+	return err;
+}
+
+int alloc_state_find(int pid, const struct allocator *a, const struct alloc_state_hints *h, struct alloc_state *out)
+{
+	static const struct alloc_state_hints none = { 0 };
+	bool own_object, glibc, jemalloc;
 	ssize_t first, last, bss, i;
 	struct proc_map *maps;
 	size_t n, cap = 0;
 	char path[64];
-	int fd, err;
+	int fd = -1, err;
 
 	memset(out, 0, sizeof(*out));
+	if (!h)
+		h = &none;
 	if (!a->family || !a->nobjs || !a->objs[0].path)
 		return 0;
 	glibc = !strcmp(a->family, "glibc");
+	jemalloc = !strcmp(a->family, "jemalloc");
 	own_object = !a->in_executable && (!strcmp(a->family, "jemalloc") || !strcmp(a->family, "tcmalloc") ||
 					   !strcmp(a->family, "mimalloc"));
 	if (!glibc && !own_object)
@@ -246,7 +474,11 @@ int alloc_state_find(int pid, const struct allocator *a, struct alloc_state *out
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
 	object_data(maps, n, a->objs[0].path, &first, &last, &bss);
-	if (own_object) {
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		err = errno == ENOENT ? -ESRCH : -errno;
+	if (!err && own_object) {
 		for (i = first; !err && i <= last; i++)
 			if (maps[i].writable) {
 				err = range_add(out, &cap, maps[i].start, maps[i].end - maps[i].start);
@@ -256,16 +488,18 @@ int alloc_state_find(int pid, const struct allocator *a, struct alloc_state *out
 			err = range_add(out, &cap, maps[bss].start, maps[bss].end - maps[bss].start);
 			out->object_bytes += maps[bss].end - maps[bss].start;
 		}
-	} else if (last >= first) {
-		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			err = errno == ENOENT ? -ESRCH : -errno;
-		else {
-			err = arenas_find(fd, maps, first, last, bss, out, &cap);
-			close(fd);
-		}
+	} else if (!err && last >= first) {
+		err = arenas_find(fd, maps, first, last, bss, out, &cap);
 	}
+	if (!err && jemalloc && own_object) {
+		size_t nobject = out->n; /* the object's own ranges, so far */
+
+		err = tcaches_find(fd, maps, n, h, out, &cap);
+		if (!err && h->extents && h->nblocks)
+			err = extents_find(fd, maps, n, out->ranges, nobject, h, out, &cap);
+	}
+	if (fd >= 0)
+		close(fd);
 	proc_maps_free(maps, n);
 	if (err)
 		alloc_state_free(out);

@@ -100,7 +100,7 @@ static void test_real_process(void)
 
 	a.objs = &libc;
 	child_start(&c);
-	CHECK(alloc_state_find(c.pid, &a, &st) == 0);
+	CHECK(alloc_state_find(c.pid, &a, NULL, &st) == 0);
 	EXPECT(st.arenas == 2, "%zu arenas found, want 2 (main and the thread's)", st.arenas);
 	EXPECT(!st.arena_not_found && !st.arenas_not_followed && st.object_bytes == 0);
 	for (i = 0; i < st.n; i++) {

@@ -778,6 +778,79 @@ static void test_keep(void)
 	free(a.w);
 }
 
+static bool unsure(const struct leakcheck *lc, size_t i)
+{
+	struct leak_verdict v;
+
+	CHECK(leakcheck_verdict(lc, i, &v) == 0, "verdict %zu", i);
+	return v.unsure;
+}
+
+/* The allocator's memory (blocks only: its words outside blocks are no
+ * roots) and unsure roots (memory it held before the trace): a block
+ * reached only through them, or reached further by them, is flagged. */
+static void test_blocks_only_and_unsure(void)
+{
+	struct leak_block b[6];
+	struct leakcheck_totals t;
+	struct leakcheck *lc;
+	struct arena a;
+
+	arena_init(&a, 0x8000);
+	blocks_spaced(b, 6, 64);
+	poke(&a, ROOT(0), at(4));		  /* sure: 4 */
+	poke(&a, ROOT(1), at(2) + 8);		  /* sure, interior: 2 possibly */
+	poke(&a, BASE + 0x800, at(1));		  /* unsure: 1 */
+	poke(&a, BASE + 0x808, at(2));		  /* unsure: 2 reachable, not possibly */
+	poke(&a, BASE + 0x810, at(4));		  /* unsure too: 4 stays sure */
+	poke(&a, at(1) + 8, at(3));		  /* 1 -> 3: unsure as 1 */
+	poke(&a, at(5) - 0x100, at(5));		  /* the allocator's: no root for 5 */
+	poke(&a, at(5) + 8, at(0));		  /* a lost block's pointer: 0 indirectly lost */
+	CHECK(leakcheck_new(b, 6, &lc) == 0);
+	/* any order: the allocator's page first, then the roots */
+	CHECK(leakcheck_scan_blocks(lc, at(4) + 0x1000 - 0x1000, (char *)a.w + (at(4) - BASE), 0x2000) == 0);
+	CHECK(leakcheck_scan(lc, BASE, a.w, 0x800) == 0);
+	CHECK(leakcheck_scan_unsure(lc, BASE + 0x800, (char *)a.w + 0x800, 0x800) == 0);
+	CHECK(leakcheck_scan(lc, at(0), (char *)a.w + (at(0) - BASE), at(4) - at(0)) == 0);
+	CHECK(leakcheck_classify(lc, &t) == 0);
+	EXPECT_KIND(lc, 0, LEAK_INDIRECTLY_LOST);
+	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 2, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 3, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 4, LEAK_REACHABLE);
+	EXPECT_KIND(lc, 5, LEAK_DEFINITELY_LOST);
+	EXPECT(!unsure(lc, 0) && unsure(lc, 1) && unsure(lc, 2) && unsure(lc, 3) && !unsure(lc, 4) && !unsure(lc, 5),
+	       "unsure: %d%d%d%d%d%d", unsure(lc, 0), unsure(lc, 1), unsure(lc, 2), unsure(lc, 3), unsure(lc, 4),
+	       unsure(lc, 5));
+	EXPECT(t.unsure_blocks == 3 && t.unsure_bytes == 3 * 64, "%llu unsure blocks",
+	       (unsigned long long)t.unsure_blocks);
+	leakcheck_free(lc);
+	free(a.w);
+}
+
+/* The pages of the allocator's memory no block touches: never read. */
+static void test_holes(void)
+{
+	struct leak_block b[3] = { { at(0), 64 }, { at(1) + 0xff0, 0x20 }, { at(4), 0 } };
+	const struct leak_block mem[] = { { BASE, at(5) + 0x2000 - BASE }, { at(9), 0x800 } };
+	struct leak_block *h;
+	struct leakcheck *lc;
+	size_t n;
+
+	CHECK(leakcheck_new(b, 3, &lc) == 0);
+	CHECK(leakcheck_holes(lc, mem, 2, 0x1000, &h, &n) == 0);
+	/* [BASE, at(0)); at(0)'s page has block 0, at(1) and at(2) block 1
+	 * (across their boundary); at(3); at(4)'s page has the empty block 2;
+	 * then from at(5) on; the second range has no whole page */
+	EXPECT(n == 3, "%zu holes", n);
+	EXPECT(n > 0 && h[0].addr == BASE && h[0].size == 0x1000, "hole 0");
+	EXPECT(n > 1 && h[1].addr == at(3) && h[1].size == 0x1000, "hole 1 %#llx+%#llx",
+	       n > 1 ? (unsigned long long)h[1].addr : 0ull, n > 1 ? (unsigned long long)h[1].size : 0ull);
+	EXPECT(n > 2 && h[2].addr == at(5) && h[2].size == 0x2000, "hole 2");
+	free(h);
+	leakcheck_free(lc);
+}
+
 int main(void)
 {
 	EXPECT(leak_kind_name(LEAK_DEFINITELY_LOST) && !strcmp(leak_kind_name(LEAK_DEFINITELY_LOST), "definitely_lost"));
@@ -796,6 +869,8 @@ int main(void)
 	test_find_random();
 	test_random_vs_oracle();
 	test_keep();
+	test_blocks_only_and_unsure();
+	test_holes();
 	test_million_blocks();
 	return check_status();
 }
