@@ -1,8 +1,9 @@
 /* glibc's arenas as mallinfo2() sees them, for tests/unit/test_alloc_state.c:
  * allocates in the main arena and in a second thread's own arena (with a
  * block freed in each, so bins and top are in use), then prints
- * "arenas" then "ready ARENA KEEPCOST" (mallinfo2's bytes the arenas hold from the
- * system, summed, and the main arena's top chunk) and waits for a line on
+ * "arenas" then "ready ARENA KEEPCOST TP BLOCK" (mallinfo2's bytes the arenas hold
+ * from the system, summed, and the main arena's top chunk; its thread pointer and a
+ * block it holds, in hex) and waits for a line on
  * stdin before it exits. */
 #include <malloc.h>
 #include <pthread.h>
@@ -38,7 +39,8 @@ int main(void)
 	/* stdout's buffer is allocated at its first use: before mallinfo2 */
 	printf("arenas\n");
 	mi = mallinfo2();
-	printf("ready %zu %zu\n", mi.arena, mi.keepcost);
+	printf("ready %zu %zu %lx %lx\n", mi.arena, mi.keepcost, (unsigned long)__builtin_thread_pointer(),
+	       (unsigned long)keep[1]);
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin))
 		return 1;

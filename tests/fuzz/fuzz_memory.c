@@ -1,7 +1,7 @@
 /* libFuzzer target for what target/ reads of a traced process's memory
  * to tell the allocator's bookkeeping from the program's data: the shape
- * test of glibc's arenas (alloc_state.c), over bytes the process could
- * have written anything into.  The base address comes from the input's
+ * tests of glibc's arenas and of jemalloc's thread caches (alloc_state.c),
+ * over bytes the process could have written anything into.  The base address comes from the input's
  * first 8 bytes (aligned or not).  Besides not crashing or reading past
  * the input: an arena found is one glibc_arena_at accepts, and its
  * offset leaves a whole arena in the input. */
@@ -28,5 +28,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	glibc_arena_at(data + 8, size - 8, base, &next);
+	{
+		uint64_t start = 0, end = 0;
+		size_t bins = jemalloc_cache_bins_at(data + 8, size - 8, &start, &end);
+
+		if (bins && (bins < JEMALLOC_CACHE_BINS_MIN || bins * JEMALLOC_CACHE_BIN_SIZE > size - 8 ||
+			     end < start))
+			abort();
+	}
 	return 0;
 }

@@ -6,6 +6,7 @@
  * itself, a buffer too short, memory at an unaligned address. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -22,6 +23,7 @@ struct child {
 	pid_t pid;
 	FILE *in;
 	size_t arena_bytes, keepcost;
+	uint64_t tls, block; /* its main thread's TLS pointer, a block it holds */
 };
 
 static void child_start(struct child *c)
@@ -52,7 +54,8 @@ static void child_start(struct child *c)
 	CHECK(c->in && out);
 	CHECK(fgets(line, sizeof(line), out) && !strcmp(line, "arenas\n"), "arena_probe said nothing");
 	CHECK(fgets(line, sizeof(line), out), "arena_probe said no more");
-	CHECK(sscanf(line, "ready %zu %zu", &c->arena_bytes, &c->keepcost) == 2, "arena_probe said '%s'", line);
+	CHECK(sscanf(line, "ready %zu %zu %" SCNx64 " %" SCNx64, &c->arena_bytes, &c->keepcost, &c->tls, &c->block) == 4,
+	      "arena_probe said '%s'", line);
 	fclose(out);
 }
 
@@ -179,9 +182,54 @@ static void test_shape(void)
 	EXPECT(!glibc_arena_at(NULL, 0, at, NULL));
 }
 
+/* jemalloc in arena_probe: its thread caches and its extents' metadata,
+ * found through its TLS pointers and a block it handed out. */
+static void test_jemalloc_process(void)
+{
+	const char *so = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+	struct allocator a = { .family = "jemalloc", .nobjs = 1 };
+	struct alloc_object obj = { .path = (char *)so };
+	uint64_t tls = 0, block = 0, e[2];
+	struct alloc_state_hints h = { .tls = &tls, .ntls = 1, .blocks = &block, .nblocks = 1, .extents = true };
+	struct alloc_state st;
+	struct child c;
+	size_t i;
+	bool in_extent = false;
+
+	CHECK(access(so, R_OK) == 0, "%s is not installed (.ci/deps.sh installs libjemalloc2)", so);
+	a.objs = &obj;
+	setenv("LD_PRELOAD", so, 1);
+	child_start(&c);
+	unsetenv("LD_PRELOAD");
+	tls = c.tls;
+	block = c.block;
+	CHECK(tls && block, "arena_probe gave no TLS pointer or block");
+	CHECK(alloc_state_find(c.pid, &a, &h, &st) == 0);
+	EXPECT(st.object_bytes > 0, "libjemalloc's data not found");
+	EXPECT(st.tcaches == 1, "%zu thread caches, want the main thread's", st.tcaches);
+	EXPECT(!st.extent_map_not_found && st.extents > 0, "no extent metadata found");
+	/* the block's own extent is among them (metadata side by side are
+	 * merged in one range): its address and size hold it */
+	for (i = 0; i < st.n && !in_extent; i++) {
+		uint64_t at;
+
+		if (st.ranges[i].size % JEMALLOC_EDATA_SIZE || st.ranges[i].addr % JEMALLOC_EDATA_SIZE)
+			continue;
+		for (at = st.ranges[i].addr; at < st.ranges[i].addr + st.ranges[i].size && !in_extent;
+		     at += JEMALLOC_EDATA_SIZE) {
+			read_mem(c.pid, at + 8, e, sizeof(e));
+			in_extent = e[0] <= block && block - e[0] < (e[1] & ~0xfffull);
+		}
+	}
+	EXPECT(in_extent, "the block's extent metadata is not among those found");
+	alloc_state_free(&st);
+	child_stop(&c);
+}
+
 int main(void)
 {
 	test_shape();
 	test_real_process();
+	test_jemalloc_process();
 	return check_status();
 }
