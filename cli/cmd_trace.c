@@ -31,6 +31,7 @@ enum trace_opt_key {
 	OPT_NO_FOLLOW_FORKS,
 	OPT_LEAK_CHECK,
 	OPT_NO_PRELOAD,
+	OPT_ALLOW_UNTRACED,
 };
 
 static const struct option trace_options[] = {
@@ -55,6 +56,7 @@ static const struct option trace_options[] = {
 	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
+	{ "allow-untraced", no_argument, NULL, OPT_ALLOW_UNTRACED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -224,6 +226,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 		return 0;
 	case OPT_NO_PRELOAD:
 		env->no_preload = true;
+		return 0;
+	case OPT_ALLOW_UNTRACED:
+		env->allow_untraced = true;
 		return 0;
 	case OPT_FOLLOW_FORKS:
 	case OPT_NO_FOLLOW_FORKS:

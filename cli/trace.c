@@ -133,7 +133,7 @@ static void leak_check(struct tracer *tr, struct proc *p, const char *when, bool
 {
 	int err;
 
-	if (!tr->env->leak_check || p->not_followed || !p->probed)
+	if (!tr->env->leak_check || p->untraced || !p->probed)
 		return;
 	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, stopped, records_drain_cb, tr, &p->check);
 	if (err && err != -ESRCH)
@@ -321,11 +321,11 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
 		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
+		/* an untraced process is followed all the same: its state is
+		 * its life's, the reason says its allocations are missing */
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
-					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
-					      : p->exited     ? REPORT_PROCESS_ENDED
-							      : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->not_followed };
+					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
+					      p->exit_status, p->untraced };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
@@ -401,6 +401,59 @@ static int command_status(const struct tracer *tr)
 	return 0;
 }
 
+/* The first untraced process and how many more there are, for the one
+ * line that closes a trace with some. */
+static const struct proc *first_untraced(const struct tracer *tr, size_t *more)
+{
+	const struct proc *first = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < tr->procs.n; i++) {
+		if (!tr->procs.v[i]->untraced)
+			continue;
+		if (!first)
+			first = tr->procs.v[i];
+		n++;
+	}
+	*more = n ? n - 1 : 0;
+	return first;
+}
+
+/*
+ * dwleak's exit status, once the report is written.  A command that fails
+ * is never a pass: its status (128+N for signal N) wins.  Then
+ * --fail-on-leak: 1 when what was traced leaked over the threshold (OVER);
+ * else, when part of the tree was not traced, its leaks are unknown and
+ * it cannot pass either: 2, with one line saying what and what to do,
+ * unless --allow-untraced accepts that.  Without --fail-on-leak there is
+ * no verdict to give: 0, and the untraced part said.
+ */
+static int trace_verdict(const struct tracer *tr, bool over)
+{
+	const struct env *env = tr->env;
+	size_t more;
+	const struct proc *u = first_untraced(tr, &more);
+	int status = command_status(tr);
+	char others[96] = "";
+
+	if (!u)
+		return status ?: over ? EXIT_LEAK : 0;
+	if (more)
+		snprintf(others, sizeof(others), ", nor %s %zu more process%s", more == 1 ? "was" : "were", more,
+			 more == 1 ? "" : "es");
+	if (env->fail_on_leak && !env->allow_untraced && !status && !over) {
+		fprintf(stderr, "dwleak: --fail-on-leak cannot pass: pid %d (%s) was not traced (%s)%s, so what %s "
+				"leaked is unknown (the report lists each process and why); trace programs built "
+				"with symbols or dynamically linked, or give --allow-untraced to accept this\n",
+			u->pid, u->command ? u->command : "?", u->untraced, others, more ? "they" : "it");
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "dwleak: warning: pid %d (%s) was not traced (%s)%s: what %s allocated is not in the "
+			"report (which lists each process and why)\n",
+		u->pid, u->command ? u->command : "?", u->untraced, others, more ? "they" : "it");
+	return status ?: over ? EXIT_LEAK : 0;
+}
+
 /* Handles what ptrace reports until nothing is pending.  Returns 0, or a
  * negative errno when dwleak cannot go on. */
 static int tracee_events(struct tracer *tr)
@@ -413,7 +466,8 @@ static int tracee_events(struct tracer *tr)
 		switch (ev.kind) {
 		case TRACEE_FORK:
 			err = proc_on_fork(tr, ev.pid, ev.child, ev.vfork);
-			if (procs_find(&tr->procs, ev.child) && !procs_find(&tr->procs, ev.child)->not_followed)
+			/* traced or not, the child stays followed: it runs on */
+			if (procs_find(&tr->procs, ev.child))
 				tracee_resume(tr->tracees, ev.child);
 			tracee_resume(tr->tracees, ev.tid);
 			break;
@@ -471,7 +525,7 @@ static void tables_refresh(struct tracer *tr, bool all)
 	for (i = 0; i < tr->procs.n; i++) {
 		struct proc *p = tr->procs.v[i];
 
-		if (p->exited || p->not_followed || !(p->refresh || all))
+		if (p->exited || p->untraced || !(p->refresh || all))
 			continue;
 		p->refresh = false;
 		err = proc_tables_refresh(tr, p);
@@ -641,7 +695,7 @@ int trace_run(const struct env *env)
 			env->output ? env->output : "", strerror(-err));
 		goto out;
 	}
-	ret = command_status(&tr) ?: (err == 1 ? EXIT_LEAK : 0);
+	ret = trace_verdict(&tr, err == 1);
 out:
 	output_discard(&out);
 	tracer_cleanup(&tr);
