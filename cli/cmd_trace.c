@@ -291,11 +291,13 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 		env->cmd = &argv[optind];
 	if (env->cmd && !env->cmd[0][0])
 		return trace_usage_error("%s", "the command after -- is empty");
-	/* the command writes to the same stdout: a file another program reads
-	 * would come out with the command's output inside it */
+	/* -- CMD writes its report to stderr, which the command and dwleak's
+	 * own messages share: a file another program reads would come out
+	 * with them inside it */
 	if (env->cmd && !env->output && report_format_is_structured(env->format)) {
-		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and the command's own output "
-				"would mix into it on stdout: give -o FILE\n", report_format_name(env->format));
+		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and with -- CMD the report "
+				"goes to stderr, which the command's and dwleak's messages share: give -o FILE\n",
+			report_format_name(env->format));
 		return EXIT_USAGE;
 	}
 	/* a sampled block may be reachable only through blocks never sampled,

@@ -599,7 +599,7 @@ static int poll_loop(struct tracer *tr)
 			break;
 		if (next_report && now >= next_report) {
 			next_report += env->interval_s;
-			report_now(tr, stdout, false);
+			report_now(tr, tr->report_stream, false);
 		}
 		if (deadline && now >= deadline)
 			break;
@@ -657,8 +657,23 @@ int trace_run(const struct env *env)
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	tr.t_start = tracer_now_s();
-	if (output_open(env->output, &out))
+	/* -- CMD: the command's stdout is the command's (a pipe into jq, a
+	 * file it writes): the report goes to stderr, as valgrind's does */
+	tr.report_stream = env->cmd ? stderr : stdout;
+	if (output_open(env->output, tr.report_stream, &out))
 		return EXIT_USAGE;
+	if (report_format_is_binary(env->format) && output_is_terminal(&out)) {
+		if (env->output)
+			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and -o %s is a "
+					"terminal it would garble: give -o a file name\n",
+				report_format_name(env->format), env->output);
+		else
+			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and would garble "
+					"the terminal: give -o FILE, or redirect stdout to a file or a pipe\n",
+				report_format_name(env->format));
+		output_discard(&out);
+		return EXIT_USAGE;
+	}
 	if (suppressions_setup(&tr))
 		goto out;
 
