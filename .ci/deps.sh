@@ -18,23 +18,58 @@ packages=(
 	libc6-dbg					# libc's local symbols (__libc_start_call_main) the tests and demo name
 	chromium					# renders the svg report (tests/flamegraph_render.sh)
 	golang-go					# go tool pprof reads --format pprof; the cgo test program
+	jq						# a command whose stdout is piped (tests/cmd_exit_status.sh)
 )
+
+# Packages the tests need as files, not installed: busybox-static conflicts
+# with Debian's busybox (which a system may need), so its .deb is only
+# downloaded here, and tests/cmd_exit_status.sh unpacks it where it runs.
+DEB_DIR=${DWLEAK_DEB_DIR:-/var/cache/dwleak/debs}
+debs=(busybox-static)
+
+# Downloads each of debs into DEB_DIR unless a .deb of it is there.
+debs_fetch() {
+	local d
+	for d in "${debs[@]}"; do
+		compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null && continue
+		mkdir -p "$DEB_DIR"
+		# apt-get download writes to the current directory; as root it
+		# warns that _apt cannot write there, which is harmless
+		(cd "$DEB_DIR" && apt-get download -q "$d" 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
+		# package lists never fetched, or stale: once more after an update
+		if ! compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null; then
+			apt-get update -q
+			(cd "$DEB_DIR" && apt-get download -q "$d")
+		fi
+		compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null || { echo "deps: cannot download $d" >&2; exit 2; }
+		echo "deps: downloaded $d into $DEB_DIR"
+	done
+}
 
 missing=()
 for p in "${packages[@]}"; do
 	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	[ "$status" = "install ok installed" ] || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-	echo "deps: all ${#packages[@]} packages already installed"
+missing_debs=()
+for d in "${debs[@]}"; do
+	compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null || missing_debs+=("$d")
+done
+if [ ${#missing[@]} -eq 0 ] && [ ${#missing_debs[@]} -eq 0 ]; then
+	echo "deps: all ${#packages[@]} packages already installed, ${#debs[@]} .deb files in $DEB_DIR"
 	exit 0
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "deps: missing ${missing[*]}; run as root to install them" >&2
+	echo "deps: missing ${missing[*]} ${missing_debs[*]}; run as root to install them" >&2
 	exit 2
+fi
+if [ ${#missing[@]} -eq 0 ]; then
+	debs_fetch
+	exit 0
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+debs_fetch

@@ -48,9 +48,9 @@ struct build_proc {
 	const struct ledger_stacks *stacks;
 	const struct stack_source *src;
 	int ppid;			  /* the traced process that forked it; 0 = none */
-	enum report_process_state state; /* running, ended (WAIT_STATUS), not followed (REASON) */
+	enum report_process_state state; /* running, ended (WAIT_STATUS), not followed */
 	int wait_status;
-	const char *reason;
+	const char *reason;		  /* why its allocations are not traced; NULL: traced */
 	const char *unchecked;		  /* --leak-check: why blocks have no kind; NULL */
 };
 

@@ -31,6 +31,7 @@ enum trace_opt_key {
 	OPT_NO_FOLLOW_FORKS,
 	OPT_LEAK_CHECK,
 	OPT_NO_PRELOAD,
+	OPT_ALLOW_UNTRACED,
 };
 
 static const struct option trace_options[] = {
@@ -55,6 +56,7 @@ static const struct option trace_options[] = {
 	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
+	{ "allow-untraced", no_argument, NULL, OPT_ALLOW_UNTRACED },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -71,16 +73,23 @@ static const char trace_usage[] =
 	"frame pointers, recompilation or restart needed).  With -- CMD it follows\n"
 	"every process CMD forks or execs (sh -c, timeout, test runners) and reports\n"
 	"each apart; it finds the allocator each process really calls (glibc,\n"
-	"tcmalloc, jemalloc, mimalloc, or any malloc/new a program defines).\n"
+	"tcmalloc, jemalloc, mimalloc, or any malloc/new a program defines).  A\n"
+	"process it cannot trace (a static program without symbols) is still\n"
+	"followed to its end, with what it starts, and the report lists it.  With\n"
+	"-- CMD the report goes to stderr (CMD's stdout is CMD's own), with -p to\n"
+	"stdout, unless -o FILE.\n"
 	"\n"
 "  -p, --pid PID            trace this process\n"
 	"  -d, --duration SEC       stop after SEC seconds (default: Ctrl-C or target exit)\n"
-	"  -i, --interval SEC       also print a report every SEC seconds\n"
+	"  -i, --interval SEC       also print a text report every SEC seconds (to stdout\n"
+	"                           with -p, stderr with -- CMD, also with -o)\n"
 	"  -t, --top N              stacks per report (default 10; 0 = all)\n"
 	"      --unwind MODE        dwarf (default), fp, or both (compare the two)\n"
 	"      --min-age SEC        count only allocations at least SEC seconds old\n"
 	"      --format FMT         text (default), json, folded, pprof or svg\n"
-	"  -o, --output FILE        write the final report to FILE\n"
+	"  -o, --output FILE        write the final report to FILE instead of stdout (-p)\n"
+	"                           or stderr (-- CMD); needed for json, folded, svg\n"
+	"                           and pprof with -- CMD, and for pprof to a terminal\n"
 	"      --mmap               also track anonymous mmap/munmap\n"
 	"      --sample-bytes N     sample allocations, one per N bytes on average (0 = all,\n"
 	"                           default); bytes and counts become unbiased estimates whose\n"
@@ -97,7 +106,11 @@ static const char trace_usage[] =
 	"      --follow-forks       with -p, also trace children forked after attach\n"
 	"      --no-follow-forks    with -- CMD, trace only CMD's first process\n"
 	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0);\n"
-	"                           with --leak-check only lost bytes count\n"
+	"                           with --leak-check only lost bytes count; when a\n"
+	"                           process of the tree could not be traced and nothing\n"
+	"                           traced is over BYTES, exit 2 (its leaks are unknown)\n"
+	"      --allow-untraced     --fail-on-leak may pass though some process could not\n"
+	"                           be traced (the report still lists it)\n"
 	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
 	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
 	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
@@ -113,6 +126,7 @@ static const char trace_usage[] =
 	"Examples:\n"
 	"  dwleak -p 1234 -d 30                    30 seconds of a running server\n"
 	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
+	"  dwleak -- ./filter < in | sort          report on stderr; stdout is ./filter's\n"
 	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
 	"  dwleak --leak-check --fail-on-leak -- make test\n"
 	"                                          CI: fail on lost memory only, in\n"
@@ -129,8 +143,10 @@ static const char trace_usage[] =
 	"off the guard that keeps probes preempted mid-walk (preempt=full or lazy\n"
 	"kernels) from sharing a CPU's walker buffers; --stats says which was chosen.\n"
 	"\n"
-	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error;\n"
-	"with -- CMD, when CMD fails, its status (128+N when killed by signal N).\n";
+	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error\n"
+	"(and --fail-on-leak with part of the tree untraced); with -- CMD, when CMD\n"
+	"fails, its status (128+N when killed by signal N), which wins over all of\n"
+	"these.  With -- CMD dwleak returns when the whole tree it started has ended.\n";
 
 static int trace_usage_error(const char *fmt, const char *arg)
 {
@@ -225,6 +241,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 	case OPT_NO_PRELOAD:
 		env->no_preload = true;
 		return 0;
+	case OPT_ALLOW_UNTRACED:
+		env->allow_untraced = true;
+		return 0;
 	case OPT_FOLLOW_FORKS:
 	case OPT_NO_FOLLOW_FORKS:
 		env->follow_forks = c == OPT_FOLLOW_FORKS;
@@ -286,11 +305,13 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 		env->cmd = &argv[optind];
 	if (env->cmd && !env->cmd[0][0])
 		return trace_usage_error("%s", "the command after -- is empty");
-	/* the command writes to the same stdout: a file another program reads
-	 * would come out with the command's output inside it */
+	/* -- CMD writes its report to stderr, which the command and dwleak's
+	 * own messages share: a file another program reads would come out
+	 * with them inside it */
 	if (env->cmd && !env->output && report_format_is_structured(env->format)) {
-		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and the command's own output "
-				"would mix into it on stdout: give -o FILE\n", report_format_name(env->format));
+		fprintf(stderr, "dwleak: --format %s writes a file a program reads, and with -- CMD the report "
+				"goes to stderr, which the command's and dwleak's messages share: give -o FILE\n",
+			report_format_name(env->format));
 		return EXIT_USAGE;
 	}
 	/* a sampled block may be reachable only through blocks never sampled,

@@ -157,7 +157,7 @@ static int open_beside(const char *path, const struct stat *old, struct output *
 	return 0;
 }
 
-int output_open(const char *path, struct output *o)
+int output_open(const char *path, FILE *std, struct output *o)
 {
 	struct stat st, lst, dir;
 	char *copy;
@@ -166,7 +166,7 @@ int output_open(const char *path, struct output *o)
 	memset(o, 0, sizeof(*o));
 	o->dirfd = -1;
 	if (!path) {
-		o->f = stdout;
+		o->f = std;
 		return 0;
 	}
 	o->path = path;
@@ -205,14 +205,19 @@ int output_open(const char *path, struct output *o)
 	return 0;
 }
 
+bool output_is_terminal(const struct output *o)
+{
+	return o->f && isatty(fileno(o->f));
+}
+
 int output_commit(struct output *o)
 {
 	int err = 0;
 
 	if (!o->f)
 		return -EBADF;
-	if (o->f == stdout)
-		return fflush(stdout) ? -errno : 0;
+	if (!o->path)
+		return fflush(o->f) ? -errno : 0;
 	if (fflush(o->f) || (o->tmp && fsync(fileno(o->f))))
 		err = -errno;
 	if (fclose(o->f) && !err)
@@ -232,7 +237,7 @@ int output_commit(struct output *o)
 
 void output_discard(struct output *o)
 {
-	if (o->f && o->f != stdout)
+	if (o->f && o->path)
 		fclose(o->f);
 	if (o->tmp && o->dirfd >= 0)
 		unlinkat(o->dirfd, o->tmp, 0);

@@ -47,7 +47,16 @@ size_t procs_alive(const struct procs *ps)
 	size_t i, n = 0;
 
 	for (i = 0; i < ps->n; i++)
-		n += !ps->v[i]->exited && !ps->v[i]->not_followed;
+		n += !ps->v[i]->exited;
+	return n;
+}
+
+size_t procs_untraced(const struct procs *ps)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ps->n; i++)
+		n += ps->v[i]->untraced != NULL;
 	return n;
 }
 
@@ -63,7 +72,7 @@ void procs_free(struct procs *ps)
 		preload_sites_free(&p->sites);
 		ledger_free(&p->ledger);
 		free(p->command);
-		free(p->not_followed);
+		free(p->untraced);
 		free(p);
 	}
 	free(ps->v);

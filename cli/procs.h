@@ -40,7 +40,9 @@ struct proc {
 	struct ledger ledger;	  /* what it has outstanding */
 	bool exited;
 	int exit_status;	  /* wait status, when exited */
-	char *not_followed;	  /* why it is not traced (malloc'd), or NULL */
+	char *untraced;		  /* why what its image allocates is not traced (malloc'd), or
+				   * NULL; it is followed all the same (its forks, execs and
+				   * exit), and its next exec may be traced */
 };
 
 struct procs {
@@ -56,8 +58,12 @@ struct proc *procs_find(struct procs *ps, pid_t pid);
  * ledger and no slot.  NULL when out of memory. */
 struct proc *procs_add(struct procs *ps, pid_t pid, pid_t parent);
 
-/* How many are still alive. */
+/* How many are still alive, traced or not: the trace waits for them all. */
 size_t procs_alive(const struct procs *ps);
+
+/* How many are untraced (their image at exit, or now): what they
+ * allocated is not in the report. */
+size_t procs_untraced(const struct procs *ps);
 
 /* Frees every process's objects, allocator, ledger and strings (their
  * probes and slots are the tracer's to release first). */

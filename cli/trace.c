@@ -136,7 +136,7 @@ static void leak_check(struct tracer *tr, struct proc *p, const char *when, cons
 {
 	int err;
 
-	if (!tr->env->leak_check || p->not_followed || !p->probed)
+	if (!tr->env->leak_check || p->untraced || !p->probed)
 		return;
 	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, exiting, records_drain_cb, tr, &p->check);
 	p->check_err = err;
@@ -263,7 +263,7 @@ static char *unchecked_why(const struct proc *p)
 	size_t i, n = 0;
 	int r;
 
-	if (p->not_followed || !p->probed)
+	if (p->untraced || !p->probed)
 		return NULL;
 	for (i = 0; i < t->cap; i++)
 		n += t->slots[i].addr && !t->slots[i].leak;
@@ -367,11 +367,11 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
 		if (env->leak_check)
 			unchecked[i] = unchecked_why(p);
+		/* an untraced process is followed all the same: its state is
+		 * its life's, the reason says its allocations are missing */
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
-					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
-					      : p->exited     ? REPORT_PROCESS_ENDED
-							      : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->not_followed, unchecked[i] };
+					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
+					      p->exit_status, p->untraced, unchecked[i] };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
@@ -464,6 +464,59 @@ static int command_status(const struct tracer *tr)
 	return 0;
 }
 
+/* The first untraced process and how many more there are, for the one
+ * line that closes a trace with some. */
+static const struct proc *first_untraced(const struct tracer *tr, size_t *more)
+{
+	const struct proc *first = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < tr->procs.n; i++) {
+		if (!tr->procs.v[i]->untraced)
+			continue;
+		if (!first)
+			first = tr->procs.v[i];
+		n++;
+	}
+	*more = n ? n - 1 : 0;
+	return first;
+}
+
+/*
+ * dwleak's exit status, once the report is written.  A command that fails
+ * is never a pass: its status (128+N for signal N) wins.  Then
+ * --fail-on-leak: 1 when what was traced leaked over the threshold (OVER);
+ * else, when part of the tree was not traced, its leaks are unknown and
+ * it cannot pass either: 2, with one line saying what and what to do,
+ * unless --allow-untraced accepts that.  Without --fail-on-leak there is
+ * no verdict to give: 0, and the untraced part said.
+ */
+static int trace_verdict(const struct tracer *tr, bool over)
+{
+	const struct env *env = tr->env;
+	size_t more;
+	const struct proc *u = first_untraced(tr, &more);
+	int status = command_status(tr);
+	char others[96] = "";
+
+	if (!u)
+		return status ?: over ? EXIT_LEAK : 0;
+	if (more)
+		snprintf(others, sizeof(others), ", nor %s %zu more process%s", more == 1 ? "was" : "were", more,
+			 more == 1 ? "" : "es");
+	if (env->fail_on_leak && !env->allow_untraced && !status && !over) {
+		fprintf(stderr, "dwleak: --fail-on-leak cannot pass: pid %d (%s) was not traced (%s)%s, so what %s "
+				"leaked is unknown (the report lists each process and why); trace programs built "
+				"with symbols or dynamically linked, or give --allow-untraced to accept this\n",
+			u->pid, u->command ? u->command : "?", u->untraced, others, more ? "they" : "it");
+		return EXIT_USAGE;
+	}
+	fprintf(stderr, "dwleak: warning: pid %d (%s) was not traced (%s)%s: what %s allocated is not in the "
+			"report (which lists each process and why)\n",
+		u->pid, u->command ? u->command : "?", u->untraced, others, more ? "they" : "it");
+	return status ?: over ? EXIT_LEAK : 0;
+}
+
 /* Handles what ptrace reports until nothing is pending.  Returns 0, or a
  * negative errno when dwleak cannot go on. */
 static int tracee_events(struct tracer *tr)
@@ -476,7 +529,8 @@ static int tracee_events(struct tracer *tr)
 		switch (ev.kind) {
 		case TRACEE_FORK:
 			err = proc_on_fork(tr, ev.pid, ev.child, ev.vfork);
-			if (procs_find(&tr->procs, ev.child) && !procs_find(&tr->procs, ev.child)->not_followed)
+			/* traced or not, the child stays followed: it runs on */
+			if (procs_find(&tr->procs, ev.child))
 				tracee_resume(tr->tracees, ev.child);
 			tracee_resume(tr->tracees, ev.tid);
 			break;
@@ -534,7 +588,7 @@ static void tables_refresh(struct tracer *tr, bool all)
 	for (i = 0; i < tr->procs.n; i++) {
 		struct proc *p = tr->procs.v[i];
 
-		if (p->exited || p->not_followed || !(p->refresh || all))
+		if (p->exited || p->untraced || !(p->refresh || all))
 			continue;
 		p->refresh = false;
 		err = proc_tables_refresh(tr, p);
@@ -608,7 +662,7 @@ static int poll_loop(struct tracer *tr)
 			break;
 		if (next_report && now >= next_report) {
 			next_report += env->interval_s;
-			report_now(tr, stdout, false);
+			report_now(tr, tr->report_stream, false);
 		}
 		if (deadline && now >= deadline)
 			break;
@@ -666,8 +720,23 @@ int trace_run(const struct env *env)
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
 	tr.t_start = tracer_now_s();
-	if (output_open(env->output, &out))
+	/* -- CMD: the command's stdout is the command's (a pipe into jq, a
+	 * file it writes): the report goes to stderr, as valgrind's does */
+	tr.report_stream = env->cmd ? stderr : stdout;
+	if (output_open(env->output, tr.report_stream, &out))
 		return EXIT_USAGE;
+	if (report_format_is_binary(env->format) && output_is_terminal(&out)) {
+		if (env->output)
+			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and -o %s is a "
+					"terminal it would garble: give -o a file name\n",
+				report_format_name(env->format), env->output);
+		else
+			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and would garble "
+					"the terminal: give -o FILE, or redirect stdout to a file or a pipe\n",
+				report_format_name(env->format));
+		output_discard(&out);
+		return EXIT_USAGE;
+	}
 	if (suppressions_setup(&tr))
 		goto out;
 
@@ -704,7 +773,7 @@ int trace_run(const struct env *env)
 			env->output ? env->output : "", strerror(-err));
 		goto out;
 	}
-	ret = command_status(&tr) ?: (err == 1 ? EXIT_LEAK : 0);
+	ret = trace_verdict(&tr, err == 1);
 out:
 	output_discard(&out);
 	tracer_cleanup(&tr);

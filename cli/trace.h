@@ -24,6 +24,8 @@ struct env {
 	long long sample_bytes;	  /* --sample-bytes: 0 = track every allocation */
 	bool fail_on_leak;	  /* --fail-on-leak given */
 	long long fail_bytes;	  /* its threshold (default 0) */
+	bool allow_untraced;	  /* --allow-untraced: --fail-on-leak may pass though part of
+				   * the tree could not be traced */
 	const char *suppressions; /* --suppressions FILE */
 	bool no_default_suppressions; /* --no-default-suppressions */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL) */

@@ -3,8 +3,10 @@
  * linker stops it with every initial object mapped (before any of its
  * code ran: glibc's malloc is first called after that point); a fork's
  * child probed like its parent before its first instruction; tables
- * refreshed when objects come; everything released at exit.  What cannot
- * be followed is let go and said. */
+ * refreshed when objects come; everything released at exit.  A process
+ * whose image cannot be traced is said, listed in the report, and still
+ * followed: what it forks and execs may be traceable, and -- CMD waits
+ * for it like any other. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +22,21 @@
 #include "trace_procs.h"
 #include "trace_target.h"
 
-/* P cannot be traced: it runs on untraced, and the report says why. */
-static void not_followed(struct tracer *tr, struct proc *p, const char *fmt, ...)
+/* Releases what P holds in the programs and the walker: no probe, no
+ * slot, no stop is asked of it. */
+static void untraced_release(struct tracer *tr, struct proc *p)
+{
+	probes_proc_remove(tr->probes, &p->pp);
+	unwinder_slot_release(tr->uw, p->slot);
+	p->slot = DWLEAK_NO_SLOT;
+	p->probed = false;
+	p->awaiting_linker = false;
+}
+
+/* P's image cannot be traced: said now, and in the report.  It stays
+ * followed (ptrace is not let go): its children are traced when they can
+ * be, its next exec is tried again, and -- CMD waits for its exit. */
+static void untraced(struct tracer *tr, struct proc *p, const char *fmt, ...)
 {
 	va_list ap;
 	char *why = NULL;
@@ -30,15 +45,17 @@ static void not_followed(struct tracer *tr, struct proc *p, const char *fmt, ...
 	if (vasprintf(&why, fmt, ap) < 0)
 		why = NULL;
 	va_end(ap);
-	fprintf(stderr, "dwleak: warning: not tracing pid %d (%s): %s\n", p->pid, p->command ? p->command : "?",
-		why ? why : "out of memory");
-	free(p->not_followed);
-	p->not_followed = why ? why : strdup("?");
-	probes_proc_remove(tr->probes, &p->pp);
-	unwinder_slot_release(tr->uw, p->slot);
-	p->slot = DWLEAK_NO_SLOT;
-	if (tr->tracees)
-		tracee_detach_process(tr->tracees, p->pid);
+	/* -p PID itself: nothing else to trace, dwleak ends (trace_run) */
+	if (!tr->env->cmd && !tr->announced)
+		fprintf(stderr, "dwleak: cannot trace pid %d (%s): %s\n", p->pid, p->command ? p->command : "?",
+			why ? why : "out of memory");
+	else
+		fprintf(stderr, "dwleak: warning: not tracing pid %d (%s): %s; what it allocates is not in the "
+				"report%s\n", p->pid, p->command ? p->command : "?", why ? why : "out of memory",
+			tr->tracees ? " (what it starts is still followed)" : "");
+	free(p->untraced);
+	p->untraced = why ? why : strdup("?");
+	untraced_release(tr, p);
 }
 
 int proc_tables_refresh(struct tracer *tr, struct proc *p)
@@ -136,11 +153,11 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 			p->objs.nreplaced, p->pid, p->objs.first_replaced, p->objs.nreplaced > 1 ? ", ..." : "");
 	err = err ?: allocator_detect(p->objs.paths, p->objs.names, p->objs.n, p->objs.npreload, &p->alloc);
 	if (err == -ENOENT) {
-		not_followed(tr, p, "no object it maps defines malloc (a static program without symbols?)");
+		untraced(tr, p, "no object it maps defines malloc (a static program without symbols?)");
 		return err;
 	}
 	if (err) {
-		not_followed(tr, p, "cannot find its allocator: %s", strerror(-err));
+		untraced(tr, p, "cannot find its allocator: %s", strerror(-err));
 		return err;
 	}
 	not_covered_say(p);
@@ -155,7 +172,7 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 		return err;
 	err = err ? probes_proc_attach(tr->probes, &p->pp, &p->alloc, what, sizeof(what)) : 0;
 	if (err) {
-		not_followed(tr, p, "cannot attach %s: %s", what, strerror(-err));
+		untraced(tr, p, "cannot attach %s: %s", what, strerror(-err));
 		return err;
 	}
 	p->probed = true;
@@ -180,9 +197,9 @@ static int proc_register(struct tracer *tr, struct proc *p)
 		p->slot = unwinder_slot_take(tr->uw, p->pid);
 	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, &p->objs.dl, flags);
 	if (err == -E2BIG)
-		not_followed(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
+		untraced(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
 	else if (err)
-		not_followed(tr, p, "cannot register it with the BPF programs: %s", strerror(-err));
+		untraced(tr, p, "cannot register it with the BPF programs: %s", strerror(-err));
 	return err;
 }
 
@@ -212,8 +229,11 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 
 	if (!p && !(p = procs_add(&tr->procs, pid, 0)))
 		return -ENOMEM;
-	if (p->not_followed)
-		return 0;
+	/* a new image: what kept the old one from being traced (a static
+	 * shell) may not hold for it (the dynamic program it runs); and the
+	 * old image's blocks are gone with it, so nothing untraced is lost */
+	free(p->untraced);
+	p->untraced = NULL;
 	/* the old image is gone, and with it every block it had */
 	probes_proc_detach(tr->probes, &p->pp);
 	probes_thread_forget(tr->probes, pid);
@@ -237,7 +257,7 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
 	err = probes_proc_attach_linker(tr->probes, &p->pp, &p->objs.dl);
 	if (err) {
-		not_followed(tr, p, "cannot probe its dynamic linker %s: %s", p->objs.dl.path, strerror(-err));
+		untraced(tr, p, "cannot probe its dynamic linker %s: %s", p->objs.dl.path, strerror(-err));
 		return 0;
 	}
 	p->awaiting_linker = true;
@@ -250,7 +270,7 @@ int proc_on_linker_stop(struct tracer *tr, pid_t pid)
 	struct proc *p = procs_find(&tr->procs, pid);
 	int err;
 
-	if (!p || p->not_followed)
+	if (!p || p->untraced)
 		return 0;
 	if (p->awaiting_linker)
 		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
@@ -270,9 +290,13 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	if (!c)
 		return -ENOMEM;
 	c->command = strdup(pp && pp->command ? pp->command : "?");
-	if (!pp || pp->not_followed) {
-		not_followed(tr, c, "its parent is not traced");
-		return 0;
+	if (!pp || pp->untraced) {
+		/* its parent's image, untraced for the same reason; said in the
+		 * report if it ends so, not now: a shell's child usually execs
+		 * a program next, and that one is tried again */
+		c->untraced = strdup(pp && pp->untraced ? pp->untraced : "forked by a process dwleak does not know");
+		c->vfork_child = vfork;
+		return c->untraced ? 0 : -ENOMEM;
 	}
 	/* a vfork child borrows its parent's memory until it execs (its exec
 	 * is followed) or exits: it allocates nothing of its own */
@@ -298,7 +322,7 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 			return err;
 		err = err ? probes_proc_attach(tr->probes, &c->pp, &c->alloc, what, sizeof(what)) : 0;
 		if (err) {
-			not_followed(tr, c, "cannot attach %s: %s", what, strerror(-err));
+			untraced(tr, c, "cannot attach %s: %s", what, strerror(-err));
 			return 0;
 		}
 		c->probed = true;

@@ -1,8 +1,8 @@
 /* The tracer's per-process phases (trace_procs.c): probing a process
  * found running, following its exec, its dynamic linker's stop and its
  * forks, and releasing it at exit.  Each prints what the user must know
- * (a process let go, a warning) and returns 0 unless dwleak itself cannot
- * go on (-ENOMEM). */
+ * (a process it cannot trace, a warning) and returns 0 unless dwleak
+ * itself cannot go on (-ENOMEM). */
 #ifndef DWLEAK_TRACE_PROCS_H
 #define DWLEAK_TRACE_PROCS_H
 

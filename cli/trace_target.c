@@ -9,6 +9,7 @@
 
 #include "target.h"
 #include "trace_target.h"
+#include "tracee.h"
 
 void trace_tables_warn(struct unwinder *uw)
 {
@@ -61,6 +62,13 @@ int trace_pid_check(const struct env *env)
 	int err;
 
 	err = target_check_pid(pid, &why);
+	/* its own probes would fire on its own bookkeeping of them, and it
+	 * cannot ptrace itself: say what it is, not "another tracer" */
+	if (!err && (pid == getpid() || tracee_tgid_of(pid) == getpid())) {
+		fprintf(stderr, "dwleak: cannot trace itself (pid %d is this dwleak): give the pid of another "
+				"process\n", pid);
+		return -EINVAL;
+	}
 	if (err == -ESRCH && !strcmp(why, "no such process"))
 		fprintf(stderr, "dwleak: no process with pid %d\n", pid);
 	else if (err)

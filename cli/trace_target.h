@@ -1,5 +1,5 @@
 /* The trace's checks of what it is asked to trace, with the messages that
- * go with them: a pid (alive, not a kernel thread or a zombie), or a
+ * go with them: a pid (alive, not a kernel thread, a zombie or dwleak), or a
  * command (found, runnable, a program or a script); and the warning for
  * objects whose unwind table could not be made. */
 #ifndef DWLEAK_TRACE_TARGET_H
@@ -8,7 +8,8 @@
 #include "trace.h"
 #include "unwinder.h"
 
-/* Checks ENV's -p pid, saying what is wrong.  0 or a negative errno. */
+/* Checks ENV's -p pid, saying what is wrong (no such process, a kernel
+ * thread, a zombie, dwleak itself).  0 or a negative errno. */
 int trace_pid_check(const struct env *env);
 
 /* Checks ENV's command, saying what is wrong: it must exist, be

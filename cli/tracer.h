@@ -30,6 +30,8 @@ struct tracer {
 	struct probes *probes;	     /* the BPF programs */
 	struct suppressions supp;
 	struct growth growth;	     /* --interval: bytes per stack at the last report */
+	FILE *report_stream;	     /* where reports go without -o, --interval ones always:
+				      * stdout with -p, stderr with -- CMD */
 	bool announced;		     /* the "dwleak: tracing" line was printed, */
 	char *first_alloc;	     /* naming this allocator */
 	double t_start, t_traced;    /* CLOCK_MONOTONIC s: started, probes live */

@@ -397,10 +397,11 @@ static int process_read(struct report_json *rj, const struct json_value *obj, lo
 			struct report_process *p)
 {
 	static const char *const known[] = { "pid", "ppid", "command", "state", "exit_code",
-					     "signal", "reason", "unchecked", "outstanding_bytes",
+					     "signal", "reason", "unchecked", "traced", "outstanding_bytes",
 					     "outstanding_allocations", NULL };
 	const struct where w = { -1, "processes", index };
 	int64_t pid, ppid, code, sig;
+	bool traced = true;
 	int err;
 
 	if (obj->type != JSON_OBJECT)
@@ -414,11 +415,16 @@ static int process_read(struct report_json *rj, const struct json_value *obj, lo
 	    (err = field_int(rj, obj, "signal", &w, 1, 127, 0, &sig)) ||
 	    (err = field_str(rj, obj, "reason", &w, &p->reason)) ||
 	    (err = field_str(rj, obj, "unchecked", &w, &p->unchecked)) ||
+	    (json_get(obj, "traced") && (err = field_bool(rj, obj, "traced", &w, &traced))) ||
 	    (err = field_u64(rj, obj, "outstanding_bytes", &w, &p->bytes)) ||
 	    (err = field_u64(rj, obj, "outstanding_allocations", &w, &p->allocations)))
 		return err;
 	p->pid = (int)pid;
 	p->ppid = (int)ppid;
+	/* "traced" is false exactly when a reason is given (a report written
+	 * before it existed has none): one without a reason keeps it false */
+	if (!traced && !p->reason && p->state != REPORT_PROCESS_NOT_FOLLOWED)
+		p->reason = "not traced (no reason given)";
 	/* as <sys/wait.h> decodes them: exit code in bits 8-15, signal in 0-6 */
 	p->wait_status = code >= 0 ? (int)code << 8 : sig ? (int)sig : 0x7f;
 	return 0;
@@ -451,7 +457,7 @@ static int report_read(struct report_json *rj, const struct json_value *doc)
 					     NULL };
 	static const char *const totals_known[] = { "outstanding_bytes", "outstanding_allocations",
 						    "stacks", "dropped_events", "truncated_stacks",
-						    "unwind_errors", "leak_check", NULL };
+						    "unwind_errors", "untraced_processes", "leak_check", NULL };
 	const struct json_value *totals, *stacks, *version;
 	const struct where w = TOP_LEVEL, tw = { -1, "totals", -1 };
 	struct report *r = &rj->report;

@@ -198,6 +198,7 @@ static void json_processes(FILE *f, const struct report *r)
 			fputs(", \"signal\": null", f);
 		fputs(", \"reason\": ", f);
 		json_str(f, p->reason);
+		fprintf(f, ", \"traced\": %s", report_process_traced(p) ? "true" : "false");
 		if (r->leak_check.present) {
 			fputs(", \"unchecked\": ", f);
 			json_str(f, p->unchecked);
@@ -251,9 +252,10 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		"    \"stacks\": %" PRIu64 ",\n"
 		"    \"dropped_events\": %" PRIu64 ",\n"
 		"    \"truncated_stacks\": %" PRIu64 ",\n"
-		"    \"unwind_errors\": %" PRIu64,
+		"    \"unwind_errors\": %" PRIu64 ",\n"
+		"    \"untraced_processes\": %zu",
 		t->outstanding_bytes, t->outstanding_allocations, t->stacks,
-		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+		t->dropped_events, t->truncated_stacks, t->unwind_errors, report_untraced_count(r));
 	if (r->leak_check.present) {
 		fputs(",\n    \"leak_check\": {\n", f);
 		json_leak_kinds(f, "      ", r->leak_check.kinds, true);

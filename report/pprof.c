@@ -486,7 +486,7 @@ static void functions_encode(struct profile *p, struct pb_buf *out)
 	}
 }
 
-#define COMMENTS_MAX 5
+#define COMMENTS_MAX 6
 
 /* The leak check's totals, one comment: "leak check: definitely_lost 1448
  * bytes in 8 allocations, ...". */
@@ -502,6 +502,37 @@ static char *leak_comment(const struct report_leak_check *lc)
 	for (int k = 0; k < REPORT_LEAK_KIND_COUNT; k++)
 		fprintf(m, "%s %s %" PRIu64 " bytes in %" PRIu64 " allocations", k ? "," : "",
 			report_leak_kind_names[k], lc->kinds[k].bytes, lc->kinds[k].allocations);
+	if (fclose(m)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The processes not traced, one comment: "not traced (...): 2 processes:
+ * pid 7 (/bin/busybox sh): no object it maps defines malloc; ...", every
+ * one listed. */
+static char *untraced_comment(const struct report *r)
+{
+	char *buf = NULL;
+	size_t len = 0, i, n;
+	FILE *m = open_memstream(&buf, &len);
+	const char *sep = ": ";
+
+	if (!m)
+		return NULL;
+	n = report_untraced_count(r);
+	fprintf(m, "not traced (what %s allocated is not in this profile): %zu process%s", n == 1 ? "it" : "they",
+		n, n == 1 ? "" : "es");
+	for (i = 0; i < r->nprocesses; i++) {
+		const struct report_process *p = &r->processes[i];
+
+		if (report_process_traced(p))
+			continue;
+		fprintf(m, "%spid %d (%s): %s", sep, p->pid, p->command ? p->command : "?",
+			p->reason ? p->reason : "?");
+		sep = "; ";
+	}
 	if (fclose(m)) {
 		free(buf);
 		return NULL;
@@ -539,6 +570,8 @@ static int comments_intern(struct profile *p, const struct report *r, size_t sho
 	n++;
 	if (r->leak_check.present)
 		text[n++] = leak_comment(&r->leak_check);
+	if (report_untraced_count(r))
+		text[n++] = untraced_comment(r);
 	for (i = 0; i < n; i++) {
 		if (!text[i] || (ids[i] = str_id(p, text[i])) < 0)
 			ok = false;

@@ -254,6 +254,20 @@ const char *report_stack_command(const struct report *r, const struct report_sta
 	return report_stack_pid(r, s) == r->pid ? r->command : NULL;
 }
 
+bool report_process_traced(const struct report_process *p)
+{
+	return p->state != REPORT_PROCESS_NOT_FOLLOWED && !p->reason;
+}
+
+size_t report_untraced_count(const struct report *r)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->nprocesses; i++)
+		n += !report_process_traced(&r->processes[i]);
+	return n;
+}
+
 bool report_is_multiprocess(const struct report *r)
 {
 	size_t i;

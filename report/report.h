@@ -151,10 +151,12 @@ struct report_suppressed {
 /*
  * How one process of the traced tree is doing when the report is taken.
  * ENDED: WAIT_STATUS is what waitpid() gave (WIFEXITED / WIFSIGNALED).
- * NOT_FOLLOWED: dwleak could not trace it (or stopped tracing it), and
- * REASON says why ("setuid exec", "left the traced tree"); its stacks hold
- * what was seen before.  X(ID, NAME): REPORT_PROCESS_<ID>, NAME is the
- * JSON "state".
+ * NOT_FOLLOWED: dwleak let it go (it runs on unseen), and REASON says why
+ * ("setuid exec", "left the traced tree"); its stacks hold what was seen
+ * before.  A RUNNING or ENDED process may be untraced too: dwleak follows
+ * its life (its forks, execs and exit) but not what it allocates, and
+ * REASON says why (report_process_traced()).  X(ID, NAME):
+ * REPORT_PROCESS_<ID>, NAME is the JSON "state".
  */
 #define REPORT_PROCESS_STATES(X)          \
 	X(RUNNING, "running")             \
@@ -179,7 +181,8 @@ struct report_process {
 	const char *command;      /* path of the program it runs now; NULL = unknown */
 	enum report_process_state state;
 	int wait_status;          /* REPORT_PROCESS_ENDED: as waitpid() gives it */
-	const char *reason;       /* REPORT_PROCESS_NOT_FOLLOWED: why; else NULL */
+	const char *reason;       /* why what it allocates is not traced (NOT_FOLLOWED: why
+				   * it was let go); NULL: traced */
 	/* --leak-check: why some of its blocks have no kind (its check failed,
 	 * it ended before one could run, they came after it); NULL when every
 	 * block it has was classified */
@@ -311,6 +314,14 @@ int report_stack_pid(const struct report *r, const struct report_stack *s);
 /* The command of stack S of R: S->command, else R's when S is R's process,
  * else NULL. */
 const char *report_stack_command(const struct report *r, const struct report_stack *s);
+
+/* Whether what process P allocates is in the report: it is followed and
+ * nothing kept dwleak from tracing its allocator (REASON is NULL). */
+bool report_process_traced(const struct report_process *p);
+
+/* How many of R's processes are not traced (report_process_traced()):
+ * what they allocated is missing from the report, which must say so. */
+size_t report_untraced_count(const struct report *r);
 
 /*
  * Whether R is about more than one process: its stacks come from more than

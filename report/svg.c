@@ -383,8 +383,9 @@ static void svg_open(FILE *f, double height, const struct report *r)
 /* The title and subtitle lines, centred. */
 static void svg_titles(FILE *f, const struct report *r)
 {
-	char bytes[24], *line;
+	char bytes[24], missing[64] = "", *line;
 	const char *cmd = r->command ? r->command : "unknown command";
+	size_t untraced;
 	int len;
 
 	fprintf(f, "<text id=\"title\" x=\"%.1f\" y=\"24\" text-anchor=\"middle\">", FG_IMAGE_W / 2);
@@ -396,9 +397,14 @@ static void svg_titles(FILE *f, const struct report *r)
 
 	report_human_bytes(bytes, sizeof(bytes), (double)r->totals.outstanding_bytes);
 	fprintf(f, "<text id=\"subtitle\" x=\"%.1f\" y=\"44\" text-anchor=\"middle\">", FG_IMAGE_W / 2);
-	len = asprintf(&line, "%s in %" PRIu64 " allocations from %" PRIu64 " stacks, traced %.1f s, "
+	untraced = report_untraced_count(r);
+	if (untraced)
+		snprintf(missing, sizeof(missing), "%zu process%s NOT TRACED, not in this graph; ", untraced,
+			 untraced == 1 ? "" : "es");
+	/* first, so that fitting the line to the width never cuts it off */
+	len = asprintf(&line, "%s%s in %" PRIu64 " allocations from %" PRIu64 " stacks, traced %.1f s, "
 			      "unwind %s; width = bytes still allocated, callers below callees",
-		       bytes, r->totals.outstanding_allocations, r->totals.stacks,
+		       missing, bytes, r->totals.outstanding_allocations, r->totals.stacks,
 		       r->duration_s, r->unwind ? r->unwind : "dwarf");
 	if (len >= 0) {
 		xml_put_fit(f, line, FG_SUBTITLE_CHARS);

@@ -274,7 +274,12 @@ static void text_process_state(FILE *f, const struct report_process *p)
 			text_put(f, p->reason);
 			fputc(')', f);
 		}
-		break;
+		return;
+	}
+	if (p->reason) {
+		fputs("; not traced (", f);
+		text_put(f, p->reason);
+		fputc(')', f);
 	}
 }
 
@@ -303,7 +308,7 @@ void text_group_line(FILE *f, const struct text_group *g)
 		text_process_state(f, p);
 	else
 		fputs("not in the process list", f);
-	if (!p || p->state != REPORT_PROCESS_NOT_FOLLOWED || g->bytes)
+	if (!p || report_process_traced(p) || g->bytes)
 		fprintf(f, "; %" PRIu64 " bytes in %" PRIu64 " allocations outstanding",
 			g->bytes, g->allocations);
 	fputc('\n', f);
@@ -325,6 +330,30 @@ static int text_by_process(FILE *f, const struct report *r, const struct report_
 	}
 	free(g);
 	return err;
+}
+
+/* The processes whose allocations are not in the report, and why: a
+ * report that looks clean must not hide that part of the tree was not
+ * seen. */
+static void text_untraced(FILE *f, const struct report *r)
+{
+	size_t i, n = report_untraced_count(r);
+
+	if (!n)
+		return;
+	fprintf(f, "Not traced: %zu process%s, what %s allocated is not in this report:\n", n,
+		n == 1 ? "" : "es", n == 1 ? "it" : "they");
+	for (i = 0; i < r->nprocesses; i++) {
+		const struct report_process *p = &r->processes[i];
+
+		if (report_process_traced(p))
+			continue;
+		fprintf(f, "\tpid %d ", p->pid);
+		text_put(f, p->command ? p->command : "?");
+		fputs(": ", f);
+		text_put(f, p->reason ? p->reason : "?");
+		fputc('\n', f);
+	}
 }
 
 /* Which suppression rules left what out. */
@@ -411,6 +440,7 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 	fprintf(f, "Dropped events: %" PRIu64 ", truncated stacks: %" PRIu64
 		", unwind errors: %" PRIu64 "\n",
 		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+	text_untraced(f, r);
 	if (r->fp && r->fp->present)
 		text_fp_summary(f, r->fp);
 	text_suppressed(f, r);

@@ -60,8 +60,9 @@ else:
 EOF
 
 # c. the text report shows the walks side by side with the divergence marked
-"$DWLEAK" --unwind both -t 3 -- "$TESTDATA/seed_O0_fp" --iterations 10 --interval-ms 5 \
-	> "$LT_TMP/both.txt" 2> /dev/null
+# (in a file: with -- CMD it would be on stderr)
+"$DWLEAK" --unwind both -t 3 -o "$LT_TMP/both.txt" -- "$TESTDATA/seed_O0_fp" --iterations 10 --interval-ms 5 \
+	> /dev/null 2> /dev/null
 if grep -q '^	>>	LeakLib::slowMemoryLeak().* | (missing)$' "$LT_TMP/both.txt" &&
 	grep -q '^Frame pointers vs DWARF: .* stacks agree' "$LT_TMP/both.txt" &&
 	grep -q 'lost at .*libstdc++.so.6.*rebuild this one' "$LT_TMP/both.txt"; then
@@ -87,9 +88,10 @@ else:
     ok("--unwind fp: 25 allocations on the FP stack %s" % names(s))
 EOF
 
-# e. --interval: each top stack shows how fast it grew
+# e. --interval: each top stack shows how fast it grew (the reports of -- CMD
+# are on stderr, where the command's stdout cannot mix into them)
 "$DWLEAK" -i 1 -d 3.5 -t 2 -- "$TESTDATA/seed_O2" --interval-ms 10 --iterations 400 \
-	> "$LT_TMP/int.txt" 2> /dev/null
+	> /dev/null 2> "$LT_TMP/int.txt"
 n=$(grep -c 'Top .* stacks with outstanding allocations' "$LT_TMP/int.txt")
 growth=$(grep -E 'bytes in [0-9]+ allocations from stack .*\+[0-9.]+ (B|KiB)/s' "$LT_TMP/int.txt" | head -1)
 if [ "$n" -ge 3 ] && [ -n "$growth" ]; then

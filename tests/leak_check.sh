@@ -154,7 +154,8 @@ done
 # --- b: the text report's summary against memcheck's ---
 if lt_part b; then
 	before=$lt_errors
-	timeout -k 5 120 "$DWLEAK" --leak-check -- "$PROG" > "$tmp/text.out" 2> "$tmp/text.err"
+	# the text report in a file (with -- CMD it would be on stderr)
+	timeout -k 5 120 "$DWLEAK" --leak-check -o "$tmp/text.out" -- "$PROG" > /dev/null 2> "$tmp/text.err"
 	for kind in "definitely lost" "indirectly lost" "possibly lost" "still reachable"; do
 		want=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/vgp.txt")
 		got=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/text.out")
@@ -213,7 +214,7 @@ if lt_part d; then
 	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -- "$PROG" > /dev/null 2> "$tmp/d1.err"
 	rc=$?
 	[ $rc -eq 1 ] || fail "--fail-on-leak --leak-check with lost blocks: exit $rc, want 1"
-	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -- "$PROG" --reachable-only > "$tmp/d2.out" 2> "$tmp/d2.err"
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -o "$tmp/d2.out" -- "$PROG" --reachable-only > /dev/null 2> "$tmp/d2.err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "--fail-on-leak --leak-check, nothing lost: exit $rc, want 0: $(grep -E 'lost:' "$tmp/d2.out")"
 	grep -q "definitely lost: 0 bytes in 0 blocks" "$tmp/d2.out" || fail "--reachable-only: definitely lost is not 0"

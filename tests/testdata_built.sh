@@ -15,7 +15,7 @@ for f in seed seed_malloc seed_O0_fp seed_O2 seed_O2_stripped seed_O2_stripped.d
 	seed_malloc_O0_fp seed_malloc_O2 libdlleak.so libdlleak_split.so libdlleak_split.so.debug \
 	threads dlopen_main signal_leak deep_recursion clean \
 	threads_clang dlopen_main_clang signal_leak_clang deep_recursion_clang clean_clang \
-	forker sig_in_malloc leak_layout leak_kinds; do
+	forker sig_in_malloc leak_layout leak_kinds static_run; do
 	[ -f "$td/$f" ] || fail "$f missing"
 	[ -n "$(build_id "$td/$f")" ] || fail "$f has no build id"
 done
@@ -33,6 +33,14 @@ for f in seed_O2_stripped seed_O2_nodebug seed_minidebuginfo libdlleak_split.so;
 	has_section "$td/$f" .eh_frame || fail "$f: lost .eh_frame"
 done
 has_section "$td/seed_O2_nodebug" .gnu_debuglink && fail "seed_O2_nodebug: has a debuglink"
+
+# static_run: static (no INTERP, no NEEDED) and without symbols, so no
+# object a process of it maps names malloc; it runs and exits as told.
+has_section "$td/static_run" .symtab && fail "static_run: has .symtab"
+grep -q INTERP <<< "$(readelf -lW "$td/static_run" 2>/dev/null)" && fail "static_run: has INTERP"
+[ -n "$(readelf -sW --dyn-syms "$td/static_run" 2>/dev/null | grep -w malloc)" ] && fail "static_run: names malloc"
+"$td/static_run" --exit 5
+[ $? -eq 5 ] || fail "static_run --exit 5 did not exit 5"
 
 # Split builds: debuglink names the debug file, build ids agree, the debug
 # file has the DWARF, and its .text is NOBITS.

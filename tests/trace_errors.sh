@@ -204,11 +204,12 @@ if lt_part d; then
 	# followed like any exec, so the program's leak is in the report
 	printf '#!/bin/sh\nexec %s --iterations 4 --interval-ms 1\n' "$SEED" > "$tmp/shim"
 	chmod 755 "$tmp/shim"
+	# (the report of -- CMD is on stderr: the command's stdout is its own)
 	if run_sane "-- a script" 60 "$DWLEAK" -t 3 -- "$tmp/shim"; then
-		if [ $rc -ne 0 ] || ! grep -q 'slowMemoryLeak' "$tmp/out" || ! grep -q '^Totals: 160 bytes' "$tmp/out"; then
-			fail "-- a script that execs the seed: exit $rc, want 0 and the seed's 160 bytes: $(head -c 600 "$tmp/out")"
+		if [ $rc -ne 0 ] || ! grep -q 'slowMemoryLeak' "$tmp/err" || ! grep -q '^Totals: 160 bytes' "$tmp/err"; then
+			fail "-- a script that execs the seed: exit $rc, want 0 and the seed's 160 bytes: $(head -c 600 "$tmp/err")"
 		else
-			pass "-- a script: the program it execs is traced ($(grep '^Totals' "$tmp/out"))"
+			pass "-- a script: the program it execs is traced ($(grep '^Totals' "$tmp/err"))"
 		fi
 	fi
 	printf 'no interpreter line\n' > "$tmp/not_elf"
@@ -224,14 +225,14 @@ if lt_part d; then
 			fail "-- sh -c 'exit 3': dwleak exit $rc, want 3 (CMD's status)"
 		elif ! grep -q '^dwleak: .*exited with status 3$' "$tmp/err"; then
 			fail "-- sh -c 'exit 3': no 'exited with status 3' line: $(cat "$tmp/err")"
-		elif ! grep -q '^Totals:' "$tmp/out"; then
-			fail "-- sh -c 'exit 3': no report on stdout"
+		elif ! grep -q '^Totals:' "$tmp/err"; then
+			fail "-- sh -c 'exit 3': no report on stderr"
 		else
 			pass "-- sh -c 'exit 3': exit 3, $(grep 'exited with' "$tmp/err")"
 		fi
 	fi
 	if run_sane "-- CMD killed by SIGSEGV" 60 "$DWLEAK" -- sh -c 'kill -SEGV $$'; then
-		if [ $rc -ne 139 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/out"; then
+		if [ $rc -ne 139 ] || ! grep -q '^dwleak: .*signal 11' "$tmp/err" || ! grep -q '^Totals:' "$tmp/err"; then
 			fail "-- CMD killed by SIGSEGV: exit $rc (want 128+11), stderr: $(cat "$tmp/err")"
 		else
 			pass "-- CMD killed by SIGSEGV: exit 139, $(grep 'signal 11' "$tmp/err")"
@@ -240,7 +241,7 @@ if lt_part d; then
 	# a leak over --fail-on-leak's threshold and a failing command: the
 	# command's status, not 1 (CI must see the crash, not a leak)
 	if run_sane "-- leaking CMD that exits 5" 60 "$DWLEAK" --fail-on-leak -- sh -c "$SEED --iterations 3; exit 5"; then
-		if [ $rc -ne 5 ] || ! grep -q '^Totals: [1-9]' "$tmp/out"; then
+		if [ $rc -ne 5 ] || ! grep -q '^Totals: [1-9]' "$tmp/err"; then
 			fail "--fail-on-leak with a command exiting 5 after leaking: exit $rc, want 5"
 		else
 			pass "--fail-on-leak with a command exiting 5 after leaking: exit 5"
@@ -451,9 +452,9 @@ if lt_part h; then
 		shift 2
 		run_sane "$name" 60 "$DWLEAK" "$@" || return
 		if [ $rc -ne "$want" ]; then
-			fail "$name: exit $rc, want $want ($(grep -E '^Totals' "$tmp/out"); $(grep -v '^dwleak: tracing' "$tmp/err" | head -c 200))"
+			fail "$name: exit $rc, want $want ($(grep -E '^Totals' "$tmp/err"); $(grep '^dwleak:' "$tmp/err" | grep -v '^dwleak: tracing' | head -c 200))"
 		else
-			pass "$name: exit $rc ($(grep -E '^Totals' "$tmp/out" | cut -d, -f1))"
+			pass "$name: exit $rc ($(grep -E '^Totals' "$tmp/err" | cut -d, -f1))"
 		fi
 	}
 	fail_on_leak "--fail-on-leak, clean program" 0 --fail-on-leak -- "$TESTDATA/clean"

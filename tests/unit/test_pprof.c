@@ -231,6 +231,8 @@ static const char checker_py[] =
 	"    assert 'leak check: definitely_lost 600 bytes in 15 allocations, indirectly_lost 0 bytes in 0 allocations, '\\\n"
 	"        'possibly_lost 24 bytes in 3 allocations, reachable 360 bytes in 9 allocations' in comments, comments\n"
 	"    assert [(S(t['type']), S(t['unit'])) for t in p['sample_type']] == [('inuse_objects', 'count'), ('inuse_space', 'bytes')]\n"
+	"    assert 'not traced (what it allocated is not in this profile): 1 process: '\\\n"
+	"        'pid 1236 (/bin/busybox sh): no object it maps defines malloc' in comments, comments\n"
 	"    print('kinds profile ok'); sys.exit(0)\n"
 	"if mode == 'empty':\n"
 	"    assert p['sample'] == [] and p['location'] == [] and p['mapping'] == [] and p['function'] == []\n"
@@ -374,10 +376,17 @@ static void test_empty(void)
 	check_profile(&r, 0, "empty");
 }
 
-/* A leak check in a tree of two processes: a sample per stack and kind,
- * labelled leak_kind, pid and command. */
+/* A leak check in a tree of two processes and a third dwleak could not
+ * trace: a sample per stack and kind, labelled leak_kind, pid and
+ * command, and a comment naming what is missing. */
 static void test_kinds(void)
 {
+	struct report_process procs[] = {
+		{ .pid = 1234, .command = "/bin/sh", .state = REPORT_PROCESS_ENDED },
+		{ .pid = 1235, .ppid = 1234, .command = "/path/seed", .state = REPORT_PROCESS_ENDED },
+		{ .pid = 1236, .ppid = 1234, .command = "/bin/busybox sh", .state = REPORT_PROCESS_ENDED,
+		  .reason = "no object it maps defines malloc" },
+	};
 	struct report_stack stacks[3];
 	struct report r;
 
@@ -393,6 +402,8 @@ static void test_kinds(void)
 	stacks[1].has_leak_kinds = true;
 	stacks[1].leak_kinds[REPORT_LEAK_DEFINITELY_LOST] = (struct report_leak_count){ 600, 15 };
 	stacks[1].leak_kinds[REPORT_LEAK_REACHABLE] = (struct report_leak_count){ 360, 9 };
+	r.processes = procs;
+	r.nprocesses = N(procs);
 	report_totals_from_stacks(&r);
 	check_profile(&r, 0, "kinds");
 }

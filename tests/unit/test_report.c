@@ -258,9 +258,10 @@ static char *expected_canonical(const struct report *r, unsigned int top, bool b
 	put_hex(f, r->command);
 	fputc(' ', f);
 	put_hex(f, r->unwind);
-	fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	/* totals.untraced_processes last: the processes no process list names */
+	fprintf(f, " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %zu\n",
 		t->outstanding_bytes, t->outstanding_allocations, t->stacks,
-		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+		t->dropped_events, t->truncated_stacks, t->unwind_errors, report_untraced_count(r));
 	for (i = 0; i < r->ncounters; i++) {
 		fputs("C ", f);
 		put_hex(f, r->counter_names[i]);

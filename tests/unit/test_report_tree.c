@@ -3,7 +3,8 @@
  * kinds, residency and the RSS account, built in memory, through the text
  * writer (exact output), the JSON writer (parsed back by Python's json),
  * and the folded writer (exact lines); and a report of one process that
- * lists its tree writes exactly what it wrote before trees existed. */
+ * lists its tree writes exactly what it wrote before trees existed; and a
+ * process followed but not traced, said in every format. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdbool.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "json_read.h"
 #include "report.h"
 #include "write.h"
 
@@ -152,7 +154,9 @@ static const char text_processes[] =
 	"\t\tmain+0x20 [leak] leak.c:12\n"
 	"Process 102 /usr/bin/sudo (parent 100): not followed (setuid exec)\n"
 	"Totals: 1844 bytes (1.8 KiB) in 13 allocations outstanding, 4 of 4 stacks shown, 1.50 s traced\n"
-	"Dropped events: 0, truncated stacks: 0, unwind errors: 0\n";
+	"Dropped events: 0, truncated stacks: 0, unwind errors: 0\n"
+	"Not traced: 1 process, what it allocated is not in this report:\n"
+	"\tpid 102 /usr/bin/sudo: setuid exec\n";
 
 static const char text_leak_check[] =
 	" Top 4 stacks with outstanding allocations (pid 100, /bin/sh, unwind dwarf, 1.8 KiB in 13 allocations):\n"
@@ -237,7 +241,9 @@ static const char text_both_top2[] =
 	"\tother mappings                           1,048,576 bytes  16.7%\n"
 	"\tunaccounted                                912,220 bytes  14.5%\n"
 	"Totals: 1844 bytes (1.8 KiB) in 13 allocations outstanding, 2 of 4 stacks shown, 1.50 s traced\n"
-	"Dropped events: 0, truncated stacks: 0, unwind errors: 0\n";
+	"Dropped events: 0, truncated stacks: 0, unwind errors: 0\n"
+	"Not traced: 1 process, what it allocated is not in this report:\n"
+	"\tpid 102 /usr/bin/sudo: setuid exec\n";
 
 static void test_text(void)
 {
@@ -310,8 +316,10 @@ static const char checker_py[] =
 	"    print('S', s['bytes'], s['pid'], s['command'], kinds(s['leak_kinds']),\n"
 	"          '-' if r is None else '%d/%d/%d' % (r['resident_bytes'], r['swapped_bytes'], r['untouched_bytes']))\n"
 	"for p in d['processes']:\n"
+	"    assert type(p['traced']) is bool, p\n"
 	"    print('P', p['pid'], p['ppid'], p['command'], p['state'], p['exit_code'], p['signal'], p['reason'],\n"
-	"          p['outstanding_bytes'], p['outstanding_allocations'])\n"
+	"          p['traced'], p['outstanding_bytes'], p['outstanding_allocations'])\n"
+	"print('U', d['totals']['untraced_processes'])\n"
 	"rss = d['rss']\n"
 	"print('R', rss['rss_bytes'], ' '.join('%s=%d' % (k, v['bytes']) for k, v in rss.items() if k != 'rss_bytes'))\n"
 	"assert abs(sum(v['share'] for k, v in rss.items() if k != 'rss_bytes') - 1) < 0.001\n";
@@ -322,10 +330,11 @@ static const char json_expected[] =
 	"S 200 100 /bin/sh 0/0 0/0 0/0 200/2 -\n"
 	"S 164 101 /app/leak 0/0 0/0 64/1 100/1 164/0/0\n"
 	"S 48 103 /app/leak 48/1 0/0 0/0 0/0 -\n"
-	"P 100 0 /bin/sh ended 1 None None 200 2\n"
-	"P 101 100 /app/leak ended 0 None None 1596 10\n"
-	"P 102 100 /usr/bin/sudo not_followed None None setuid exec 0 0\n"
-	"P 103 101 /app/leak ended None 9 None 48 1\n"
+	"P 100 0 /bin/sh ended 1 None None True 200 2\n"
+	"P 101 100 /app/leak ended 0 None None True 1596 10\n"
+	"P 102 100 /usr/bin/sudo not_followed None None setuid exec False 0 0\n"
+	"P 103 101 /app/leak ended None 9 None True 48 1\n"
+	"U 1\n"
 	"R 6291456 tracked_blocks=1188 allocator_untracked=1048576 stacks=135168 "
 	"code_and_data=3145728 other_mappings=1048576 unaccounted=912220\n";
 
@@ -399,6 +408,67 @@ static void test_folded(void)
 	free(got);
 }
 
+/* ---- A process dwleak followed but could not trace ---- */
+
+/* A static shell (no malloc symbol: untraced, exited 7) that ran a traced
+ * program: every format says what is missing, and JSON reads back the
+ * same. */
+static void test_untraced(void)
+{
+	static const char why[] = "no object it maps defines malloc (a static program without symbols?)";
+	struct report_process pr[] = {
+		{ .pid = 200, .command = "/bin/busybox sh -c x", .state = REPORT_PROCESS_ENDED,
+		  .wait_status = 7 << 8, .reason = why },
+		{ .pid = 201, .ppid = 200, .command = APP, .state = REPORT_PROCESS_ENDED },
+	};
+	struct report_stack st[] = {
+		{ .bytes = 40, .allocations = 1, .allocator = "malloc", .frames = frames_leak, .nframes = 4,
+		  .fp_divergence = -1, .oldest_age_s = NAN, .growth_bytes_per_s = NAN, .pid = 201,
+		  .command = APP },
+	};
+	struct report r = { .pid = 200, .command = "/bin/busybox sh -c x", .unwind = "dwarf",
+			    .duration_s = 1.0, .timestamp = 1700000000, .stacks = st, .nstacks = 1,
+			    .processes = pr, .nprocesses = N(pr) };
+	struct report_json in;
+	char *got, *again;
+
+	report_totals_from_stacks(&r);
+	EXPECT(!report_process_traced(&pr[0]) && report_process_traced(&pr[1]) &&
+	       report_untraced_count(&r) == 1);
+	got = written(&r, REPORT_FORMAT_TEXT, 0);
+	EXPECT(strstr(got, "Process 200 /bin/busybox sh -c x: exited with status 7; not traced (no object it "
+			   "maps defines malloc (a static program without symbols?))\n"), "%s", got);
+	EXPECT(strstr(got, "\nNot traced: 1 process, what it allocated is not in this report:\n"
+			   "\tpid 200 /bin/busybox sh -c x: no object it maps"), "%s", got);
+	free(got);
+	got = written(&r, REPORT_FORMAT_JSON, 0);
+	EXPECT(strstr(got, "\"untraced_processes\": 1\n"), "%s", got);
+	EXPECT(strstr(got, "\"state\": \"ended\", \"exit_code\": 7, \"signal\": null, \"reason\": \"no object"),
+	       "%s", got);
+	EXPECT(strstr(got, "symbols?)\", \"traced\": false"), "%s", got);
+	CHECK(report_json_read(got, strlen(got), &in) == 0, "%s", in.error.message);
+	EXPECT(in.nunknown_fields == 0 && in.report.nprocesses == 2 &&
+	       in.report.processes[0].state == REPORT_PROCESS_ENDED &&
+	       in.report.processes[0].wait_status == 7 << 8 && in.report.processes[0].reason &&
+	       !strcmp(in.report.processes[0].reason, why) && !in.report.processes[1].reason);
+	again = written(&in.report, REPORT_FORMAT_JSON, 0);
+	same_lines("JSON of an untraced process, read and written again", again, got);
+	free(again);
+	report_json_free(&in);
+	free(got);
+	/* a report written by hand (or by an older dwleak) that says traced:
+	 * false without a reason stays untraced */
+	got = strdup("{\"dwleak_report\": 1, \"pid\": 1, \"stacks\": [], \"processes\": [{\"pid\": 1, "
+		     "\"ppid\": 0, \"state\": \"ended\", \"exit_code\": 0, \"traced\": false}]}");
+	CHECK(got && report_json_read(got, strlen(got), &in) == 0, "%s", in.error.message);
+	EXPECT(in.report.nprocesses == 1 && !report_process_traced(&in.report.processes[0]));
+	report_json_free(&in);
+	free(got);
+	got = written(&r, REPORT_FORMAT_SVG, 0);
+	EXPECT(strstr(got, "1 process NOT TRACED, not in this graph; "), "svg subtitle");
+	free(got);
+}
+
 int main(void)
 {
 	check_python3("command -v python3");
@@ -406,6 +476,7 @@ int main(void)
 	test_one_process_unchanged();
 	test_json();
 	test_folded();
+	test_untraced();
 	if (check_failures)
 		return check_status();
 	printf("test_report_tree: ok\n");
