@@ -57,6 +57,14 @@
 #
 # Exit status: 0 when both ran (the sums may differ: this only measures),
 # 2 when either could not run or report.
+#
+# Without arguments (tests/run.sh runs every tests/*.sh) it checks itself:
+# on testdata's leak_kinds, whose four sums dwleak and memcheck agree on
+# (tests/leak_check.sh checks each site), both sides must read 240/176/
+# 976/1,616 bytes (the program's header) with uprobes, and the same lost
+# bytes with the preload library; with --attach under tcmalloc, memcheck's
+# figures must be oracle_sizes's 6,404,602 lost bytes without tcmalloc's
+# own 8, which the baseline run takes away.
 set -u
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -91,6 +99,30 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ $# -eq 0 ] && [ $sums = 0 ] && [ -z "$allocator$keep" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "skip: needs root for BPF uprobes"
+		exit 77
+	fi
+	td=${TESTDATA:-$BUILD/testdata}
+	errors=0
+	check() { # NAME GOT WANT
+		if [ "$2" = "$3" ]; then
+			echo "ok: $1: $2"
+		else
+			echo "FAIL: $1: '$2', want '$3'"
+			errors=$((errors + 1))
+		fi
+	}
+	got=$("$0" --sums --no-preload "$td/leak_kinds")
+	check "leak_kinds, uprobes: memcheck D I P R, dwleak D I P R, exits" "$got" "240 176 976 1616 240 176 976 1616 0 0"
+	read -r -a v <<< "$("$0" --sums "$td/leak_kinds")"
+	check "leak_kinds, preload library: memcheck D I, dwleak D I, exits" "${v[*]:0:2} ${v[*]:4:2} ${v[*]:8:2}" "240 176 240 176 0 0"
+	read -r -a v <<< "$("$0" --sums --attach --no-preload --allocator tcmalloc "$td/oracle_sizes")"
+	check "oracle_sizes -p under tcmalloc: memcheck's D I after attach, exits" "${v[*]:0:2} ${v[*]:8:2}" "6404602 0 0 0"
+	[ $errors = 0 ] || exit 1
+	exit 0
+fi
 envs=()
 while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
 	envs+=("$1")
