@@ -27,7 +27,8 @@
 #             no suppressions on either side.  dwleak's default ones hide
 #             what glibc and libstdc++ keep on purpose (stdio buffers, the
 #             C++ EH pool, locale data), which memcheck counts; memcheck's
-#             defaults hide ld.so's DTV blocks, which dwleak counts
+#             defaults hide ld.so's dynamic TLS blocks (__tls_get_addr's,
+#             when possibly lost or reachable), which dwleak counts
 #   -- CMD runs with dwleak's preload library (dwleak's default); memcheck
 #   runs CMD with the same library preloaded (its TLS adds one DTV slot, and
 #   its start-up makes 2 blocks, 122 B, which memcheck sees reachable and
