@@ -14,7 +14,8 @@ packages=(
 	pkg-config binutils make coreutils time	# build and testdata (objcopy, strip, nm); /usr/bin/time measures memory in tests
 	libtcmalloc-minimal4 libgoogle-perftools4 libjemalloc2 libmimalloc2.0	# allocators to trace
 	python3 python3.11 perl bpftrace		# test targets and cross-checks (python3 runs the checkers)
-	valgrind					# memcheck: the leak check's oracle (tests/leak_check.sh)
+	valgrind					# memcheck: the leak check's oracle (tests/leak_check.sh, tests/oracle_memcheck.sh)
+	jq sqlite3 curl openssl gawk git		# Debian programs checked against memcheck (tests/oracle_memcheck.sh)
 	libc6-dbg					# libc's local symbols (__libc_start_call_main) the tests and demo name
 	chromium					# renders the svg report (tests/flamegraph_render.sh)
 	golang-go					# go tool pprof reads --format pprof; the cgo test program
