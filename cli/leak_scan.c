@@ -333,15 +333,17 @@ static int allocator_state(const struct proc *p, const struct proc_mem_thread *t
  * The memory the allocator may have held before the trace began (PARTIAL:
  * -p, a fork's child): the mappings of PLAN where its blocks are (a
  * tracked one, or its own memory known) other than threads' stacks, the
- * brk heap and anonymous private ones, into *OUT (sorted, *N, malloc'd;
- * ALLOC takes precedence where they overlap).  Their words outside every
- * block are live blocks allocated before, or free memory and bookkeeping:
- * roots the check cannot vouch for.  Returns 0 or -ENOMEM.
+ * brk heap and anonymous private ones, and its object's data (OBJECT,
+ * where its static caches are), into *OUT (sorted, *N, malloc'd; ALLOC
+ * takes precedence where they overlap).  Their words outside every block
+ * are live blocks allocated before, or free memory and bookkeeping: roots
+ * the check cannot vouch for.  Returns 0 or -ENOMEM.
  */
 static int unsure_memory(const struct proc_mem_plan *plan, const struct leakcheck *lc,
-			 const struct leak_block *alloc, size_t nalloc, struct leak_block **out, size_t *n)
+			 const struct leak_block *alloc, size_t nalloc, const struct alloc_state *object,
+			 struct leak_block **out, size_t *n)
 {
-	struct leak_block *v = malloc((plan->nmaps + 1) * sizeof(*v));
+	struct leak_block *v = malloc((plan->nmaps + object->nobject + 1) * sizeof(*v));
 	size_t i, j, k = 0;
 
 	*out = v;
@@ -364,6 +366,9 @@ static int unsure_memory(const struct proc_mem_plan *plan, const struct leakchec
 		if (mine)
 			v[k++] = (struct leak_block){ m->start, m->end - m->start };
 	}
+	for (i = 0; i < object->nobject; i++)
+		v[k++] = (struct leak_block){ object->object[i].addr, object->object[i].size };
+	ranges_normalize(v, &k);
 	*n = k;
 	return 0;
 }
@@ -375,7 +380,7 @@ static int unsure_memory(const struct proc_mem_plan *plan, const struct leakchec
  * unsure roots. */
 static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t ntids, struct leakcheck *lc,
 		      const struct leak_block *blocks, size_t nblocks, const struct leak_block *alloc, size_t nalloc,
-		      bool partial, struct leak_scan_result *out)
+		      bool partial, const struct alloc_state *state, struct leak_scan_result *out)
 {
 	struct scan_ctx sc = { .lc = lc, .alloc = { alloc, nalloc, 0 } };
 	struct proc_mem_plan plan = { 0 };
@@ -388,7 +393,7 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks,
 					 (const struct proc_mem_range *)holes, nholes, &plan);
 	if (!err && partial)
-		err = unsure_memory(&plan, lc, alloc, nalloc, &unsure, &nunsure);
+		err = unsure_memory(&plan, lc, alloc, nalloc, state, &unsure, &nunsure);
 	sc.unsure = (struct range_walk){ unsure, nunsure, 0 };
 	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
 	free(unsure);
@@ -468,7 +473,7 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 		err = err ?: allocator_state(p, threads, nthreads, blocks, n, &state);
 		err = err ?: allocator_memory(p, &state, table, snap_ns, &alloc, &nalloc);
 		err = err ?: pause_scan(p->pid, threads, nthreads, lc, blocks, n, alloc, nalloc, p->ledger.partial,
-					out);
+					&state, out);
 		out->scan_ms = now_ms() - t1;
 	}
 	alloc_table_log_stop(table);
@@ -517,6 +522,7 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 	/* what was found, for --stats; not the ranges */
 	out->alloc_state = state;
 	out->alloc_state.ranges = NULL;
+	out->alloc_state.object = NULL;
 	alloc_state_free(&state);
 	free(tids);
 	free(threads);

@@ -655,7 +655,12 @@ static inline uint64_t contents_end(const struct leakcheck *lc, size_t i)
 	return i + 1 < lc->n ? min_u64(end, lc->start[i + 1]) : end;
 }
 
-/* The words of block I: [word_up(start), word_up(contents_end)). */
+/* The memory of block I, [word_up(start), word_up(contents_end)): its
+ * words, the whole ones inside its contents, up to full_end; then (when
+ * its size is no multiple of a word) the word across its end, which is
+ * nobody's: its first bytes are the block's, the rest the allocator's
+ * slack, stale, so no pointer the program stored can be there (memcheck's
+ * lc_scan_memory rounds a block's end down too). */
 static inline uint64_t words_start(const struct leakcheck *lc, size_t i)
 {
 	return word_up(lc->start[i]);
@@ -664,6 +669,13 @@ static inline uint64_t words_start(const struct leakcheck *lc, size_t i)
 static inline uint64_t words_end(const struct leakcheck *lc, size_t i)
 {
 	return word_up(contents_end(lc, i));
+}
+
+static inline uint64_t full_end(const struct leakcheck *lc, size_t i)
+{
+	uint64_t e = contents_end(lc, i) & ~(uint64_t)(WORD - 1);
+
+	return e > words_start(lc, i) ? e : words_start(lc, i);
 }
 
 /* The first block whose words end after A (words_end ascends). */
@@ -786,13 +798,16 @@ static int scan_chunk(struct leakcheck *lc, uint64_t addr, const void *bytes, si
 	while (a < e) {
 		uint64_t stop;
 
-		if (i < lc->n && words_start(lc, i) <= a) {
-			stop = min_u64(words_end(lc, i), e);
+		if (i < lc->n && words_start(lc, i) <= a && a < full_end(lc, i)) {
+			stop = min_u64(full_end(lc, i), e);
 			err = scan_block_words(lc, (uint32_t)i, p, (stop - a) / WORD);
 			if (err) {
 				lc->scan_err = err;
 				return err;
 			}
+		} else if (i < lc->n && words_start(lc, i) <= a) {
+			stop = min_u64(words_end(lc, i), e); /* the word across its end */
+			lc->stats.tail_bytes += stop - a;
 		} else {
 			stop = i < lc->n ? min_u64(words_start(lc, i), e) : e;
 			if (roots == CHUNK_NO_ROOTS)

@@ -55,6 +55,8 @@ struct leakcheck_scan_stats {
 				    by leakcheck_scan_blocks: not roots */
 	uint64_t unsure_bytes;	 /* of scanned_bytes, outside every block in memory scanned
 				    by leakcheck_scan_unsure */
+	uint64_t tail_bytes;	 /* of scanned_bytes, words across a block's end: its last
+				    bytes and the allocator's slack after them, no pointer */
 	uint64_t values;	 /* leakcheck_scan_value calls (registers) */
 	uint64_t root_hits;	 /* words outside every block that point into one */
 	uint64_t edges;		 /* block-to-block pointers kept (self and repeats dropped) */
@@ -114,8 +116,10 @@ int leakcheck_new(const struct leak_block *blocks, size_t n, struct leakcheck **
  *
  * A word is a root when no tracked block holds it (data, bss, stacks, TLS,
  * untracked heap memory: the chunk's caller decides which memory is a
- * root), and an edge of the block that holds it otherwise: a word belongs
- * to the block that holds its first byte.  A pointer to a block's first
+ * root), and an edge of the block that holds it otherwise: a block holds
+ * the whole words inside it; the word across its end (a size that is no
+ * multiple of 8) is neither root nor edge, its last bytes being the
+ * allocator's slack, as memcheck's scan rounds a block's end down.  A pointer to a block's first
  * byte is a start pointer, to any other of its bytes an interior pointer;
  * a pointer one past the end is not a pointer into it.
  *

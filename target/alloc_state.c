@@ -132,6 +132,7 @@ void alloc_state_free(struct alloc_state *s)
 	if (!s)
 		return;
 	free(s->ranges);
+	free(s->object);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -455,7 +456,7 @@ int alloc_state_find(int pid, const struct allocator *a, const struct alloc_stat
 	bool own_object, glibc, jemalloc;
 	ssize_t first, last, bss, i;
 	struct proc_map *maps;
-	size_t n, cap = 0;
+	size_t n, cap = 0, ocap = 0;
 	char path[64];
 	int fd = -1, err;
 
@@ -478,25 +479,33 @@ int alloc_state_find(int pid, const struct allocator *a, const struct alloc_stat
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		err = errno == ENOENT ? -ESRCH : -errno;
-	if (!err && own_object) {
-		for (i = first; !err && i <= last; i++)
-			if (maps[i].writable) {
-				err = range_add(out, &cap, maps[i].start, maps[i].end - maps[i].start);
-				out->object_bytes += maps[i].end - maps[i].start;
-			}
-		if (!err && bss >= 0) {
-			err = range_add(out, &cap, maps[bss].start, maps[bss].end - maps[bss].start);
-			out->object_bytes += maps[bss].end - maps[bss].start;
-		}
-	} else if (!err && last >= first) {
-		err = arenas_find(fd, maps, first, last, bss, out, &cap);
-	}
-	if (!err && jemalloc && own_object) {
-		size_t nobject = out->n; /* the object's own ranges, so far */
+	/* the object's data: no bookkeeping as a whole (its globals may hold
+	 * blocks it allocated itself, as any library's), but where its
+	 * caches and maps are found from */
+	for (i = first; !err && own_object && i <= last + (bss >= 0); i++) {
+		const struct proc_map *m = &maps[i > last ? bss : i];
 
+		if (!m->writable)
+			continue;
+		if (out->nobject == ocap) {
+			struct proc_mem_range *grown = realloc(out->object, (ocap + 8) * sizeof(*grown));
+
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			out->object = grown;
+			ocap += 8;
+		}
+		out->object[out->nobject++] = (struct proc_mem_range){ m->start, m->end - m->start };
+		out->object_bytes += m->end - m->start;
+	}
+	if (!err && glibc && last >= first)
+		err = arenas_find(fd, maps, first, last, bss, out, &cap);
+	if (!err && jemalloc && own_object) {
 		err = tcaches_find(fd, maps, n, h, out, &cap);
 		if (!err && h->extents && h->nblocks)
-			err = extents_find(fd, maps, n, out->ranges, nobject, h, out, &cap);
+			err = extents_find(fd, maps, n, out->object, out->nobject, h, out, &cap);
 	}
 	if (fd >= 0)
 		close(fd);

@@ -79,9 +79,15 @@ static inline uint64_t jemalloc_leaf_edata(uint64_t e)
 }
 
 struct alloc_state {
-	struct proc_mem_range *ranges; /* sorted by address, not overlapping */
+	struct proc_mem_range *ranges; /* its bookkeeping: sorted by address, not overlapping */
 	size_t n;
-	uint64_t object_bytes;	       /* of those, the allocator object's data and bss */
+	/* the allocator object's writable data and bss (in address order),
+	 * when it is an object of its own: not bookkeeping as a whole (its
+	 * globals may hold blocks it allocated itself, as any library's do),
+	 * but its static caches live there */
+	struct proc_mem_range *object;
+	size_t nobject;
+	uint64_t object_bytes;	       /* their bytes */
 	size_t arenas;		       /* glibc arenas found */
 	size_t arenas_not_followed;    /* past GLIBC_ARENAS_MAX, or unreadable */
 	bool arena_not_found;	       /* glibc, but no arena in its data (none yet?) */
@@ -107,8 +113,9 @@ struct alloc_state_hints {
  * Finds the static state of allocator A (as allocator_detect described
  * it) in process PID, which should be stopped: the writable mappings and
  * bss of the object that provides malloc when A is jemalloc, tcmalloc or
- * mimalloc in an object other than the executable; glibc's arenas when A
- * is glibc (in libc, or in a static executable); jemalloc's threads'
+ * mimalloc in an object other than the executable (OUT->object); as its
+ * bookkeeping (OUT->ranges), glibc's arenas when A is glibc (in libc, or
+ * in a static executable); jemalloc's threads'
  * caches (their stacks of cached blocks, through H->tls) and, with
  * H->extents, the metadata of every extent in its extent map (found
  * through H->blocks).  Other allocators have none that dwleak knows.
