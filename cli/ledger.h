@@ -1,8 +1,10 @@
 /* The ledger: what the traced process has outstanding, kept in user space
  * from the probes' records (allocations and frees, --mmap regions), and
  * its aggregation by stack for the reports: min-age, the oldest age, and
- * the unbiased estimates of --sample-bytes.  No BPF here: records arrive
- * as bytes, so the ledger is tested with fake ones. */
+ * the unbiased estimates of --sample-bytes.  Once the process has exited
+ * its blocks are folded into per-stack sums (ledger_seal), which is all
+ * a report needs of them.  No BPF here: records arrive as bytes, so the
+ * ledger is tested with fake ones. */
 #ifndef DWLEAK_LEDGER_H
 #define DWLEAK_LEDGER_H
 
@@ -16,30 +18,6 @@
 #include "mmap_regions.h"
 
 #define LEDGER_REALLOC_RING 16
-
-struct ledger {
-	struct alloc_table allocs;   /* outstanding allocations by address */
-	struct mmap_regions regions; /* --mmap: the program's own anonymous regions */
-	uint64_t oom;		     /* records not applied: out of memory */
-	int mmap_err;		     /* the first failure applying an mmap event */
-	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */
-	/* addresses realloc was given last: realloc(p, 0) frees p itself, and
-	 * that free of a block already forgotten is not one of an untracked
-	 * block (a ring; a miss only counts one free too many) */
-	uint64_t realloc_freed[LEDGER_REALLOC_RING];
-	unsigned int realloc_next;
-};
-
-/* Applies one alloc_events record of SIZE bytes (struct alloc_event or
- * struct free_event, by type); short or unknown records are ignored.
- * New allocations are stamped with L->now_ns (the caller sets it to when
- * it started reading the records). */
-void ledger_record(struct ledger *l, const void *data, size_t size);
-
-/* Applies one --mmap event. */
-void ledger_mmap(struct ledger *l, const struct mmap_event *e);
-
-void ledger_free(struct ledger *l);
 
 /* Outstanding allocations of one stack (or one pair of stacks: with
  * --unwind both they are grouped by the DWARF and FP walks together). */
@@ -68,6 +46,49 @@ struct ledger_stacks {
 	size_t cap; /* a power of two, or 0 */
 	size_t n;
 };
+
+struct ledger {
+	struct alloc_table allocs;   /* outstanding allocations by address */
+	struct mmap_regions regions; /* --mmap: the program's own anonymous regions */
+	uint64_t oom;		     /* records not applied: out of memory */
+	int mmap_err;		     /* the first failure applying an mmap event */
+	uint64_t now_ns;	     /* CLOCK_MONOTONIC ns stamped on new allocations */
+	/* addresses realloc was given last: realloc(p, 0) frees p itself, and
+	 * that free of a block already forgotten is not one of an untracked
+	 * block (a ring; a miss only counts one free too many) */
+	uint64_t realloc_freed[LEDGER_REALLOC_RING];
+	unsigned int realloc_next;
+	/* ledger_seal: the blocks folded into sums by stack (the ones too
+	 * young then stay in ALLOCS) */
+	bool sealed;
+	struct ledger_stacks folded;
+};
+
+/* Applies one alloc_events record of SIZE bytes (struct alloc_event or
+ * struct free_event, by type); short or unknown records are ignored.
+ * New allocations are stamped with L->now_ns (the caller sets it to when
+ * it started reading the records). */
+void ledger_record(struct ledger *l, const void *data, size_t size);
+
+/* Applies one --mmap event. */
+void ledger_mmap(struct ledger *l, const struct mmap_event *e);
+
+void ledger_free(struct ledger *l);
+
+/*
+ * Seals L, whose process exited (its last records applied, its last leak
+ * check done): every allocation at least MIN_AGE_NS old at NOW_NS is
+ * folded into the sums by stack that ledger_aggregate starts from, as it
+ * would have counted it (weighed for --sample-bytes N = SAMPLE_BYTES),
+ * and its record freed; a younger one stays a record, since a later
+ * report may be the first to find it old enough.  Called once; records
+ * applied after it are ignored.  Returns 0, or -ENOMEM (L unchanged).
+ */
+int ledger_seal(struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes);
+
+/* Calls EACH with CTX for every stack id an outstanding allocation or
+ * region of L names (each id of a pair; an id may come more than once). */
+void ledger_stack_ids(const struct ledger *l, void (*each)(void *ctx, uint64_t id), void *ctx);
 
 /*
  * Aggregates L by stack into OUT (empty on entry; free with
