@@ -1,8 +1,13 @@
 /* The processes a trace follows, and the one place that holds what is
  * per process: its command, objects and allocator, its part of the BPF
- * programs (probes, mapping-table slot), its outstanding allocations, and
- * how it ended.  The tracer (trace.c) drives them through their lives;
- * records reach the right ledger by the process id they carry. */
+ * programs (probes, mapping-table slot, image), its outstanding
+ * allocations, and how it ended.  The tracer (trace.c, trace_procs.c)
+ * drives them through their lives, and gives back at exit what only a
+ * live process needs: its slot, procs entry and probes, its objects, its
+ * entries of the mappings map (copied here first, to name its frames),
+ * its ledger's blocks (folded into sums), its image's stacks when it was
+ * the image's last process.  Records reach the right ledger by the
+ * process id they carry. */
 #ifndef DWLEAK_PROCS_H
 #define DWLEAK_PROCS_H
 
@@ -34,6 +39,11 @@ struct proc {
 	bool exit_called;	  /* --leak-check: it called exit() (and stopped there) */
 	struct leak_scan_result check; /* --leak-check: the last check of it */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
+	bool no_slot;		  /* it was given none: all were taken (counted, said) */
+	uint32_t table_dropped;	  /* mappings left out of its table (> DWLEAK_MAX_PROC_MAPPINGS) */
+	uint32_t image;		  /* its program image (cli/stack_store.h); 0 = none yet */
+	struct probes_mapping *maps; /* exited: its file mappings, taken out of the map */
+	size_t nmaps;
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */
 	bool exited;

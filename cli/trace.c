@@ -29,6 +29,7 @@
 #include "trace_names.h"
 #include "trace_preload.h"
 #include "trace_procs.h"
+#include "trace_stacks.h"
 #include "trace_target.h"
 #include "tracer.h"
 
@@ -164,6 +165,7 @@ static int probes_setup(struct tracer *tr)
 		.guard = env->preempt_guard,
 		.no_walk = env->bench_no_walk,
 		.preload = !env->no_preload,
+		.stacks_max = env->stacks_max,
 	};
 	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed, on_exiting };
 	struct unwinder_maps maps;
@@ -307,6 +309,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		if (!tr->procs.v[i]->exited)
 			leak_check(tr, tr->procs.v[i], "before the report", false);
 	records_drain(tr);
+	trace_stacks_move(tr); /* every walk a record names, into the store */
 	probes_counters(tr->probes, counters);
 	o.leak_check = env->leak_check;
 	for (i = 0; env->leak_check && i < n; i++)
@@ -320,7 +323,8 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		counters[CNT_RESIZED] += p->ledger.allocs.resized;
 		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
-		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
+		err = err ?: trace_names_open(&names[i], tr->stacks, tr->probes, tr->uw, tr->sym, (uint32_t)p->pid,
+					      p->exited && !p->not_followed, p->maps, p->nmaps, &srcs[i]);
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
 					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
 					      : p->exited     ? REPORT_PROCESS_ENDED
@@ -335,6 +339,8 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	if (final && env->stats) {
 		struct unwinder_stats us;
 		struct probes_info pi;
+		struct probes_stacks_stats ms;
+		struct stack_store_stats ss;
 
 		unwinder_stats(tr->uw, &us);
 		probes_info(tr->probes, &pi);
@@ -342,6 +348,9 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		 * process with the library is traced at its own two sites) */
 		stats_print(stderr, &us, &pi, n && !tr->procs.v[0]->preload ? &tr->procs.v[0]->alloc : NULL,
 			    counters);
+		probes_stacks_stats(tr->probes, &ms);
+		stack_store_stats(tr->stacks, &ss);
+		stats_print_stacks(stderr, &ms, &ss);
 		for (i = 0; env->leak_check && i < n; i++)
 			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
@@ -537,6 +546,7 @@ static int poll_loop(struct tracer *tr)
 		records_drain(tr); /* alloc_events records come without wakeups */
 		if (tr->tracees)
 			err = tracee_events(tr);
+		trace_stacks_pressure(tr);
 		now = tracer_now_s();
 		tables_refresh(tr, now >= next_scan);
 		if (now >= next_scan)
@@ -567,6 +577,7 @@ static void tracer_cleanup(struct tracer *tr)
 	tracee_set_free(tr->tracees); /* what still runs runs on, untraced */
 	probes_close(tr->probes);
 	procs_free(&tr->procs);
+	stack_store_free(tr->stacks);
 	suppressions_free(&tr->supp);
 	growth_free(&tr->growth);
 	free(tr->first_alloc);
@@ -613,6 +624,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: warning: not using the table cache: %s\n", table_cache_why());
 	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
 	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
+	err = err ?: stack_store_new(&tr.stacks);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
 		goto out;
