@@ -299,6 +299,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		.counter_names = counter_names,
 	};
 	struct built b = { 0 };
+	struct unwinder_stats limits;
 	int err = stacks && names && srcs && bps ? 0 : -ENOMEM;
 
 	for (i = 0; i < CNT_COUNT; i++)
@@ -312,6 +313,10 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	trace_stacks_move(tr); /* every walk a record names, into the store */
 	probes_counters(tr->probes, counters);
 	o.leak_check = env->leak_check;
+	unwinder_stats(tr->uw, &limits);
+	o.tables_dropped = limits.dropped_full;
+	o.procs_without_table = limits.slots_none;
+	o.mappings_unrecorded = limits.mappings_full;
 	for (i = 0; env->leak_check && i < n; i++)
 		leak_check_totals(&o, &tr->procs.v[i]->check);
 	for (i = 0; !err && i < n; i++) {
@@ -321,7 +326,6 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
 		counters[CNT_REPLACED] += p->ledger.allocs.replaced;
 		counters[CNT_RESIZED] += p->ledger.allocs.resized;
-		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
 		err = err ?: trace_names_open(&names[i], tr->stacks, tr->probes, tr->uw, tr->sym, (uint32_t)p->pid,
 					      p->exited && !p->not_followed, p->maps, p->nmaps, &srcs[i]);
@@ -329,7 +333,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
 					      : p->exited     ? REPORT_PROCESS_ENDED
 							      : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->not_followed };
+					      p->exit_status, p->not_followed, p->ledger.oom, p->table_dropped };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
