@@ -42,7 +42,8 @@ struct proc {
 	bool no_slot;		  /* it was given none: all were taken (counted, said) */
 	uint32_t table_dropped;	  /* mappings left out of its table (> DWLEAK_MAX_PROC_MAPPINGS) */
 	uint32_t image;		  /* its program image (cli/stack_store.h); 0 = none yet */
-	struct probes_mapping *maps; /* exited: its file mappings, taken out of the map */
+	bool maps_kept;		  /* its exit was followed: MAPS were taken out of the map */
+	struct probes_mapping *maps; /* then: its file mappings, to name its frames */
 	size_t nmaps;
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */

@@ -328,7 +328,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		counters[CNT_RESIZED] += p->ledger.allocs.resized;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
 		err = err ?: trace_names_open(&names[i], tr->stacks, tr->probes, tr->uw, tr->sym, (uint32_t)p->pid,
-					      p->exited && !p->not_followed, p->maps, p->nmaps, &srcs[i]);
+					      p->maps_kept, p->maps, p->nmaps, &srcs[i]);
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
 					      p->not_followed ? REPORT_PROCESS_NOT_FOLLOWED
 					      : p->exited     ? REPORT_PROCESS_ENDED

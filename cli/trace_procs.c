@@ -349,6 +349,7 @@ void proc_on_exit(struct tracer *tr, pid_t pid, int status)
 	p->maps = NULL;
 	p->nmaps = 0;
 	err = probes_mappings_take(tr->probes, (uint32_t)pid, &p->maps, &p->nmaps);
+	p->maps_kept = !err;
 	if (err)
 		fprintf(stderr, "dwleak: warning: cannot read the mappings of pid %d (%s), which exited: %s; its "
 				"frames are reported as addresses\n", pid, p->command ? p->command : "?",
