@@ -35,9 +35,9 @@
  * space; more are found with bpf_find_vma (slower, and it fails while
  * another thread holds the mmap lock) and counted. */
 #define DWLEAK_MAX_PROC_MAPPINGS 512
-/* Processes traced at once (a command's tree: every process it forks or
- * execs, alive or not yet reported): the procs map's size.  A process
- * beyond it is not followed, and the report says so. */
+/* Processes traced at once (of a command's tree, those alive: each one's
+ * entry is removed at its exit): the procs map's size.  A process beyond
+ * it is not followed, and the report says so. */
 #define DWLEAK_MAX_PROCS 4096
 /* Processes alive at once whose mapping tables the walker reads (two
  * buffers of struct proc_mappings each, 16 KiB a buffer): beyond them a
