@@ -171,16 +171,20 @@ static int sample_take(struct thread_state *ts, __u64 size)
  * The one place that decides which walks a probe makes, for every probe
  * that walks: none when the walker's buffers are busy (counted), none
  * under DWLEAK_BENCH_NO_WALK, else the DWARF walk, the frame-pointer walk
- * or both (--unwind); and what stack ids stand for walks not made.
+ * or both (--unwind); and what stack ids stand for walks not made.  TS is
+ * the calling thread's state: its process's slot and image (looked up
+ * once per thread).
  * OWN: the caller holds the buffers (walker_enter) and leaves them after;
  * it may have taken the snapshot SN already, and gets it back as the
  * walks left it.  *STACK_ID and *FP_STACK_ID come in 0; an id no walk
  * gives stays 0 (setting both here as well only makes clang lay out
  * alloc_enter differently).
  */
-static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u32 tgid, __u32 pslot,
+static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u32 tgid, struct thread_state *ts,
 					  struct snap_ctx *sn, bool own, __u64 *stack_id, __u64 *fp_stack_id)
 {
+	__u32 pslot;
+
 	if (!own) {
 		count(CNT_WALKER_BUSY);
 		*stack_id = DWLEAK_STACK_WALKER_BUSY;
@@ -191,10 +195,11 @@ static __always_inline void walk_dispatch(struct pt_regs *regs, __u32 kind, __u3
 		*stack_id = DWLEAK_STACK_NOT_WALKED;
 		return;
 	}
+	pslot = thread_proc_slot(ts, tgid);
 	if (unwind_mode & UNWIND_MODE_DWARF)
-		*stack_id = stack_walk(regs, kind, tgid, pslot, sn);
+		*stack_id = stack_walk(regs, kind, tgid, pslot, ts->image, sn);
 	if (unwind_mode & UNWIND_MODE_FP)
-		*fp_stack_id = fp_walk(regs, kind, sn);
+		*fp_stack_id = fp_walk(regs, kind, ts->image, sn);
 	if (!(unwind_mode & UNWIND_MODE_DWARF))
 		*stack_id = *fp_stack_id;
 }
@@ -257,7 +262,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 		count(CNT_ALLOC_CALLS);
 		if (sample_bytes)
 			own = walker_enter();
-		walk_dispatch(ctx, kind, tgid, thread_proc_slot(ts, tgid), &sn, own, &c->stack_id, &c->fp_stack_id);
+		walk_dispatch(ctx, kind, tgid, ts, &sn, own, &c->stack_id, &c->fp_stack_id);
 	} else {
 		count(CNT_NESTED_CALLS);
 	}

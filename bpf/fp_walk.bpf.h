@@ -62,10 +62,12 @@ static long fp_step(__u64 i, struct fp_ctx *f)
  * function's entry, the return address at [rsp] is taken as the caller's
  * frame first (no frame has been set up there yet).  Not inlined: called
  * from one place (walk_dispatch), clang would copy it into every program,
- * for a walk made only for comparison. */
-static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx *sn)
+ * for a walk made only for comparison.  Returns the stack id (seeded with
+ * IMAGE, as stack_walk's), or DWLEAK_STACK_NOT_STORED. */
+static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, struct snap_ctx *sn)
 {
-	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind, .n = 2, .snap = *sn };
+	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind ^ ((__u64)image << 32), .n = 2,
+			    .snap = *sn };
 	struct stack_trace *st;
 	__u32 zero = 0;
 	__u64 ra = 0;
@@ -86,13 +88,13 @@ static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, struct snap_ctx
 	st->end = f.end;
 	st->kind = kind;
 	st->fp = 1;
+	st->image = image;
 	f.hash = (f.hash ^ f.end) * 0x100000001b3ull;
 	f.hash ^= f.hash >> 29;
 	count(CNT_FP_WALKS);
 	count_n(CNT_FP_FRAMES, f.n - 2); /* the walked ones, past ip and [rsp] */
-	stack_store(f.hash, st);
 	*sn = f.snap;
-	return f.hash;
+	return stack_store(f.hash, st);
 }
 
 #endif

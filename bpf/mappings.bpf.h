@@ -29,7 +29,8 @@ static __always_inline struct proc_mappings *proc_maps_get(__u32 pslot, __u32 tg
 }
 
 /* The proc_maps slot of the calling thread's process TGID, looked up in
- * the procs map once per thread and kept in its state TS. */
+ * the procs map once per thread and kept in its state TS, with the
+ * process's image (ts->image; 0 when it is not in the map). */
 static __always_inline __u32 thread_proc_slot(struct thread_state *ts, __u32 tgid)
 {
 	struct proc_info *pi;
@@ -37,6 +38,7 @@ static __always_inline __u32 thread_proc_slot(struct thread_state *ts, __u32 tgi
 	if (!ts->proc_slot) {
 		pi = bpf_map_lookup_elem(&procs, &tgid);
 		ts->proc_slot = (pi ? pi->slot : DWLEAK_NO_SLOT) + 1;
+		ts->image = pi ? pi->image : 0;
 	}
 	return ts->proc_slot - 1;
 }

@@ -82,9 +82,11 @@ struct {
 	__uint(max_entries, 1 << 25); /* resized from user space */
 } alloc_events SEC(".maps");
 
+/* Walked stacks by id, until user space moves them out (stacks.bpf.h);
+ * resized from user space. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16); /* resized from user space */
+	__uint(max_entries, 1 << 16);
 	__type(key, __u64);
 	__type(value, struct stack_trace);
 } stacks SEC(".maps");
@@ -138,6 +140,7 @@ struct walk_memo {
 	__u16 pad;
 	__u32 span;	/* bytes above sp0 the walk used (its last CFA) */
 	__u32 tgid;	/* the process it walked */
+	__u32 image;	/* and its image, which seeds stack_id: an exec keeps the pid */
 	__u32 off[WALK_MEMO_WORDS]; /* bytes above sp0 */
 	__u64 val[WALK_MEMO_WORDS];
 };
@@ -149,8 +152,9 @@ struct {
 	__type(value, struct walk_memo);
 } walk_memo SEC(".maps");
 
-/* Stack ids this CPU already stored in the stacks map (never emptied
- * while tracing), so a known stack costs no map update. */
+/* Stack ids this CPU already stored in the stacks map, so a known stack
+ * costs no map update (never emptied while tracing: user space may have
+ * moved the entry out since, and keeps it; see stacks.bpf.h). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1 << STACK_SEEN_BITS);

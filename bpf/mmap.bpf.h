@@ -96,8 +96,7 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 		ts->sc.by = MMAP_BY_PROGRAM;
 		if (id == NR_MMAP) {
 			own = walker_enter();
-			walk_dispatch(regs, ALLOC_MMAP, tgid, thread_proc_slot(ts, tgid), &sn, own,
-				      &ts->sc.stack_id, &ts->sc.fp_stack_id);
+			walk_dispatch(regs, ALLOC_MMAP, tgid, ts, &sn, own, &ts->sc.stack_id, &ts->sc.fp_stack_id);
 			if (own)
 				walker_leave();
 			stack_learn(ts, &sn);

@@ -3,8 +3,8 @@
  * guard_choose), open and configure (settings_apply: rodata and map
  * sizes), load, attach (allocator functions, the --mmap tracepoints, the
  * dynamic linker's hook), then poll the two ring buffers into the
- * caller's callbacks, and read the stacks, counters and mappings the
- * reports are built from. */
+ * caller's callbacks, and move out the stacks and mappings, and read the
+ * counters, the reports are built from. */
 #define _GNU_SOURCE
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,10 +24,15 @@
 #include "unwinder.h"
 
 /* Map sizes.  Rows and rules get room for libraries loaded after attach;
- * what still does not fit is counted (unwinder_stats.dropped_full). */
+ * what still does not fit is counted (unwinder_stats.dropped_full).  The
+ * stacks map holds walks only until user space moves them out (at every
+ * image's end and when it is half full), so it needs room for what the
+ * programs store between two moves, not for a whole trace's. */
 #define ROWS_MIN (1u << 21)
 #define RULES_MIN (1u << 16)
 #define STACKS_MAX (1u << 14)
+/* Entries read per batch when a map is moved or read out. */
+#define MAP_BATCH 256
 /* The alloc_events ring: 32 MiB holds ~800,000 records, a few tenths of a
  * second of the fastest allocation loop; the reader is woken after the
  * CPUs together wrote at most a quarter of it (ring_wake_records), and
@@ -44,6 +49,7 @@ struct probes {
 	struct probes_info info;
 	bool session; /* allocator entry and return as one uprobe session program */
 	uint32_t rows_cap, rules_cap;
+	struct probes_stacks_stats stacks; /* moves of the stacks map */
 };
 
 bool probes_privileged(void)
@@ -199,7 +205,8 @@ static int settings_apply(struct probes *p)
 	err = bpf_map__set_max_entries(s->maps.rows, p->rows_cap);
 	err = err ?: bpf_map__set_max_entries(s->maps.rules, p->rules_cap);
 	err = err ?: bpf_map__set_max_entries(s->maps.alloc_events, ALLOC_RING_BYTES);
-	err = err ?: bpf_map__set_max_entries(s->maps.stacks, STACKS_MAX);
+	p->stacks.cap = p->set.stacks_max ? p->set.stacks_max : STACKS_MAX;
+	err = err ?: bpf_map__set_max_entries(s->maps.stacks, (uint32_t)p->stacks.cap);
 	return err;
 }
 
@@ -328,10 +335,10 @@ int probes_attach_syscalls(struct probes *p)
 	return p->mmap_links[1] ? 0 : -errno;
 }
 
-int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
-		    unsigned int flags)
+int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
+		    const struct dl_hook *dl, unsigned int flags)
 {
-	struct proc_info pi = { .slot = slot, .flags = flags & PROC_STOP_AT_EXIT };
+	struct proc_info pi = { .slot = slot, .flags = flags & PROC_STOP_AT_EXIT, .image = image };
 	uint32_t key = (uint32_t)pid;
 
 	if (dl && dl->found) {
@@ -447,11 +454,118 @@ void probes_drain(struct probes *p)
 	ring_buffer__consume(p->rb);
 }
 
-int probes_stack(const struct probes *p, uint64_t id, struct stack_trace *out)
+/*
+ * Every entry of hash map FD (keys of KSZ bytes, values of VSZ), read in
+ * batches (taken out as they are read, with TAKE) and given to EACH with
+ * CTX.  An entry added meanwhile may be missed; none is given twice.
+ * Returns how many were given, or a negative errno.
+ */
+static long map_batches(int fd, size_t ksz, size_t vsz, bool take,
+			int (*each)(void *ctx, const void *key, const void *val), void *ctx)
 {
-	if (id == DWLEAK_STACK_WALKER_BUSY || id == DWLEAK_STACK_NOT_WALKED)
-		return -ENOENT;
-	return bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.stacks), &id, out) ? -ENOENT : 0;
+	uint32_t chunk = MAP_BATCH, count, i;
+	uint64_t in = 0, out = 0; /* the kernel's place in the map (a bucket) */
+	char *keys = NULL, *vals = NULL;
+	bool first = true;
+	long n = 0;
+	int err = 0;
+
+	for (;;) {
+		if (!keys) {
+			keys = malloc(chunk * ksz);
+			vals = malloc(chunk * vsz);
+			if (!keys || !vals) {
+				err = -ENOMEM;
+				break;
+			}
+		}
+		count = chunk;
+		err = take ? bpf_map_lookup_and_delete_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL)
+			   : bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &count, NULL);
+		err = err < 0 ? -errno : 0;
+		if (err == -ENOSPC && !count) { /* one bucket holds more than CHUNK */
+			free(keys);
+			free(vals);
+			keys = vals = NULL;
+			chunk *= 2;
+			continue;
+		}
+		for (i = 0; i < count && (!err || err == -ENOENT); i++) {
+			int e = each(ctx, keys + i * ksz, vals + i * vsz);
+
+			err = e ?: err;
+			n++;
+		}
+		if (err)
+			break;
+		in = out;
+		first = false;
+	}
+	free(keys);
+	free(vals);
+	return err == -ENOENT ? n : err;
+}
+
+/* The programs' counter WHICH, summed over CPUs (0 when unreadable). */
+static uint64_t counter_sum(const struct probes *p, uint32_t which)
+{
+	int ncpu = libbpf_num_possible_cpus(), c;
+	uint64_t *vals, sum = 0;
+
+	vals = calloc(ncpu > 0 ? ncpu : 1, sizeof(*vals));
+	if (vals && !bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.counters), &which, vals))
+		for (c = 0; c < ncpu; c++)
+			sum += vals[c];
+	free(vals);
+	return sum;
+}
+
+struct stacks_move {
+	int (*put)(void *ctx, uint64_t id, const struct stack_trace *st);
+	void *ctx;
+};
+
+static int stack_moved(void *ctx, const void *key, const void *val)
+{
+	struct stacks_move *m = ctx;
+	uint64_t id;
+
+	memcpy(&id, key, sizeof(id));
+	return m->put(m->ctx, id, val);
+}
+
+uint64_t probes_stacks_held(struct probes *p, uint64_t *cap, uint64_t *peak)
+{
+	uint64_t stored = counter_sum(p, CNT_STACKS_STORED);
+	uint64_t held = stored > p->stacks.moved ? stored - p->stacks.moved : 0;
+
+	if (held > p->stacks.peak)
+		p->stacks.peak = held;
+	if (cap)
+		*cap = p->stacks.cap;
+	if (peak)
+		*peak = p->stacks.peak;
+	return held;
+}
+
+long probes_stacks_move(struct probes *p, int (*put)(void *ctx, uint64_t id, const struct stack_trace *st),
+			void *ctx)
+{
+	struct stacks_move m = { put, ctx };
+	long n;
+
+	probes_stacks_held(p, NULL, NULL); /* the peak, before it empties */
+	n = map_batches(bpf_map__fd(p->skel->maps.stacks), sizeof(uint64_t), sizeof(struct stack_trace), true,
+			stack_moved, &m);
+	if (n > 0)
+		p->stacks.moved += (uint64_t)n;
+	p->stacks.moves++;
+	return n;
+}
+
+void probes_stacks_stats(const struct probes *p, struct probes_stacks_stats *out)
+{
+	*out = p->stacks;
 }
 
 void probes_counters(const struct probes *p, uint64_t *out)
@@ -474,34 +588,89 @@ void probes_counters(const struct probes *p, uint64_t *out)
 	free(vals);
 }
 
+/* One process's entries of the mappings map, as they are read. */
+struct mappings_of {
+	uint32_t tgid;
+	struct probes_mapping *arr;
+	struct mapping_key *keys;
+	size_t n, cap;
+};
+
+static int mapping_read(void *ctx, const void *key, const void *val)
+{
+	struct mappings_of *m = ctx;
+	const struct mapping_seen *v = val;
+	struct mapping_key k;
+
+	memcpy(&k, key, sizeof(k));
+	if (k.tgid != m->tgid)
+		return 0;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct probes_mapping *a = realloc(m->arr, cap * sizeof(*a));
+		struct mapping_key *ks = a ? realloc(m->keys, cap * sizeof(*ks)) : NULL;
+
+		if (a)
+			m->arr = a;
+		if (!ks)
+			return -ENOMEM;
+		m->keys = ks;
+		m->cap = cap;
+	}
+	m->keys[m->n] = k;
+	m->arr[m->n++] = (struct probes_mapping){ k.start, v->end, v->pgoff, v->file };
+	return 0;
+}
+
+/* TGID's mappings into *M, one pass of batch reads over the map. */
+static int mappings_read(const struct probes *p, uint32_t tgid, struct mappings_of *m)
+{
+	long n;
+
+	memset(m, 0, sizeof(*m));
+	m->tgid = tgid;
+	n = map_batches(bpf_map__fd(p->skel->maps.mappings), sizeof(struct mapping_key),
+			sizeof(struct mapping_seen), false, mapping_read, m);
+	if (n < 0) {
+		free(m->arr);
+		free(m->keys);
+		return (int)n;
+	}
+	return 0;
+}
+
 int probes_mappings(const struct probes *p, uint32_t tgid, struct probes_mapping **out, size_t *n)
 {
-	int fd = bpf_map__fd(p->skel->maps.mappings);
-	struct probes_mapping *arr = NULL, *g;
-	struct mapping_key key, next;
-	struct mapping_seen val;
-	size_t cnt = 0, cap = 0;
-	void *prev = NULL;
+	struct mappings_of m;
+	int err = mappings_read(p, tgid, &m);
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		if (key.tgid != tgid || bpf_map_lookup_elem(fd, &key, &val))
-			continue;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			g = realloc(arr, cap * sizeof(*g));
-			if (!g) {
-				free(arr);
-				return -ENOMEM;
-			}
-			arr = g;
-		}
-		arr[cnt++] = (struct probes_mapping){ key.start, val.end, val.pgoff, val.file };
-	}
-	*out = arr;
-	*n = cnt;
+	if (err)
+		return err;
+	free(m.keys);
+	*out = m.arr;
+	*n = m.n;
 	return 0;
+}
+
+int probes_mappings_take(struct probes *p, uint32_t tgid, struct probes_mapping **out, size_t *n)
+{
+	struct mappings_of m;
+	uint32_t count;
+	int err = mappings_read(p, tgid, &m);
+
+	if (err)
+		return err;
+	count = (uint32_t)m.n;
+	if (count && bpf_map_delete_batch(bpf_map__fd(p->skel->maps.mappings), m.keys, &count, NULL))
+		err = -errno;
+	free(m.keys);
+	if (out && !err) {
+		*out = m.arr;
+		*n = m.n;
+	} else {
+		free(m.arr);
+	}
+	return err;
 }
 
 void probes_tables_changed(struct probes *p)

@@ -38,6 +38,8 @@ struct probes_settings {
 				 * preemption model */
 	bool no_walk;		/* bench/: everything but the walk (no stacks) */
 	bool preload;		/* the preload library's site programs are loaded too */
+	uint32_t stacks_max;	/* the stacks map's size; 0 = the default (tests make it
+				 * small, DWLEAK_STACKS_MAX, to fill it on purpose) */
 };
 
 /* What the programs report, delivered from probes_poll and probes_drain.
@@ -109,7 +111,8 @@ struct probes_proc {
 
 /*
  * Tells the programs of process PID: its mapping table slot SLOT (from
- * unwinder_slot_take, or DWLEAK_NO_SLOT) and its dynamic linker's hook DL
+ * unwinder_slot_take, or DWLEAK_NO_SLOT), its image IMAGE (the seed of
+ * its stack ids: cli/stack_store.h) and its dynamic linker's hook DL
  * (may be NULL).  FLAGS (enum proc_flags) ask for stops, only for
  * processes followed with ptrace, whose tracer resumes them: with
  * PROC_STOP_AT_DL_STATE the thread that calls the hook stops itself
@@ -120,8 +123,8 @@ struct probes_proc {
  * Returns 0 or a negative errno (-E2BIG: DWLEAK_MAX_PROCS processes are
  * traced already).
  */
-int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, const struct dl_hook *dl,
-		    unsigned int flags);
+int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
+		    const struct dl_hook *dl, unsigned int flags);
 
 /* Probes exit() for PP's process: the function at file offset OFF of the
  * object PATH.  Returns 0 or a negative errno. */
@@ -177,16 +180,42 @@ int probes_poll(struct probes *p, int timeout_ms);
  * wakeups). */
 void probes_drain(struct probes *p);
 
-/* The walk stored under ID.  Returns 0, or -ENOENT when it is not stored
- * (the stacks map was full, or ID is one of the DWLEAK_STACK_* ids). */
-int probes_stack(const struct probes *p, uint64_t id, struct stack_trace *out);
+/*
+ * Moves every walk in the stacks map out to the caller: PUT gets each
+ * (with CTX) before it is deleted, and keeps a copy (the map is only where
+ * walks wait: see bpf/stacks.bpf.h).  A walk stored meanwhile stays for
+ * the next call.  Returns how many were moved, or a negative errno (from
+ * PUT, or the map's batch operations).
+ */
+long probes_stacks_move(struct probes *p, int (*put)(void *ctx, uint64_t id, const struct stack_trace *st),
+			void *ctx);
+
+/* The stacks map's occupancy now (walks stored less walks moved out) and
+ * its size; *PEAK (may be NULL) gets the most it was seen to hold: at each
+ * move and each call of this. */
+uint64_t probes_stacks_held(struct probes *p, uint64_t *cap, uint64_t *peak);
+
+/* What the stacks map went through, for --stats. */
+struct probes_stacks_stats {
+	uint64_t cap;	  /* its size */
+	uint64_t moves;	  /* probes_stacks_move calls */
+	uint64_t moved;	  /* walks moved out */
+	uint64_t peak;	  /* the most it was seen to hold */
+};
+
+void probes_stacks_stats(const struct probes *p, struct probes_stacks_stats *out);
 
 /* The programs' counters, summed over CPUs, into OUT[CNT_COUNT]. */
 void probes_counters(const struct probes *p, uint64_t *out);
 
 /* The file mappings of process TGID the programs met or were told of, in
- * a malloc'd array *OUT of *N.  Returns 0 or -ENOMEM. */
+ * a malloc'd array *OUT of *N.  Returns 0 or a negative errno. */
 int probes_mappings(const struct probes *p, uint32_t tgid, struct probes_mapping **out, size_t *n);
+
+/* The same, taken out of the mappings map (an exited process's, kept by
+ * the caller to name its frames; OUT NULL: an exec'd process's old ones,
+ * dropped).  Returns 0 or a negative errno. */
+int probes_mappings_take(struct probes *p, uint32_t tgid, struct probes_mapping **out, size_t *n);
 
 /* After the mappings or tables changed: the walker's per-CPU rule cache
  * holds rules by runtime address, which may now belong to another object. */

@@ -1,28 +1,42 @@
 /* A walked stack's way out to user space: the stacks map, behind a
  * per-CPU cache of the ids this CPU already stored.  Both walkers store
- * through it.
+ * through it.  The map is a staging area: user space moves its entries
+ * out (copies them, then deletes them) as images end and whenever it is
+ * half full, so a cached id may name an entry user space holds by now;
+ * it keeps every stack of an image that still has processes
+ * (cli/stack_store.c), and ids are seeded with the image.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_STACKS_BPF_H
 #define DWLEAK_STACKS_BPF_H
 
 #include "maps.bpf.h"
 
+#define EEXIST 17
+
 /* Stores stack ST under ID in the stacks map, unless this CPU already did.
- * Returns 0 when the map holds it. */
-static int stack_store(__u64 id, struct stack_trace *st)
+ * Returns ID when the map holds it (or held it: user space has it then),
+ * DWLEAK_STACK_NOT_STORED when the map was full (counted). */
+static __u64 stack_store(__u64 id, struct stack_trace *st)
 {
 	__u32 i = (__u32)(id >> (64 - STACK_SEEN_BITS));
 	__u64 *seen = bpf_map_lookup_elem(&stack_seen, &i);
+	long err;
 
 	if (seen && *seen == id)
-		return 0;
-	if (bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST) && !bpf_map_lookup_elem(&stacks, &id)) {
+		return id;
+	/* -EEXIST: another CPU stored it, or this one before its cache
+	 * forgot; an id user space moved out is stored again, and user space
+	 * takes the second copy for the one it has */
+	err = bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST);
+	if (!err) {
+		count(CNT_STACKS_STORED);
+	} else if (err != -EEXIST) {
 		count(CNT_STACKS_FULL);
-		return -1;
+		return DWLEAK_STACK_NOT_STORED;
 	}
 	if (seen)
 		*seen = id;
-	return 0;
+	return id;
 }
 
 #endif

@@ -57,12 +57,12 @@ static __always_inline int site_alloc(struct pt_regs *ctx)
 		sn.limit = stack_limit(ts, sp);
 		sn.want = ts->snap_hint;
 		snap_take(&sn, sp);
-		walk_dispatch(regs, kind, tgid, thread_proc_slot(ts, tgid), &sn, true, &stack_id, &fp_stack_id);
+		walk_dispatch(regs, kind, tgid, ts, &sn, true, &stack_id, &fp_stack_id);
 		stack_learn(ts, &sn);
 		if (unwind_mode & UNWIND_MODE_DWARF)
 			ts->snap_hint = sn.want < STACK_SNAP - 512 ? (sn.want + 512) & ~255ull : STACK_SNAP;
 	} else {
-		walk_dispatch(ctx, kind, tgid, DWLEAK_NO_SLOT, &sn, false, &stack_id, &fp_stack_id);
+		walk_dispatch(ctx, kind, tgid, ts, &sn, false, &stack_id, &fp_stack_id);
 	}
 	if (own)
 		walker_leave();

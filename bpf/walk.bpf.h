@@ -366,7 +366,7 @@ __noinline int memo_match(__u32 idx, const struct walk_start *s, struct snap_ctx
 	__u64 v, sp;
 
 	if (!m || !s || !sn || m->pc0 != s->pc || m->sp0 != s->sp || m->gen != rule_gen ||
-	    m->tgid != s->tgid || (m->use_bp0 && m->bp0 != s->bp))
+	    m->tgid != s->tgid || m->image != s->image || (m->use_bp0 && m->bp0 != s->bp))
 		return 0;
 	sp = s->sp;
 	/* one lookup of the snapshot, not one a word: ~4 ns each */
@@ -386,7 +386,8 @@ __noinline int memo_match(__u32 idx, const struct walk_start *s, struct snap_ctx
 }
 
 /* Walks the user stack from S (a walk_memo miss, slot MEMO_IDX), stores
- * it and remembers it in that slot when it can.  Returns the stack id. */
+ * it and remembers it in that slot when it can.  Returns the stack id, or
+ * DWLEAK_STACK_NOT_STORED when the stacks map had no room for it. */
 static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, struct snap_ctx *sn,
 					__u32 memo_idx)
 {
@@ -394,6 +395,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	struct walk_memo *m;
 	struct stack_trace *st;
 	__u32 zero = 0, gen = rule_gen;
+	__u64 id;
 
 	if (!s || !sn)
 		return 0;
@@ -411,7 +413,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	w.exact_pc = 1;
 	w.tgid = s->tgid;
 	w.pslot = s->pslot;
-	w.hash = 0xcbf29ce484222325ull ^ kind;
+	w.hash = 0xcbf29ce484222325ull ^ kind ^ ((__u64)s->image << 32);
 	w.tramp = uretprobe_trampoline();
 	w.end = WALK_END_TRUNCATED;
 	w.snap = *sn;
@@ -423,6 +425,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	st->end = w.end;
 	st->kind = kind;
 	st->fp = 0;
+	st->image = s->image;
 	w.hash = (w.hash ^ w.end) * 0x100000001b3ull;
 	w.hash ^= w.hash >> 29;
 	count(CNT_WALKS);
@@ -430,11 +433,13 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	if (w.misses)
 		count_n(CNT_RULE_CACHE_MISSES, w.misses);
 	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
-	if (!stack_store(w.hash, st) && w.rec && w.nrec <= WALK_MEMO_WORDS && m &&
+	id = stack_store(w.hash, st);
+	if (id == w.hash && w.rec && w.nrec <= WALK_MEMO_WORDS && m &&
 	    (w.end == WALK_END_OK || w.end == WALK_END_ZERO_RA || w.end == WALK_END_TRUNCATED)) {
 		m->sp0 = w.sp0;
 		m->bp0 = s->bp;
 		m->tgid = s->tgid;
+		m->image = s->image;
 		m->use_bp0 = w.use_bp0;
 		m->gen = gen;
 		m->nwords = w.nrec;
@@ -446,17 +451,18 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	}
 	*sn = w.snap; /* it may have moved up the stack */
 	sn->want = w.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
-	return w.hash;
+	return id;
 }
 
 /* Walks the user stack at an allocator's entry and stores it.  Returns the
- * stack id (a hash of its frames, kind and end).  The remembered walk's
+ * stack id (a hash of its frames, kind and end, seeded with the process's
+ * IMAGE), or DWLEAK_STACK_NOT_STORED.  The remembered walk's
  * check is inline: it is the common case, and a call costs a return
  * thunk here. */
 static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, __u32 pslot,
-					struct snap_ctx *sn)
+					__u32 image, struct snap_ctx *sn)
 {
-	struct walk_start s = { PT_REGS_IP(ctx), PT_REGS_SP(ctx), ctx->bp, tgid, pslot };
+	struct walk_start s = { PT_REGS_IP(ctx), PT_REGS_SP(ctx), ctx->bp, tgid, pslot, image };
 	__u32 idx = walk_memo_idx(s.pc, s.sp);
 	struct walk_memo *m;
 

@@ -28,6 +28,8 @@ struct walk_start {
 	__u64 bp;
 	__u32 tgid;
 	__u32 pslot; /* the process's proc_maps slot (thread_proc_slot), or DWLEAK_NO_SLOT */
+	__u32 image; /* its proc_info.image: the stack id's seed */
+	__u32 pad;
 };
 
 struct walk_ctx {

@@ -1,7 +1,11 @@
 /* The report builder: aggregated stacks named frame by frame, with how
- * each walk ended, growth, suppressions and the frame-pointer comparison. */
+ * each walk ended, growth, suppressions, the frame-pointer comparison,
+ * and one line per thing the trace lost or limit it hit. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +63,11 @@ static void growth_remember(struct growth *g, const struct build_proc *procs, si
 
 void build_free(struct built *b)
 {
+	size_t i;
+
+	for (i = 0; i < b->nlosses; i++)
+		free((char *)b->losses[i].text);
+	free(b->losses);
 	frame_arena_free(&b->arena);
 	free(b->stacks);
 	free(b->spans);
@@ -69,9 +78,10 @@ void build_free(struct built *b)
 }
 
 /* Ends of stacks that have no walk_end: no frames at all. */
-#define END_NOT_STORED (-1)  /* stacks map full */
+#define END_NOT_STORED (-1)  /* DWLEAK_STACK_NOT_STORED: stacks map full */
 #define END_WALKER_BUSY (-2) /* DWLEAK_STACK_WALKER_BUSY */
 #define END_NOT_WALKED (-3)  /* DWLEAK_STACK_NOT_WALKED */
+#define END_MISSING (-4)     /* a walk's id the source does not have */
 
 /*
  * Frames in dwleak's preload library (libdwleak-preload.so) are left out:
@@ -98,8 +108,9 @@ static int frames_of(const struct stack_source *src, struct built *b, uint64_t i
 
 	*end = id == DWLEAK_STACK_WALKER_BUSY  ? END_WALKER_BUSY
 	       : id == DWLEAK_STACK_NOT_WALKED ? END_NOT_WALKED
-					       : END_NOT_STORED;
-	if (*end != END_NOT_STORED || src->walk(src->ctx, id, &st))
+	       : id == DWLEAK_STACK_NOT_STORED ? END_NOT_STORED
+					       : END_MISSING;
+	if (*end != END_MISSING || src->walk(src->ctx, id, &st))
 		return 0;
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
 		size_t before = b->arena.nframes;
@@ -121,6 +132,7 @@ static const char *end_reason(int end)
 	case END_WALKER_BUSY: return "skipped, a preempted probe held this CPU's walker buffers";
 	case END_NOT_WALKED: return "not walked (DWLEAK_BENCH_NO_WALK=1)";
 	case END_NOT_STORED: return "stack not stored (stacks map full)";
+	case END_MISSING: return "stack lost by dwleak (a bug: please report it)";
 	default: return probes_walk_end_reason((uint32_t)end);
 	}
 }
@@ -203,12 +215,19 @@ static size_t physical_frames(const struct report_frame *fr, size_t n)
 	return k;
 }
 
+/* What a process's stacks lost, summed for its loss lines. */
+struct proc_losses {
+	uint64_t unstored, unstored_bytes; /* allocations recorded without a stack: map full */
+	uint64_t missing, missing_bytes;   /* naming a stack the source does not have */
+};
+
 static int stack_build(const struct build_opts *o, const struct build_proc *bp, struct built *b,
-		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span)
+		       const struct ledger_stack *g, struct report_stack *rs, struct frame_span *span,
+		       struct proc_losses *pl)
 {
 	const struct stack_source *src = bp->src;
 	const struct report_frame *fr;
-	int err, end;
+	int err, end, fp_end = WALK_END_OK;
 
 	rs->pid = bp->pid;
 	rs->command = bp->command;
@@ -245,10 +264,18 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 		leak_kinds_set(o, g, rs);
 	span[1] = frame_span_start(&b->arena);
 	if (g->fp_stack_id && o->unwind_mode != UNWIND_MODE_FP) {
-		err = frames_of(src, b, g->fp_stack_id, &end);
-		rs->fp_complete = end == WALK_END_OK;
+		err = frames_of(src, b, g->fp_stack_id, &fp_end);
+		rs->fp_complete = fp_end == WALK_END_OK;
 	}
 	frame_span_end(&b->arena, &span[1]);
+	/* an allocation either of whose walks went unstored, or is missing */
+	if (end == END_NOT_STORED || fp_end == END_NOT_STORED) {
+		pl->unstored += rs->allocations;
+		pl->unstored_bytes += rs->bytes;
+	} else if (end == END_MISSING || fp_end == END_MISSING) {
+		pl->missing += rs->allocations;
+		pl->missing_bytes += rs->bytes;
+	}
 	return err;
 }
 
@@ -271,6 +298,31 @@ static bool stacks_same(const struct report_stack *x, size_t px, const struct re
 	       x->truncated == y->truncated && x->fp_complete == y->fp_complete &&
 	       frames_same(x->frames, x->nframes, y->frames, y->nframes) &&
 	       frames_same(x->fp_frames, x->nfp_frames, y->fp_frames, y->nfp_frames);
+}
+
+/* Adds what S counts into T, the stack it is merged into: bytes, the
+ * leak check's kinds and residency (left out, S's blocks would read as
+ * "not classified"), age and growth. */
+static void stack_merge_into(struct report_stack *t, const struct report_stack *s)
+{
+	size_t k;
+
+	t->bytes += s->bytes;
+	t->allocations += s->allocations;
+	if (s->oldest_age_s > t->oldest_age_s)
+		t->oldest_age_s = s->oldest_age_s;
+	t->growth_bytes_per_s += s->growth_bytes_per_s;
+	for (k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
+		t->leak_kinds[k].bytes += s->leak_kinds[k].bytes;
+		t->leak_kinds[k].allocations += s->leak_kinds[k].allocations;
+	}
+	t->has_leak_kinds |= s->has_leak_kinds;
+	if (s->has_residency) {
+		t->residency.resident += s->residency.resident;
+		t->residency.swapped += s->residency.swapped;
+		t->residency.untouched += s->residency.untouched;
+		t->has_residency = true;
+	}
 }
 
 /*
@@ -305,11 +357,7 @@ static int stacks_merge(struct built *b, const size_t *proc)
 
 			if (!stacks_same(t, proc[keep[slots[j]]], &s[i], proc[i]))
 				continue;
-			t->bytes += s[i].bytes;
-			t->allocations += s[i].allocations;
-			if (s[i].oldest_age_s > t->oldest_age_s)
-				t->oldest_age_s = s[i].oldest_age_s;
-			t->growth_bytes_per_s += s[i].growth_bytes_per_s;
+			stack_merge_into(t, &s[i]);
 			break;
 		}
 		if (slots[j] == SIZE_MAX) {
@@ -351,16 +399,116 @@ static int suppress_stacks(struct suppressions *supp, struct built *b)
 	return 0;
 }
 
-/* Everything the counters say was lost on the way. */
+/* Adds a loss line: WHAT of process PID (0: the trace's), COUNT of them
+ * (BYTES when they are allocations), the line FMT says.  -ENOMEM. */
+static int __attribute__((format(printf, 6, 7)))
+loss_add(struct built *b, const char *what, int pid, uint64_t count, uint64_t bytes, const char *fmt, ...)
+{
+	struct report_loss *l;
+	char *text;
+	va_list ap;
+	int n;
+
+	if (b->nlosses == b->losses_cap) {
+		size_t cap = b->losses_cap ? 2 * b->losses_cap : 8;
+
+		l = realloc(b->losses, cap * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		b->losses = l;
+		b->losses_cap = cap;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	b->losses[b->nlosses++] = (struct report_loss){ what, pid, count, bytes, text };
+	return 0;
+}
+
+/* The loss lines of process P (its sums PL), and what it lost on its own. */
+static int proc_losses_say(struct built *b, const struct build_proc *p, const struct proc_losses *pl)
+{
+	const char *cmd = p->command ? p->command : "?";
+	int err = 0;
+
+	if (pl->unstored)
+		err = loss_add(b, "stacks_map_full", p->pid, pl->unstored, pl->unstored_bytes,
+			       "%llu allocations (%llu bytes) of pid %d (%s) were recorded without a stack: the "
+			       "stacks map was full",
+			       (unsigned long long)pl->unstored, (unsigned long long)pl->unstored_bytes, p->pid, cmd);
+	if (!err && pl->missing)
+		err = loss_add(b, "stack_missing", p->pid, pl->missing, pl->missing_bytes,
+			       "%llu allocations (%llu bytes) of pid %d (%s) name a stack dwleak no longer has "
+			       "(a bug in dwleak: please report it)",
+			       (unsigned long long)pl->missing, (unsigned long long)pl->missing_bytes, p->pid, cmd);
+	if (!err && p->records_lost)
+		err = loss_add(b, "records_not_applied", p->pid, p->records_lost, 0,
+			       "%llu records of pid %d (%s) could not be applied: dwleak ran out of memory",
+			       (unsigned long long)p->records_lost, p->pid, cmd);
+	if (!err && p->mappings_beyond_table)
+		err = loss_add(b, "proc_mappings_full", p->pid, p->mappings_beyond_table, 0,
+			       "%u executable mappings of pid %d (%s) did not fit its walker table (%d): its "
+			       "walks look them up in the kernel, slower and failing under mmap-lock "
+			       "contention (walk_err_vma_busy)",
+			       p->mappings_beyond_table, p->pid, cmd, DWLEAK_MAX_PROC_MAPPINGS);
+	return err;
+}
+
+/* The loss lines of the trace as a whole: the programs' counters C of
+ * what they gave up on, and the limits user space hit. */
+static int trace_losses_say(struct built *b, const struct build_opts *o, const uint64_t *c)
+{
+	uint64_t mappings = c[CNT_MAPPINGS_FULL] + o->mappings_unrecorded;
+	int err = 0;
+
+	if (c[CNT_RING_FULL])
+		err = loss_add(b, "alloc_events_lost", 0, c[CNT_RING_FULL], 0,
+			       "%llu allocator records were lost: the alloc_events ring buffer was full (dwleak fell "
+			       "behind); those allocations and frees are missing from the ledger",
+			       (unsigned long long)c[CNT_RING_FULL]);
+	if (!err && c[CNT_EVENTS_LOST])
+		err = loss_add(b, "events_lost", 0, c[CNT_EVENTS_LOST], 0,
+			       "%llu events were lost: the events ring buffer was full (unwind table requests, "
+			       "linker stops, --mmap regions)", (unsigned long long)c[CNT_EVENTS_LOST]);
+	if (!err && c[CNT_PENDING_FULL])
+		err = loss_add(b, "pending_calls_full", 0, c[CNT_PENDING_FULL], 0,
+			       "%llu allocator calls were not recorded: more than %d were pending on one thread",
+			       (unsigned long long)c[CNT_PENDING_FULL], DWLEAK_MAX_PENDING);
+	if (!err && c[CNT_STACKS_FULL])
+		err = loss_add(b, "stacks_map_full", 0, c[CNT_STACKS_FULL], 0,
+			       "%llu walks could not store their stack: the stacks map was full (dwleak empties it "
+			       "as processes end and when it is half full; more new stacks came between two of "
+			       "those than it holds)", (unsigned long long)c[CNT_STACKS_FULL]);
+	if (!err && mappings)
+		err = loss_add(b, "mappings_map_full", 0, mappings, 0,
+			       "%llu mappings were not recorded for naming frames: the mappings map was full (frames "
+			       "in them are shown as addresses)", (unsigned long long)mappings);
+	if (!err && o->tables_dropped)
+		err = loss_add(b, "tables_dropped", 0, o->tables_dropped, 0,
+			       "%u unwind tables did not fit the walker's maps: walks stop in those objects "
+			       "(walk_err_no_table)", o->tables_dropped);
+	if (!err && o->procs_without_table)
+		err = loss_add(b, "proc_slots_full", 0, o->procs_without_table, 0,
+			       "%u processes got no walker mapping table (more than %d were alive at once): their "
+			       "walks look mappings up in the kernel, slower and failing under mmap-lock "
+			       "contention (walk_err_vma_busy)", o->procs_without_table, DWLEAK_MAX_PROC_SLOTS);
+	return err;
+}
+
+/* Records and events lost on the way: what the report cannot count at all
+ * (each cause also has its loss line). */
 static uint64_t dropped_of(const uint64_t *c, uint64_t lost_records)
 {
-	return c[CNT_RING_FULL] + lost_records + c[CNT_STACKS_FULL] + c[CNT_PENDING_FULL] + c[CNT_EVENTS_LOST] +
-	       c[CNT_MAPPINGS_FULL];
+	return c[CNT_RING_FULL] + c[CNT_EVENTS_LOST] + lost_records;
 }
 
 int build_report(const struct build_proc *procs, size_t nprocs, const struct build_opts *o, struct built *b)
 {
 	size_t i, p, k = 0, total = 0, *proc;
+	uint64_t lost_records = o->lost_records;
+	struct proc_losses *pl;
 	int err = 0;
 
 	memset(b, 0, sizeof(*b));
@@ -371,8 +519,10 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 	b->stacks = calloc(total + 1, sizeof(*b->stacks));
 	b->spans = calloc(2 * (total + 1), sizeof(*b->spans));
 	proc = calloc(total + 1, sizeof(*proc));
-	if (!b->stacks || !b->spans || !proc) {
+	pl = calloc(nprocs + 1, sizeof(*pl));
+	if (!b->stacks || !b->spans || !proc || !pl) {
 		free(proc);
+		free(pl);
 		return -ENOMEM;
 	}
 	for (p = 0; p < nprocs; p++) {
@@ -381,14 +531,27 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		for (i = 0; i < t->cap; i++) {
 			if (!t->slots[i].count)
 				continue;
-			err = stack_build(o, &procs[p], b, &t->slots[i], &b->stacks[k], &b->spans[2 * k]);
+			err = stack_build(o, &procs[p], b, &t->slots[i], &b->stacks[k], &b->spans[2 * k], &pl[p]);
 			if (err) {
 				free(proc);
+				free(pl);
 				return err;
 			}
 			proc[k++] = p;
 		}
+		lost_records += procs[p].records_lost;
 	}
+	/* what was lost: the trace's causes first, then each process's */
+	err = trace_losses_say(b, o, b->counters);
+	for (p = 0; !err && p < nprocs; p++)
+		err = proc_losses_say(b, &procs[p], &pl[p]);
+	free(pl);
+	if (err) {
+		free(proc);
+		return err;
+	}
+	b->r.losses = b->losses;
+	b->r.nlosses = b->nlosses;
 	/* frames were appended to one growing array: point stacks in now */
 	for (i = 0; i < k; i++) {
 		b->stacks[i].frames = frame_span_frames(&b->arena, b->spans[2 * i]);
@@ -431,7 +594,7 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 	report_totals_from_stacks(&b->r);
 	if (o->unwind_mode == UNWIND_MODE_BOTH && (err = fp_compare(&b->r, &b->fp)))
 		return err;
-	b->r.totals.dropped_events = dropped_of(b->counters, o->lost_records);
+	b->r.totals.dropped_events = dropped_of(b->counters, lost_records);
 	if (o->counter_names) {
 		b->r.counter_names = o->counter_names;
 		b->r.counter_values = b->counters;

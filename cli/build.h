@@ -1,8 +1,9 @@
 /* The report builder: the ledger's stacks -> a struct report the writers
  * take.  It names every walked frame through a stack_source (the live
- * trace's BPF maps and symbolizer, or a unit test's fake walks), says how
- * each walk ended, and applies growth since the previous report,
- * suppressions and the frame-pointer comparison. */
+ * trace's stack store and symbolizer, or a unit test's fake walks), says
+ * how each walk ended, applies growth since the previous report,
+ * suppressions and the frame-pointer comparison, and says each thing the
+ * trace lost, or limit it hit, on a line of its own. */
 #ifndef DWLEAK_BUILD_H
 #define DWLEAK_BUILD_H
 
@@ -19,7 +20,7 @@
 /* Where walks and names come from. */
 struct stack_source {
 	void *ctx;
-	/* the walk stored under ID: 0, or -ENOENT when it is not stored */
+	/* the walk stored under ID: 0, or -ENOENT when there is none */
 	int (*walk)(void *ctx, uint64_t id, struct stack_trace *out);
 	/* appends the frames of runtime address PC to A (several when debug
 	 * information describes inlined calls); RETURN_ADDR: PC is a return
@@ -52,6 +53,8 @@ struct build_proc {
 	int wait_status;
 	const char *reason;		  /* why its allocations are not traced; NULL: traced */
 	const char *unchecked;		  /* --leak-check: why blocks have no kind; NULL */
+	uint64_t records_lost;		  /* its records the ledger could not apply (no memory) */
+	uint32_t mappings_beyond_table;	  /* executable mappings its walker table had no room for */
 };
 
 struct build_opts {
@@ -67,7 +70,11 @@ struct build_opts {
 	struct suppressions *supp;   /* NULL = none; its rule counts are reset and refilled */
 	const uint64_t *counters;    /* CNT_COUNT values, or NULL */
 	const char *const *counter_names; /* CNT_COUNT names for the report */
-	uint64_t lost_records;	/* records the ledger could not apply (out of memory) */
+	uint64_t lost_records;	/* records no process's ledger could apply (out of memory) */
+	/* limits hit on the user side, said with the losses */
+	uint32_t tables_dropped;	/* unwind tables that did not fit the walker's maps */
+	uint32_t procs_without_table;	/* processes given no mapping-table slot */
+	uint64_t mappings_unrecorded;	/* mappings user space could not record for naming */
 	/* --leak-check: every stack gets its kinds (the blocks the checks
 	 * classified; what came after is unclassified), and the report the
 	 * checks' memory read, longest pause and RSS account */
@@ -85,6 +92,8 @@ struct built {
 	struct report_fp_summary fp;
 	struct report_suppressed *supp;
 	struct report_process *processes;
+	struct report_loss *losses;
+	size_t nlosses, losses_cap;
 	uint64_t counters[CNT_COUNT];
 };
 

@@ -261,9 +261,22 @@ static int env_knobs_read(struct env *env)
 	const char *session = getenv("DWLEAK_UPROBE_SESSION");
 	const char *guard = getenv("DWLEAK_PREEMPT_GUARD");
 	const char *no_walk = getenv("DWLEAK_BENCH_NO_WALK");
+	const char *stacks_max = getenv("DWLEAK_STACKS_MAX");
+	char *end = NULL;
+	unsigned long n;
 
 	env->uprobe_session = session ? !strcmp(session, "1") : -1;
 	env->bench_no_walk = no_walk && !strcmp(no_walk, "1");
+	if (stacks_max && *stacks_max) {
+		errno = 0;
+		n = strtoul(stacks_max, &end, 10);
+		if (errno || *end || n < 1 || n > (1ul << 24)) {
+			fprintf(stderr, "dwleak: DWLEAK_STACKS_MAX=%s: want a number of entries from 1 to %lu\n",
+				stacks_max, 1ul << 24);
+			return EXIT_USAGE;
+		}
+		env->stacks_max = (uint32_t)n;
+	}
 	env->preempt_guard = -1;
 	if (!guard || !*guard)
 		return 0;

@@ -1,5 +1,6 @@
 /* The ledger of outstanding allocations: ring records applied in the
- * order the probes wrote them, and aggregation by stack. */
+ * order the probes wrote them, aggregation by stack, and the fold of an
+ * exited process's blocks into sums. */
 #include <errno.h>
 #include <stdbool.h>
 #include <math.h>
@@ -42,7 +43,7 @@ void ledger_record(struct ledger *l, const void *data, size_t size)
 	const struct alloc_event *a = data;
 	const struct free_event *f = data;
 
-	if (size < sizeof(*f))
+	if (size < sizeof(*f) || l->sealed)
 		return;
 	if (f->type == AEV_REALLOC_FREE) {
 		freed_remember(l, f->addr);
@@ -150,6 +151,7 @@ void ledger_free(struct ledger *l)
 	mmap_regions_free(&l->alloc_memory);
 	alloc_table_free(&l->freed);
 	mmap_regions_free(&l->unmapped);
+	ledger_stacks_free(&l->folded);
 }
 
 static size_t slot_of(uint64_t id, uint64_t fp_id, size_t cap)
@@ -239,6 +241,101 @@ static int too_young(uint64_t now, uint64_t ts, uint64_t min_age_ns)
 	return now > ts && now - ts < min_age_ns;
 }
 
+/* A's weight in the estimates: sampled with probability 1 - exp(-size/N),
+ * it stands for the inverse of that many (1 without --sample-bytes). */
+static double weight_of(const struct alloc_rec *a, uint64_t sample_bytes)
+{
+	return sample_bytes && a->size ? 1.0 / -expm1(-(double)a->size / (double)sample_bytes) : 1.0;
+}
+
+/* Adds the sums S (of another table) into T.  Returns 0 or -ENOMEM. */
+static int stacks_add(struct ledger_stacks *t, const struct ledger_stack *s)
+{
+	struct ledger_stack *g = stacks_get(t, s->stack_id, s->fp_stack_id);
+	size_t k;
+
+	if (!g)
+		return -ENOMEM;
+	if (!g->count || s->oldest_ts < g->oldest_ts)
+		g->oldest_ts = s->oldest_ts;
+	g->bytes += s->bytes;
+	g->count += s->count;
+	g->kind = s->kind;
+	g->est_bytes += s->est_bytes;
+	g->est_count += s->est_count;
+	g->checked |= s->checked;
+	for (k = 0; k < LEAK_KIND_COUNT; k++) {
+		g->leak_bytes[k] += s->leak_bytes[k];
+		g->leak_count[k] += s->leak_count[k];
+	}
+	g->resident += s->resident;
+	g->swapped += s->swapped;
+	g->untouched += s->untouched;
+	return 0;
+}
+
+int ledger_seal(struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes)
+{
+	struct ledger_stacks folded = { 0 };
+	struct alloc_table young = { 0 };
+	const struct alloc_rec *a;
+	struct ledger_stack *g;
+	size_t i;
+
+	if (l->sealed)
+		return 0;
+	for (i = 0; i < l->allocs.cap; i++) {
+		a = &l->allocs.slots[i];
+		if (!a->addr)
+			continue;
+		if (too_young(now_ns, a->ts, min_age_ns)) {
+			if (alloc_table_add(&young, a))
+				goto fail;
+			continue;
+		}
+		g = stacks_count(&folded, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind,
+				 weight_of(a, sample_bytes));
+		if (!g)
+			goto fail;
+		leak_count(g, a);
+	}
+	/* what the records said that the table could not apply stays counted */
+	young.replaced = l->allocs.replaced;
+	young.free_unknown = l->allocs.free_unknown;
+	young.resized = l->allocs.resized;
+	alloc_table_free(&l->allocs);
+	l->allocs = young;
+	l->folded = folded;
+	l->sealed = true;
+	return 0;
+fail:
+	alloc_table_free(&young);
+	ledger_stacks_free(&folded);
+	return -ENOMEM;
+}
+
+void ledger_stack_ids(const struct ledger *l, void (*each)(void *ctx, uint64_t id), void *ctx)
+{
+	size_t i;
+
+	for (i = 0; i < l->folded.cap; i++) {
+		if (!l->folded.slots[i].count)
+			continue;
+		each(ctx, l->folded.slots[i].stack_id);
+		each(ctx, l->folded.slots[i].fp_stack_id);
+	}
+	for (i = 0; i < l->allocs.cap; i++) {
+		if (!l->allocs.slots[i].addr)
+			continue;
+		each(ctx, l->allocs.slots[i].stack_id);
+		each(ctx, l->allocs.slots[i].fp_stack_id);
+	}
+	for (i = 0; i < l->regions.n; i++) {
+		each(ctx, l->regions.r[i].stack_id);
+		each(ctx, l->regions.r[i].fp_stack_id);
+	}
+}
+
 int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes,
 		     struct ledger_stacks *out)
 {
@@ -248,16 +345,15 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
+	/* an exited process's blocks, folded when it exited */
+	for (i = 0; i < l->folded.cap; i++)
+		if (l->folded.slots[i].count && stacks_add(out, &l->folded.slots[i]))
+			goto fail;
 	for (i = 0; i < l->allocs.cap; i++) {
-		double w = 1.0;
-
 		a = &l->allocs.slots[i];
 		if (!a->addr || too_young(now_ns, a->ts, min_age_ns))
 			continue;
-		/* sampled with probability 1 - exp(-size/N): weigh by its inverse */
-		if (sample_bytes && a->size)
-			w = 1.0 / -expm1(-(double)a->size / (double)sample_bytes);
-		g = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
+		g = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, weight_of(a, sample_bytes));
 		if (!g)
 			goto fail;
 		leak_count(g, a);

@@ -1,8 +1,10 @@
 /* The ledger: what the traced process has outstanding, kept in user space
  * from the probes' records (allocations and frees, --mmap regions), and
  * its aggregation by stack for the reports: min-age, the oldest age, and
- * the unbiased estimates of --sample-bytes.  No BPF here: records arrive
- * as bytes, so the ledger is tested with fake ones. */
+ * the unbiased estimates of --sample-bytes.  Once the process has exited
+ * its blocks are folded into per-stack sums (ledger_seal), which is all
+ * a report needs of them.  No BPF here: records arrive as bytes, so the
+ * ledger is tested with fake ones. */
 #ifndef DWLEAK_LEDGER_H
 #define DWLEAK_LEDGER_H
 
@@ -16,6 +18,35 @@
 #include "mmap_regions.h"
 
 #define LEDGER_REALLOC_RING 16
+
+/* Outstanding allocations of one stack (or one pair of stacks: with
+ * --unwind both they are grouped by the DWARF and FP walks together). */
+struct ledger_stack {
+	uint64_t stack_id;
+	uint64_t fp_stack_id;
+	uint64_t bytes;
+	uint64_t count;
+	double est_bytes;  /* --sample-bytes: unbiased estimates; else = bytes */
+	double est_count;  /* and = count */
+	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
+	uint32_t kind;	    /* enum alloc_kind of the call that made them */
+	/* --leak-check: what the last check found of them (blocks allocated
+	 * since are in none of these), by enum leak_kind, and where the
+	 * classified bytes were */
+	bool checked;
+	uint64_t leak_bytes[LEAK_KIND_COUNT];
+	uint64_t leak_count[LEAK_KIND_COUNT];
+	uint64_t unsure_bytes, unsure_count; /* of those, kinds through unsure roots */
+	uint64_t resident, swapped, untouched;
+};
+
+/* An open-addressing table of ledger_stack, by (stack_id, fp_stack_id);
+ * slots with count 0 are empty.  Iterate over slots[0..cap). */
+struct ledger_stacks {
+	struct ledger_stack *slots;
+	size_t cap; /* a power of two, or 0 */
+	size_t n;
+};
 
 struct ledger {
 	struct alloc_table allocs;   /* outstanding allocations by address */
@@ -47,6 +78,10 @@ struct ledger {
 	 * block (a ring; a miss only counts one free too many) */
 	uint64_t realloc_freed[LEDGER_REALLOC_RING];
 	unsigned int realloc_next;
+	/* ledger_seal: the blocks folded into sums by stack (the ones too
+	 * young then stay in ALLOCS) */
+	bool sealed;
+	struct ledger_stacks folded;
 };
 
 /* Applies one alloc_events record of SIZE bytes (struct alloc_event or
@@ -63,34 +98,20 @@ void ledger_mmap(struct ledger *l, const struct mmap_event *e);
 
 void ledger_free(struct ledger *l);
 
-/* Outstanding allocations of one stack (or one pair of stacks: with
- * --unwind both they are grouped by the DWARF and FP walks together). */
-struct ledger_stack {
-	uint64_t stack_id;
-	uint64_t fp_stack_id;
-	uint64_t bytes;
-	uint64_t count;
-	double est_bytes;  /* --sample-bytes: unbiased estimates; else = bytes */
-	double est_count;  /* and = count */
-	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
-	uint32_t kind;	    /* enum alloc_kind of the call that made them */
-	/* --leak-check: what the last check found of them (blocks allocated
-	 * since are in none of these), by enum leak_kind, and where the
-	 * classified bytes were */
-	bool checked;
-	uint64_t leak_bytes[LEAK_KIND_COUNT];
-	uint64_t leak_count[LEAK_KIND_COUNT];
-	uint64_t unsure_bytes, unsure_count; /* of those, kinds through unsure roots */
-	uint64_t resident, swapped, untouched;
-};
+/*
+ * Seals L, whose process exited (its last records applied, its last leak
+ * check done): every allocation at least MIN_AGE_NS old at NOW_NS is
+ * folded into the sums by stack that ledger_aggregate starts from, as it
+ * would have counted it (weighed for --sample-bytes N = SAMPLE_BYTES),
+ * and its record freed; a younger one stays a record, since a later
+ * report may be the first to find it old enough.  Called once; records
+ * applied after it are ignored.  Returns 0, or -ENOMEM (L unchanged).
+ */
+int ledger_seal(struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t sample_bytes);
 
-/* An open-addressing table of ledger_stack, by (stack_id, fp_stack_id);
- * slots with count 0 are empty.  Iterate over slots[0..cap). */
-struct ledger_stacks {
-	struct ledger_stack *slots;
-	size_t cap; /* a power of two, or 0 */
-	size_t n;
-};
+/* Calls EACH with CTX for every stack id an outstanding allocation or
+ * region of L names (each id of a pair; an id may come more than once). */
+void ledger_stack_ids(const struct ledger *l, void (*each)(void *ctx, uint64_t id), void *ctx);
 
 /*
  * Aggregates L by stack into OUT (empty on entry; free with

@@ -71,6 +71,7 @@ void procs_free(struct procs *ps)
 		allocator_free(&p->alloc);
 		preload_sites_free(&p->sites);
 		ledger_free(&p->ledger);
+		free(p->maps);
 		free(p->command);
 		free(p->untraced);
 		free(p);

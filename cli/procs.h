@@ -1,8 +1,13 @@
 /* The processes a trace follows, and the one place that holds what is
  * per process: its command, objects and allocator, its part of the BPF
- * programs (probes, mapping-table slot), its outstanding allocations, and
- * how it ended.  The tracer (trace.c) drives them through their lives;
- * records reach the right ledger by the process id they carry. */
+ * programs (probes, mapping-table slot, image), its outstanding
+ * allocations, and how it ended.  The tracer (trace.c, trace_procs.c)
+ * drives them through their lives, and gives back at exit what only a
+ * live process needs: its slot, procs entry and probes, its objects, its
+ * entries of the mappings map (copied here first, to name its frames),
+ * its ledger's blocks (folded into sums), its image's stacks when it was
+ * the image's last process.  Records reach the right ledger by the
+ * process id they carry. */
 #ifndef DWLEAK_PROCS_H
 #define DWLEAK_PROCS_H
 
@@ -36,6 +41,12 @@ struct proc {
 	struct leak_scan_result check; /* --leak-check: the last check of it */
 	int check_err;		  /* the last check's failure (negative errno), or 0 */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
+	bool no_slot;		  /* it was given none: all were taken (counted, said) */
+	uint32_t table_dropped;	  /* mappings left out of its table (> DWLEAK_MAX_PROC_MAPPINGS) */
+	uint32_t image;		  /* its program image (cli/stack_store.h); 0 = none yet */
+	bool maps_kept;		  /* its exit was followed: MAPS were taken out of the map */
+	struct probes_mapping *maps; /* then: its file mappings, to name its frames */
+	size_t nmaps;
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */
 	bool exited;

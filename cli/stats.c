@@ -12,6 +12,9 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 		us->loaded, us->failed, us->dropped_full, (unsigned long long)us->rows_used,
 		(unsigned long long)us->rows_cap, (unsigned long long)us->rules_used,
 		(unsigned long long)us->rules_cap, (unsigned long long)us->bytes);
+	fprintf(f, "dwleak: stats: processes given no mapping table (more than %d alive at once): %u; mappings not "
+		   "recorded for naming frames (map full): %llu\n",
+		DWLEAK_MAX_PROC_SLOTS, us->slots_none, (unsigned long long)us->mappings_full);
 	fprintf(f, "dwleak: stats: allocator calls probed by %s (%s); %s\n", pi->mode, pi->why,
 		pi->tgid_by_link ? "the links filter by process" : "the programs filter by process");
 	fprintf(f, "dwleak: stats: walker buffers %s%s; the kernel's preemption model: %s (from %s)\n",
@@ -33,6 +36,18 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 		if (probes_counter_name((unsigned int)i))
 			fprintf(f, "dwleak: stats: %s %llu\n", probes_counter_name((unsigned int)i),
 				(unsigned long long)counters[i]);
+}
+
+void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s)
+{
+	fprintf(f, "dwleak: stats: stacks map: %llu entries, at most %llu held at once; emptied %llu times, %llu "
+		   "walks moved out\n",
+		(unsigned long long)m->cap, (unsigned long long)m->peak, (unsigned long long)m->moves,
+		(unsigned long long)m->moved);
+	fprintf(f, "dwleak: stats: stack store: %llu stacks held (%llu bytes of frames; at most %llu), %llu freed "
+		   "with their image, %llu orphans dropped; %u of %u images ended\n",
+		(unsigned long long)s->stacks, (unsigned long long)s->bytes, (unsigned long long)s->peak,
+		(unsigned long long)s->freed, (unsigned long long)s->put_late, s->images_ended, s->images);
 }
 
 void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c)

@@ -1,6 +1,7 @@
 /* --stats: how the trace went, on stderr after the final report: the
  * tables loaded, how allocator calls were probed and why, the walker's
- * guard, every probe site, and every counter of the BPF programs. */
+ * guard, every probe site, where the walked stacks went, and every
+ * counter of the BPF programs. */
 #ifndef DWLEAK_STATS_H
 #define DWLEAK_STATS_H
 
@@ -10,12 +11,17 @@
 #include "allocator.h"
 #include "leak_scan.h"
 #include "probes.h"
+#include "stack_store.h"
 #include "unwinder.h"
 
 /* Prints to F.  COUNTERS holds CNT_COUNT values (those the ledger counts
  * filled in). */
 void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
 		 const struct allocator *a, const uint64_t *counters);
+
+/* Prints to F where the walked stacks went: the kernel map (M) and how
+ * often it was emptied, the user-side store (S) and what it let go. */
+void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s);
 
 /* Prints to F how the last --leak-check of process PID went (C): what was
  * read and how, what could not be, and the scan's own counts. */

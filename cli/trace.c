@@ -29,6 +29,7 @@
 #include "trace_names.h"
 #include "trace_preload.h"
 #include "trace_procs.h"
+#include "trace_stacks.h"
 #include "trace_target.h"
 #include "tracer.h"
 
@@ -169,6 +170,7 @@ static int probes_setup(struct tracer *tr)
 		.guard = env->preempt_guard,
 		.no_walk = env->bench_no_walk,
 		.preload = !env->no_preload,
+		.stacks_max = env->stacks_max,
 	};
 	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed, on_exiting };
 	struct unwinder_maps maps;
@@ -341,6 +343,7 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		.counter_names = counter_names,
 	};
 	struct built b = { 0 };
+	struct unwinder_stats limits;
 	int err = stacks && names && srcs && bps && unchecked ? 0 : -ENOMEM;
 
 	for (i = 0; i < CNT_COUNT; i++)
@@ -351,8 +354,13 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		if (!tr->procs.v[i]->exited)
 			leak_check(tr, tr->procs.v[i], "before the report", NULL);
 	records_drain(tr);
+	trace_stacks_move(tr); /* every walk a record names, into the store */
 	probes_counters(tr->probes, counters);
 	o.leak_check = env->leak_check;
+	unwinder_stats(tr->uw, &limits);
+	o.tables_dropped = limits.dropped_full;
+	o.procs_without_table = limits.slots_none;
+	o.mappings_unrecorded = limits.mappings_full;
 	for (i = 0; env->leak_check && i < n; i++)
 		leak_check_totals(&o, &tr->procs.v[i]->check);
 	for (i = 0; !err && i < n; i++) {
@@ -362,16 +370,17 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
 		counters[CNT_REPLACED] += p->ledger.allocs.replaced;
 		counters[CNT_RESIZED] += p->ledger.allocs.resized;
-		o.lost_records += p->ledger.oom;
 		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
-		err = err ?: trace_names_open(&names[i], tr->probes, tr->uw, tr->sym, (uint32_t)p->pid, &srcs[i]);
+		err = err ?: trace_names_open(&names[i], tr->stacks, tr->probes, tr->uw, tr->sym, (uint32_t)p->pid,
+					      p->maps_kept, p->maps, p->nmaps, &srcs[i]);
 		if (env->leak_check)
 			unchecked[i] = unchecked_why(p);
 		/* an untraced process is followed all the same: its state is
 		 * its life's, the reason says its allocations are missing */
 		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
 					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->untraced, unchecked[i] };
+					      p->exit_status, p->untraced, unchecked[i], p->ledger.oom,
+					      p->table_dropped };
 	}
 	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
@@ -381,6 +390,8 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 	if (final && env->stats) {
 		struct unwinder_stats us;
 		struct probes_info pi;
+		struct probes_stacks_stats ms;
+		struct stack_store_stats ss;
 
 		unwinder_stats(tr->uw, &us);
 		probes_info(tr->probes, &pi);
@@ -388,6 +399,9 @@ static int report_now(struct tracer *tr, FILE *f, bool final)
 		 * process with the library is traced at its own two sites) */
 		stats_print(stderr, &us, &pi, n && !tr->procs.v[0]->preload ? &tr->procs.v[0]->alloc : NULL,
 			    counters);
+		probes_stacks_stats(tr->probes, &ms);
+		stack_store_stats(tr->stacks, &ss);
+		stats_print_stacks(stderr, &ms, &ss);
 		for (i = 0; env->leak_check && i < n; i++)
 			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
 	}
@@ -654,6 +668,7 @@ static int poll_loop(struct tracer *tr)
 		records_drain(tr); /* alloc_events records come without wakeups */
 		if (tr->tracees)
 			err = tracee_events(tr);
+		trace_stacks_pressure(tr);
 		now = tracer_now_s();
 		tables_refresh(tr, now >= next_scan);
 		if (now >= next_scan)
@@ -684,6 +699,7 @@ static void tracer_cleanup(struct tracer *tr)
 	tracee_set_free(tr->tracees); /* what still runs runs on, untraced */
 	probes_close(tr->probes);
 	procs_free(&tr->procs);
+	stack_store_free(tr->stacks);
 	suppressions_free(&tr->supp);
 	growth_free(&tr->growth);
 	free(tr->first_alloc);
@@ -745,6 +761,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: warning: not using the table cache: %s\n", table_cache_why());
 	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
 	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
+	err = err ?: stack_store_new(&tr.stacks);
 	if (err) {
 		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
 		goto out;

@@ -1,6 +1,7 @@
-/* Naming the live trace's frames: runtime pc -> the mapping the programs
- * recorded -> the unwinder's object for its file -> ELF address ->
- * symbolizer (functions, inlined calls, lines). */
+/* Naming the live trace's frames: stack id -> the walk in the stack
+ * store; runtime pc -> the mapping the programs recorded -> the
+ * unwinder's object for its file -> ELF address -> symbolizer (functions,
+ * inlined calls, lines). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@ static int walk_of(void *ctx, uint64_t id, struct stack_trace *out)
 {
 	struct trace_names *n = ctx;
 
-	return probes_stack(n->probes, id, out);
+	return stack_store_get(n->stacks, id, out);
 }
 
 static const struct probes_mapping *mapping_find(const struct trace_names *n, uint64_t pc)
@@ -36,20 +37,29 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 				  unwind_object_elf_addr(o, m->start, m->pgoff, pc), return_addr);
 }
 
-int trace_names_open(struct trace_names *n, const struct probes *p, const struct unwinder *uw,
-		     struct symbolizer *sym, uint32_t tgid, struct stack_source *src)
+int trace_names_open(struct trace_names *n, const struct stack_store *stacks, const struct probes *p,
+		     const struct unwinder *uw, struct symbolizer *sym, uint32_t tgid, bool kept,
+		     const struct probes_mapping *maps, size_t n_maps, struct stack_source *src)
 {
+	int err = 0;
+
 	memset(n, 0, sizeof(*n));
-	n->probes = p;
+	n->stacks = stacks;
 	n->uw = uw;
 	n->sym = sym;
 	*src = (struct stack_source){ .ctx = n, .walk = walk_of, .name = name_of };
-	return probes_mappings(p, tgid, &n->maps, &n->nmaps);
+	if (kept) {
+		n->maps = maps;
+		n->nmaps = n_maps;
+	} else {
+		err = probes_mappings(p, tgid, &n->own_maps, &n->nmaps);
+		n->maps = n->own_maps;
+	}
+	return err;
 }
 
 void trace_names_free(struct trace_names *n)
 {
-	free(n->maps);
-	n->maps = NULL;
-	n->nmaps = 0;
+	free(n->own_maps);
+	memset(n, 0, sizeof(*n));
 }

@@ -1,33 +1,40 @@
 /* The live trace as a stack_source for the report builder: walks from the
- * BPF stacks map, and each pc named through the mapping the programs saw
- * it in, the object the unwinder registered for that file, and the
- * symbolizer. */
+ * tracer's stack store (where they are moved out of the BPF map), and
+ * each pc named through the mapping the programs saw it in, the object
+ * the unwinder registered for that file, and the symbolizer. */
 #ifndef DWLEAK_TRACE_NAMES_H
 #define DWLEAK_TRACE_NAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "build.h"
 #include "probes.h"
+#include "stack_store.h"
 #include "symbolize.h"
 #include "unwinder.h"
 
 struct trace_names {
-	const struct probes *probes;
+	const struct stack_store *stacks;
 	const struct unwinder *uw;
 	struct symbolizer *sym;
-	struct probes_mapping *maps; /* of the process, read once per report */
+	const struct probes_mapping *maps; /* of the process: read once per report, */
 	size_t nmaps;
+	struct probes_mapping *own_maps;   /* which it then owns, or kept since its exit */
 };
 
 /*
- * Readies N to name process TGID's frames (P, UW and SYM are borrowed and
- * must outlive N) and fills *SRC with its callbacks.  Returns 0 or
- * -ENOMEM.  Free with trace_names_free.
+ * Readies N to name the frames of process TGID (STACKS, P, UW and SYM are
+ * borrowed and must outlive N) and fills *SRC with its callbacks.  With
+ * KEPT, the process has exited and MAPS (N_MAPS of them, borrowed) are
+ * its mappings, taken out of the programs' map at its exit; else they are
+ * read from the programs now.  Returns 0 or a negative errno.  Free with
+ * trace_names_free.
  */
-int trace_names_open(struct trace_names *n, const struct probes *p, const struct unwinder *uw,
-		     struct symbolizer *sym, uint32_t tgid, struct stack_source *src);
+int trace_names_open(struct trace_names *n, const struct stack_store *stacks, const struct probes *p,
+		     const struct unwinder *uw, struct symbolizer *sym, uint32_t tgid, bool kept,
+		     const struct probes_mapping *maps, size_t n_maps, struct stack_source *src);
 void trace_names_free(struct trace_names *n);
 
 #endif

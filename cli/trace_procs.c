@@ -3,10 +3,12 @@
  * linker stops it with every initial object mapped (before any of its
  * code ran: glibc's malloc is first called after that point); a fork's
  * child probed like its parent before its first instruction; tables
- * refreshed when objects come; everything released at exit.  A process
- * whose image cannot be traced is said, listed in the report, and still
- * followed: what it forks and execs may be traceable, and -- CMD waits
- * for it like any other. */
+ * refreshed when objects come; everything released at exit (what the
+ * report still needs copied out first: its mappings, its blocks folded
+ * into sums, its image's stacks the store keeps).  A process whose image
+ * cannot be traced is said, listed in the report, and still followed:
+ * what it forks and execs may be traceable, and -- CMD waits for it like
+ * any other. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include "elf_symbols.h"
 #include "trace_preload.h"
 #include "trace_procs.h"
+#include "trace_stacks.h"
 #include "trace_target.h"
 
 /* Releases what P holds in the programs and the walker: no probe, no
@@ -60,6 +63,7 @@ static void untraced(struct tracer *tr, struct proc *p, const char *fmt, ...)
 
 int proc_tables_refresh(struct tracer *tr, struct proc *p)
 {
+	uint32_t dropped = 0;
 	int err;
 
 	err = unwinder_add_process(tr->uw, p->pid);
@@ -69,7 +73,9 @@ int proc_tables_refresh(struct tracer *tr, struct proc *p)
 	trace_tables_warn(tr->uw);
 	if (err < 0)
 		return err;
-	err = unwinder_publish(tr->uw, p->pid, p->slot, NULL);
+	err = unwinder_publish(tr->uw, p->pid, p->slot, &dropped);
+	if (dropped > p->table_dropped)
+		p->table_dropped = dropped; /* the most any publish left out */
 	if (err == 1)
 		probes_tables_changed(tr->probes);
 	return err == -ENOENT || err == 1 ? 0 : err;
@@ -182,20 +188,27 @@ static int proc_probe(struct tracer *tr, struct proc *p)
 	return 0;
 }
 
-/* Registers P with the programs: its slot, its linker hook (stopping at
- * it when followed with ptrace). */
+/* Registers P with the programs: its slot, its image (P->image, given by
+ * the caller), its linker hook (stopping at it when followed with
+ * ptrace). */
 static int proc_register(struct tracer *tr, struct proc *p)
 {
-	int err;
-
 	unsigned int flags = 0;
+	int err;
 
 	/* stops need a tracer that resumes: ptrace */
 	if (tr->tracees)
 		flags = PROC_STOP_AT_DL_STATE | (tr->env->leak_check ? PROC_STOP_AT_EXIT : 0);
 	if (p->slot == DWLEAK_NO_SLOT)
 		p->slot = unwinder_slot_take(tr->uw, p->pid);
-	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, &p->objs.dl, flags);
+	if (p->slot == DWLEAK_NO_SLOT && !p->no_slot) {
+		p->no_slot = true;
+		fprintf(stderr, "dwleak: note: pid %d (%s): more than %d processes are alive at once, and it gets "
+				"no mapping table: its walks look each mapping up in the kernel (slower, and it fails "
+				"while another thread holds the mmap lock: walk_err_vma_busy)\n",
+			p->pid, p->command ? p->command : "?", DWLEAK_MAX_PROC_SLOTS);
+	}
+	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, p->image, &p->objs.dl, flags);
 	if (err == -E2BIG)
 		untraced(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
 	else if (err)
@@ -213,6 +226,7 @@ int proc_attach_running(struct tracer *tr, pid_t pid)
 	p->command = target_cmdline(pid);
 	p->ledger.partial = true; /* what it allocated before is not known */
 	err = proc_objects_of_pid(pid, &p->objs);
+	err = err ?: stack_store_image_new(tr->stacks, &p->image);
 	err = err ?: proc_register(tr, p);
 	if (err)
 		return err;
@@ -234,11 +248,15 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 	 * old image's blocks are gone with it, so nothing untraced is lost */
 	free(p->untraced);
 	p->untraced = NULL;
-	/* the old image is gone, and with it every block it had */
+	/* the old image is gone, and with it every block it had, its
+	 * mappings and (when no other process has it) its stacks */
 	probes_proc_detach(tr->probes, &p->pp);
 	probes_thread_forget(tr->probes, pid);
 	ledger_free(&p->ledger);
 	memset(&p->ledger, 0, sizeof(p->ledger));
+	trace_stacks_leave(tr, p);
+	p->image = 0;
+	probes_mappings_take(tr->probes, (uint32_t)pid, NULL, NULL);
 	allocator_free(&p->alloc);
 	trace_preload_forget(p);
 	p->probed = false;
@@ -250,6 +268,9 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 	err = proc_objects_of_pid(pid, &p->objs);
 	if (err)
 		return err == -ENOENT ? 0 : err;
+	err = stack_store_image_new(tr->stacks, &p->image);
+	if (err)
+		return err;
 	err = proc_register(tr, p);
 	if (err)
 		return 0;
@@ -312,8 +333,14 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	err = err ?: pp->probed ? allocator_copy(&c->alloc, &pp->alloc) : 0;
 	if (err)
 		return err;
-	if (proc_register(tr, c))
+	/* the same program at the same addresses: its walks make its
+	 * parent's stack ids, and the image lives while either does */
+	c->image = pp->image;
+	if (proc_register(tr, c)) {
+		c->image = 0;
 		return 0;
+	}
+	stack_store_image_join(tr->stacks, c->image);
 	probes_proc_attach_linker(tr->probes, &c->pp, &c->objs.dl);
 	c->awaiting_linker = pp->awaiting_linker;
 	if (pp->probed) {
@@ -336,6 +363,7 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 void proc_on_exit(struct tracer *tr, pid_t pid, int status)
 {
 	struct proc *p = procs_find(&tr->procs, pid);
+	int err;
 
 	if (!p)
 		return;
@@ -344,4 +372,28 @@ void proc_on_exit(struct tracer *tr, pid_t pid, int status)
 	probes_proc_remove(tr->probes, &p->pp);
 	unwinder_slot_release(tr->uw, p->slot);
 	p->slot = DWLEAK_NO_SLOT;
+	if (p->untraced) {
+		/* nothing of it was traced since its image could not be: no
+		 * mappings nor blocks to keep, only its image to leave */
+		trace_stacks_leave(tr, p);
+		return;
+	}
+	/* what names its frames in the report, out of the kernel's map */
+	free(p->maps);
+	p->maps = NULL;
+	p->nmaps = 0;
+	err = probes_mappings_take(tr->probes, (uint32_t)pid, &p->maps, &p->nmaps);
+	p->maps_kept = !err;
+	if (err)
+		fprintf(stderr, "dwleak: warning: cannot read the mappings of pid %d (%s), which exited: %s; its "
+				"frames are reported as addresses\n", pid, p->command ? p->command : "?",
+			strerror(-err));
+	proc_objects_free(&p->objs);
+	/* its records are all applied and its leak check done: its blocks
+	 * are sums by stack from now on */
+	if (ledger_seal(&p->ledger, tracer_now_ns(), (uint64_t)(tr->env->min_age_s * 1e9),
+			(uint64_t)tr->env->sample_bytes))
+		fprintf(stderr, "dwleak: warning: out of memory folding the blocks of pid %d (%s), which exited: "
+				"they are kept one by one\n", pid, p->command ? p->command : "?");
+	trace_stacks_leave(tr, p);
 }

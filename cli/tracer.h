@@ -11,6 +11,7 @@
 #include "build.h"
 #include "probes.h"
 #include "procs.h"
+#include "stack_store.h"
 #include "suppress.h"
 #include "symbolize.h"
 #include "table_cache.h"
@@ -28,6 +29,8 @@ struct tracer {
 	struct unwinder *uw;	     /* the objects and their tables */
 	struct symbolizer *sym;
 	struct probes *probes;	     /* the BPF programs */
+	struct stack_store *stacks;  /* walked stacks moved out of the kernel, images */
+	bool stacks_move_failed;     /* said once */
 	struct suppressions supp;
 	struct growth growth;	     /* --interval: bytes per stack at the last report */
 	FILE *report_stream;	     /* where reports go without -o, --interval ones always:

@@ -315,6 +315,43 @@ static int suppressed_read(struct report_json *rj, const struct json_value *obj)
 	return 0;
 }
 
+/* "losses": each cause of a loss, or limit hit, when there was one. */
+static int losses_read(struct report_json *rj, const struct json_value *obj)
+{
+	static const char *const known[] = { "what", "pid", "count", "bytes", "text", NULL };
+	const struct where w = TOP_LEVEL;
+	const struct json_value *arr;
+	struct report_loss *loss;
+	int64_t pid;
+	size_t i;
+	int err;
+
+	err = field_array(rj, obj, "losses", &w, &arr);
+	if (err || !arr || !arr->array.n)
+		return err;
+	loss = store_calloc(rj->store, arr->array.n, sizeof(*loss));
+	if (!loss)
+		return -ENOMEM;
+	for (i = 0; i < arr->array.n; i++) {
+		const struct json_value *x = arr->array.items[i];
+		const struct where xw = { -1, "losses", (long)i };
+
+		if (x->type != JSON_OBJECT)
+			return field_error(rj, x, &xw, "", "an object");
+		field_unknown_note(rj, x, "losses[].", known);
+		if ((err = field_str(rj, x, "what", &xw, &loss[i].what)) ||
+		    (err = field_int(rj, x, "pid", &xw, 0, INT32_MAX, 0, &pid)) ||
+		    (err = field_u64(rj, x, "count", &xw, &loss[i].count)) ||
+		    (err = field_u64(rj, x, "bytes", &xw, &loss[i].bytes)) ||
+		    (err = field_str(rj, x, "text", &xw, &loss[i].text)))
+			return err;
+		loss[i].pid = (int)pid;
+	}
+	rj->report.losses = loss;
+	rj->report.nlosses = arr->array.n;
+	return 0;
+}
+
 /* totals.leak_check, when the report has one. */
 static int leak_check_read(struct report_json *rj, const struct json_value *totals)
 {
@@ -453,8 +490,8 @@ static int report_read(struct report_json *rj, const struct json_value *doc)
 {
 	static const char *const known[] = { "dwleak_report", "pid", "command", "unwind",
 					     "duration_s", "sample_bytes", "totals", "counters",
-					     "fp_summary", "suppressed", "rss", "processes", "stacks",
-					     NULL };
+					     "fp_summary", "suppressed", "losses", "rss", "processes",
+					     "stacks", NULL };
 	static const char *const totals_known[] = { "outstanding_bytes", "outstanding_allocations",
 						    "stacks", "dropped_events", "truncated_stacks",
 						    "unwind_errors", "untraced_processes", "leak_check", NULL };
@@ -481,6 +518,7 @@ static int report_read(struct report_json *rj, const struct json_value *doc)
 	    (err = counters_read(rj, doc)) ||
 	    (err = fp_summary_read(rj, doc)) ||
 	    (err = suppressed_read(rj, doc)) ||
+	    (err = losses_read(rj, doc)) ||
 	    (err = rss_read(rj, doc)) ||
 	    (err = processes_read(rj, doc)) ||
 	    (err = field_array(rj, doc, "stacks", &w, &stacks)))

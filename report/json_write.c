@@ -293,6 +293,20 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		}
 		fputs("\n  ],\n", f);
 	}
+	if (r->nlosses) {
+		fputs("  \"losses\": [", f);
+		for (i = 0; i < r->nlosses; i++) {
+			const struct report_loss *x = &r->losses[i];
+
+			fputs(i ? ",\n    {\"what\": " : "\n    {\"what\": ", f);
+			json_str(f, x->what);
+			fprintf(f, ", \"pid\": %d, \"count\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"text\": ", x->pid,
+				x->count, x->bytes);
+			json_str(f, x->text);
+			fputc('}', f);
+		}
+		fputs("\n  ],\n", f);
+	}
 	if (r->rss.present)
 		json_rss(f, &r->rss);
 	if (r->nprocesses)

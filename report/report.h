@@ -118,7 +118,8 @@ struct report_totals {
 	uint64_t outstanding_bytes;
 	uint64_t outstanding_allocations;
 	uint64_t stacks;
-	uint64_t dropped_events;   /* events lost (ring buffer or map full) */
+	uint64_t dropped_events;   /* records and events lost (a ring buffer full, no memory
+				    * to apply them): what the report cannot count at all */
 	uint64_t truncated_stacks; /* walks stopped by the depth limit */
 	uint64_t unwind_errors;    /* walks stopped by a missing rule or unreadable memory */
 };
@@ -139,6 +140,21 @@ struct report_fp_summary {
 	uint64_t frames_lost;
 	struct report_fp_module *modules; /* most bytes first */
 	size_t nmodules;
+};
+
+/*
+ * One thing the trace lost, or one limit it hit, with its cause: a line of
+ * its own in every report ("Lost: TEXT"), so nothing is lumped with
+ * anything else.  WHAT names it for programs (the counter or limit:
+ * "stacks_map_full", "alloc_events_lost", ...); TEXT is the whole line
+ * for people, numbers included.
+ */
+struct report_loss {
+	const char *what;
+	int pid;	 /* the process it concerns; 0 = the trace as a whole */
+	uint64_t count;	 /* how many (allocations, records, walks, mappings, processes) */
+	uint64_t bytes;	 /* their bytes, when they are allocations; else 0 */
+	const char *text;
 };
 
 /* What one suppression rule left out of the report. */
@@ -272,6 +288,8 @@ struct report {
 	size_t nsuppressed;
 	struct report_process *processes;
 	size_t nprocesses;
+	const struct report_loss *losses; /* each cause of a loss, or limit hit */
+	size_t nlosses;
 	struct report_leak_check leak_check; /* --leak-check */
 	struct report_rss rss;               /* RSS explained, when known */
 };

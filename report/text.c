@@ -440,6 +440,11 @@ int report_write_text(FILE *f, const struct report *r, unsigned int top)
 	fprintf(f, "Dropped events: %" PRIu64 ", truncated stacks: %" PRIu64
 		", unwind errors: %" PRIu64 "\n",
 		t->dropped_events, t->truncated_stacks, t->unwind_errors);
+	for (i = 0; i < r->nlosses; i++) {
+		fputs("Lost: ", f);
+		text_put(f, r->losses[i].text);
+		fputc('\n', f);
+	}
 	text_untraced(f, r);
 	if (r->fp && r->fp->present)
 		text_fp_summary(f, r->fp);

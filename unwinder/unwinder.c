@@ -42,6 +42,8 @@ struct unwinder {
 	uint64_t pages_used;
 	uint64_t bytes;
 	uint32_t dropped_full;
+	uint32_t slots_none;
+	uint64_t mappings_full;
 };
 
 int unwinder_new(struct table_cache *cache, const char *const *debug_dirs, struct unwinder **out)
@@ -422,6 +424,7 @@ uint32_t unwinder_slot_take(struct unwinder *u, int pid)
 		u->slots[i].pid = pid;
 		return i;
 	}
+	u->slots_none++;
 	return DWLEAK_NO_SLOT;
 }
 
@@ -463,7 +466,8 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t slot, uint32_t *dropp
 		if (!maps[i].ino)
 			continue;
 		ms.file = key;
-		bpf_map_update_elem(u->maps.mappings, &mk, &ms, BPF_ANY);
+		if (bpf_map_update_elem(u->maps.mappings, &mk, &ms, BPF_ANY))
+			u->mappings_full++; /* counted: frames in it go unnamed */
 		if (pm->n == DWLEAK_MAX_PROC_MAPPINGS) {
 			if (dropped)
 				(*dropped)++;
@@ -508,6 +512,8 @@ void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st)
 		st->failed += u->objs[i]->error != 0 && u->objs[i]->error != -ENOSPC;
 	}
 	st->dropped_full = u->dropped_full;
+	st->slots_none = u->slots_none;
+	st->mappings_full = u->mappings_full;
 	st->rows_used = u->rows_used;
 	st->rows_cap = u->maps.rows_cap;
 	st->rules_used = u->rules_used;

@@ -42,6 +42,8 @@ struct unwinder_stats {
 	uint32_t loaded;
 	uint32_t failed;	 /* no table could be made (no CFI, unreadable) */
 	uint32_t dropped_full;	 /* tables that did not fit the maps */
+	uint32_t slots_none;	 /* processes given no mapping-table slot: all were taken */
+	uint64_t mappings_full;	 /* mappings not recorded for naming frames: the map was full */
 	uint64_t rows_used, rows_cap;
 	uint64_t rules_used, rules_cap;
 	uint64_t pages_used;

@@ -35,9 +35,9 @@
  * space; more are found with bpf_find_vma (slower, and it fails while
  * another thread holds the mmap lock) and counted. */
 #define DWLEAK_MAX_PROC_MAPPINGS 512
-/* Processes traced at once (a command's tree: every process it forks or
- * execs, alive or not yet reported): the procs map's size.  A process
- * beyond it is not followed, and the report says so. */
+/* Processes traced at once (of a command's tree, those alive: each one's
+ * entry is removed at its exit): the procs map's size.  A process beyond
+ * it is not followed, and the report says so. */
 #define DWLEAK_MAX_PROCS 4096
 /* Processes alive at once whose mapping tables the walker reads (two
  * buffers of struct proc_mappings each, 16 KiB a buffer): beyond them a
@@ -57,6 +57,13 @@
  * DWLEAK_BENCH_NO_WALK (bench/: what dwleak's bookkeeping costs without
  * the walk). */
 #define DWLEAK_STACK_NOT_WALKED 2ull
+/* The stack id of allocations whose walk could not be stored: the stacks
+ * map was full (counted in stacks_map_full).  The allocation is recorded
+ * all the same, under this id, so the report counts its bytes and says
+ * per process how many have no stack and why. */
+#define DWLEAK_STACK_NOT_STORED 3ull
+/* Ids up to this one are those above, never a stored walk's. */
+#define DWLEAK_STACK_SPECIAL_MAX 3ull
 /* Values of the BPF program's guard_preempt. */
 enum preempt_guard {
 	PREEMPT_GUARD_OFF = 0,	 /* the kernel does not preempt BPF programs */
@@ -140,6 +147,13 @@ struct proc_info {
 	 * control block (bpf/abi/preload.h), where the library says which
 	 * thread-local word counts its allocator calls in progress; 0 = none */
 	__u64 preload_control;
+	/* Its program image: a number user space gives each exec (and each
+	 * process attached to with -p), which the processes forked from it
+	 * share.  Every stack id the walkers make is seeded with it, so an id
+	 * belongs to one image, and user space can let go of an image's
+	 * stacks once no process of it is left (cli/stack_store.c). */
+	__u32 image;
+	__u32 pad;
 };
 
 /* All of a process's mappings that have tables, sorted by start. */
@@ -204,11 +218,11 @@ enum walk_end {
 #undef WALK_END_ENUM
 
 struct stack_trace {
-	__u32 nframes;
+	__u8 nframes;	 /* <= DWLEAK_MAX_FRAMES */
 	__u8 end;	 /* enum walk_end */
 	__u8 kind;	 /* enum alloc_kind of the call that walked it */
 	__u8 fp;	 /* 1 = frame-pointer walk, 0 = DWARF */
-	__u8 pad;
+	__u32 image;	 /* proc_info.image of the process that walked it */
 	__u64 pcs[DWLEAK_MAX_FRAMES]; /* runtime addresses; [0] is the allocator's entry */
 };
 
@@ -297,6 +311,8 @@ struct thread_state {
 	__u64 skip_func;    /* and function, for a tail call from it */
 	__u32 skip_next;    /* next slot of skipped[] to replace */
 	__u32 proc_slot;    /* its process's proc_info.slot + 1, 0 = not looked up yet */
+	__u32 image;	    /* and its proc_info.image (0: none), looked up with it */
+	__u32 pad;
 	struct func_range skipped[DWLEAK_SKIPPED_FUNCS]; /* their functions */
 	struct pending_syscall sc;
 	struct pending_call calls[DWLEAK_MAX_PENDING];
@@ -332,8 +348,10 @@ struct thread_state {
 	X(CNT_FREE_UNKNOWN, "frees_of_untracked")                                               \
 	/* alloc_events record not written: ring full */                                        \
 	X(CNT_RING_FULL, "alloc_events_lost")                                                   \
-	/* stack not stored: stacks map full */                                                 \
+	/* stack not stored: stacks map full (recorded under DWLEAK_STACK_NOT_STORED) */        \
 	X(CNT_STACKS_FULL, "stacks_map_full")                                                   \
+	/* stacks added to the stacks map (user space moves them out: cli/stack_store.c) */     \
+	X(CNT_STACKS_STORED, "stacks_stored")                                                   \
 	/* more than DWLEAK_MAX_PENDING nested calls */                                         \
 	X(CNT_PENDING_FULL, "pending_calls_full")                                               \
 	/* a return with no entry, or an entry whose return never came */                       \
@@ -452,13 +470,14 @@ _Static_assert(sizeof(struct mapping_seen) == 32, "mapping_seen layout");
 _Static_assert((1u << (DWLEAK_MAPPING_SEARCH_STEPS - 1)) >= DWLEAK_MAX_PROC_MAPPINGS,
 	       "binary search must cover every mapping");
 _Static_assert(sizeof(struct stack_trace) == 8 + 8 * DWLEAK_MAX_FRAMES, "stack_trace layout");
+_Static_assert(DWLEAK_MAX_FRAMES <= 255, "stack_trace.nframes is a byte");
 _Static_assert(sizeof(struct alloc_event) == 48, "alloc_event layout");
-_Static_assert(sizeof(struct proc_info) == 32, "proc_info layout");
+_Static_assert(sizeof(struct proc_info) == 40, "proc_info layout");
 _Static_assert(sizeof(struct free_event) == 16, "free_event layout");
 _Static_assert(sizeof(struct pending_call) == 72, "pending_call layout");
 _Static_assert(sizeof(struct pending_syscall) == 48, "pending_syscall layout");
 _Static_assert(sizeof(struct thread_state) ==
-	       128 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
+	       136 + 16 * DWLEAK_SKIPPED_FUNCS + 72 * DWLEAK_MAX_PENDING, "thread_state layout");
 _Static_assert(sizeof(struct event) == 40, "event layout");
 _Static_assert(sizeof(struct mmap_event) == 72, "mmap_event layout");
 

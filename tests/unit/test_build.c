@@ -3,7 +3,8 @@
  * names each pc after itself.  Checks that frames come innermost first
  * with the right "return address" flag, how each kind of walk end is
  * said, the C++ allocator name, --sample-bytes estimates, --interval
- * growth, suppressions, and --unwind both's FP frames and summary. */
+ * growth, suppressions, --unwind both's FP frames and summary, each loss
+ * on its own line, and merged stacks keeping their leak check kinds. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +81,7 @@ static const struct stack_source src = { NULL, walk_of, name_of };
 /* A report of one process's stacks T. */
 static int build_one(const struct ledger_stacks *t, const struct build_opts *o, struct built *b)
 {
-	struct build_proc bp = { 42, "./app", t, &src, 0, REPORT_PROCESS_RUNNING, 0, NULL, NULL };
+	struct build_proc bp = { 42, "./app", t, &src, 0, REPORT_PROCESS_RUNNING, 0, NULL, NULL, 0, 0 };
 
 	return build_report(&bp, 1, o, b);
 }
@@ -131,14 +132,25 @@ static void test_frames_and_ends(void)
 	stacks_add(&t, 14, 0, 30, 3, ALLOC_MALLOC);
 	stacks_add(&t, 15, 0, 50, 5, ALLOC_MALLOC);
 	stacks_add(&t, DWLEAK_STACK_WALKER_BUSY, 0, 60, 6, ALLOC_MALLOC);
-	stacks_add(&t, 99, 0, 70, 7, ALLOC_MALLOC); /* not stored */
+	stacks_add(&t, 99, 0, 70, 7, ALLOC_MALLOC); /* not in the source: lost by dwleak */
 	stacks_add(&t, 16, 0, 80, 8, ALLOC_MALLOC);
+	stacks_add(&t, DWLEAK_STACK_NOT_STORED, 0, 90, 9, ALLOC_MALLOC);
 	ncalls = 0;
 	CHECK(build_one(&t, &o, &b) == 0);
-	EXPECT(b.r.nstacks == 8, "%zu stacks", b.r.nstacks);
+	EXPECT(b.r.nstacks == 9, "%zu stacks", b.r.nstacks);
 	EXPECT(b.r.pid == 42 && !strcmp(b.r.command, "./app") && !strcmp(b.r.unwind, "dwarf"));
-	EXPECT(b.r.totals.outstanding_bytes == 720, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
-	EXPECT(b.r.totals.outstanding_allocations == 42);
+	EXPECT(b.r.totals.outstanding_bytes == 810, "%llu bytes", (unsigned long long)b.r.totals.outstanding_bytes);
+	EXPECT(b.r.totals.outstanding_allocations == 51);
+	/* each on a line of its own, with its process and its bytes */
+	CHECK(b.r.nlosses == 2, "%zu loss lines", b.r.nlosses);
+	EXPECT(!strcmp(b.r.losses[0].what, "stacks_map_full") && b.r.losses[0].pid == 42 &&
+		       b.r.losses[0].count == 9 && b.r.losses[0].bytes == 90 &&
+		       strstr(b.r.losses[0].text, "9 allocations (90 bytes) of pid 42 (./app) were recorded without a "
+						  "stack: the stacks map was full"),
+	       "%s", b.r.losses[0].text);
+	EXPECT(!strcmp(b.r.losses[1].what, "stack_missing") && b.r.losses[1].count == 7 &&
+		       b.r.losses[1].bytes == 70, "%s", b.r.losses[1].text);
+	EXPECT(b.r.totals.dropped_events == 0, "an unstored stack is no dropped event");
 
 	s = stack_with(&b.r, "operator new(unsigned long)");
 	CHECK(s, "the C++ stack is missing");
@@ -173,8 +185,8 @@ static void test_frames_and_ends(void)
 	CHECK(s);
 	EXPECT(s->nframes == 1 && s->unwind_error && strstr(s->unwind_error, "allocator's own frame"),
 	       "a walk complete in malloc: %s", s->unwind_error ? s->unwind_error : "(no error)");
-	/* read error, walker busy, not stored, ended in malloc */
-	EXPECT(b.r.totals.unwind_errors == 5, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
+	/* read error, walker busy, lost, ended in malloc, not stored */
+	EXPECT(b.r.totals.unwind_errors == 6, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
 	build_free(&b);
 }
 
@@ -259,7 +271,63 @@ static void test_fp_both(void)
 	EXPECT(s->fp_complete);
 	EXPECT(s->fp_divergence == 2, "the FP walk lacks frame 2 (fn_300): %ld", s->fp_divergence);
 	EXPECT(b.r.fp && b.r.fp->stacks == 1 && b.r.fp->agreeing == 0 && b.r.fp->frames_lost == 1);
-	EXPECT(b.r.totals.dropped_events == 10, "dropped %llu", (unsigned long long)b.r.totals.dropped_events);
+	/* records lost are dropped events (3 + 2); unstored walks are not */
+	EXPECT(b.r.totals.dropped_events == 5, "dropped %llu", (unsigned long long)b.r.totals.dropped_events);
+	CHECK(b.r.nlosses == 2, "%zu loss lines", b.r.nlosses);
+	EXPECT(!strcmp(b.r.losses[0].what, "alloc_events_lost") && b.r.losses[0].count == 3 && !b.r.losses[0].pid);
+	EXPECT(!strcmp(b.r.losses[1].what, "stacks_map_full") && b.r.losses[1].count == 5 && !b.r.losses[1].pid &&
+		       strstr(b.r.losses[1].text, "5 walks could not store their stack: the stacks map was full"), "%s",
+	       b.r.losses[1].text);
+	build_free(&b);
+}
+
+/* Stacks that read the same once built (two walks with no frames, both
+ * lost) are merged, and so are their leak check kinds and residency: left
+ * out, the second's blocks read as "not classified". */
+static void test_merge_kinds(void)
+{
+	struct ledger_stack slot[4] = { 0 };
+	struct ledger_stacks t = { slot, 4, 0 };
+	struct build_opts o = opts_at(1.0);
+	const struct report_stack *s;
+	uint64_t counters[CNT_COUNT] = { 0 };
+	struct built b;
+	size_t i, k;
+
+	o.leak_check = true;
+	o.counters = counters;
+	o.tables_dropped = 2;
+	o.procs_without_table = 3;
+	o.mappings_unrecorded = 4;
+	counters[CNT_MAPPINGS_FULL] = 1;
+	stacks_add(&t, 98, 0, 48, 1, ALLOC_MALLOC);
+	stacks_add(&t, 99, 0, 96, 2, ALLOC_MALLOC);
+	for (i = 0; i < 2; i++) {
+		slot[i].checked = true;
+		slot[i].leak_bytes[LEAK_DEFINITELY_LOST] = 48;
+		slot[i].leak_count[LEAK_DEFINITELY_LOST] = 1;
+		slot[i].resident = 48;
+	}
+	slot[1].leak_bytes[LEAK_REACHABLE] = 48;
+	slot[1].leak_count[LEAK_REACHABLE] = 1;
+	slot[1].resident = 96;
+	CHECK(build_one(&t, &o, &b) == 0);
+	CHECK(b.r.nstacks == 1, "%zu stacks: the two should merge", b.r.nstacks);
+	s = &b.r.stacks[0];
+	EXPECT(s->bytes == 144 && s->allocations == 3 && s->has_residency && s->residency.resident == 144);
+	for (k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
+		const char *name = report_leak_kind_names[k];
+		uint64_t want = !strcmp(name, "definitely_lost") ? 96 : !strcmp(name, "reachable") ? 48 : 0;
+
+		EXPECT(s->leak_kinds[k].bytes == want, "%s: %llu bytes, want %llu", name,
+		       (unsigned long long)s->leak_kinds[k].bytes, (unsigned long long)want);
+	}
+	/* the user side's limits, each a line */
+	CHECK(b.r.nlosses == 4, "%zu loss lines", b.r.nlosses);
+	EXPECT(!strcmp(b.r.losses[0].what, "mappings_map_full") && b.r.losses[0].count == 5);
+	EXPECT(!strcmp(b.r.losses[1].what, "tables_dropped") && b.r.losses[1].count == 2);
+	EXPECT(!strcmp(b.r.losses[2].what, "proc_slots_full") && b.r.losses[2].count == 3);
+	EXPECT(!strcmp(b.r.losses[3].what, "stack_missing") && b.r.losses[3].pid == 42 && b.r.losses[3].count == 3);
 	build_free(&b);
 }
 
@@ -269,5 +337,6 @@ int main(void)
 	test_exact_frames();
 	test_estimates_growth_suppressions();
 	test_fp_both();
+	test_merge_kinds();
 	return check_status();
 }

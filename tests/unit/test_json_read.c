@@ -41,6 +41,11 @@ static void test_round_trip(void)
 	struct report_fp_module mods[] = { { "/app", 1, 64, 2 } };
 	struct report_fp_summary fp = { true, 2, 1, 2, mods, 1 };
 	struct report_suppressed supp[] = { { "x.supp:2", "known", 1, 8, 1 } };
+	struct report_loss losses[] = {
+		{ "alloc_events_lost", 0, 3, 0, "3 allocator records were lost" },
+		{ "stacks_map_full", 42, 2, 96, "2 allocations (96 bytes) of pid 42 (\"/app\") were recorded without a "
+						 "stack: the stacks map was full" },
+	};
 	struct report_stack stacks[] = {
 		{ .bytes = 64, .allocations = 1, .allocator = "malloc", .frames = frames, .nframes = 4,
 		  .fp_frames = frames, .nfp_frames = 1, .fp_divergence = 1, .truncated = true,
@@ -51,7 +56,8 @@ static void test_round_trip(void)
 	struct report r = { .pid = 42, .command = "/app", .unwind = "both", .duration_s = 2.5,
 			    .stacks = stacks, .nstacks = 2, .counter_names = counter_names,
 			    .counter_values = counter_values, .ncounters = 2, .fp = &fp,
-			    .sample_bytes = 4096, .suppressed = supp, .nsuppressed = 1 };
+			    .sample_bytes = 4096, .suppressed = supp, .nsuppressed = 1, .losses = losses,
+			    .nlosses = 2 };
 	struct report_json in;
 	size_t len, len2;
 	char *text, *again;
@@ -63,6 +69,10 @@ static void test_round_trip(void)
 	EXPECT(in.nunknown_fields == 0 && !in.error.message);
 	EXPECT(in.report.pid == 42 && in.report.nstacks == 2 && in.report.stacks[0].nframes == 4);
 	EXPECT(in.report.stacks[0].frames[1].inlined && in.report.stacks[0].frames[2].line == 7);
+	EXPECT(in.report.nlosses == 2 && in.report.losses[1].pid == 42 && in.report.losses[1].bytes == 96 &&
+		       !strcmp(in.report.losses[1].what, "stacks_map_full") &&
+		       !strcmp(in.report.losses[1].text, losses[1].text),
+	       "losses read back");
 	again = json_of(&in.report, &len2);
 	EXPECT(len == len2 && memcmp(text, again, len) == 0, "written again:\n%s\nfirst:\n%s", again,
 	       text);

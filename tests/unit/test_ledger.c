@@ -3,7 +3,9 @@
  * free then an allocation, --mmap regions) applied in order, then the
  * aggregation by stack checked against sums computed here: bytes and
  * counts per stack, --unwind both pairs kept apart, min-age, the oldest
- * stamp, and the --sample-bytes weights against their formula. */
+ * stamp, and the --sample-bytes weights against their formula; and an
+ * exited process's ledger sealed into sums that aggregate as its blocks
+ * did, the ones too young for --min-age kept as records. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -190,6 +192,95 @@ static void test_mmap(void)
 	ledger_free(&l);
 }
 
+/* Two aggregates agree on every stack's sums. */
+static void expect_same(const struct ledger_stacks *a, const struct ledger_stacks *b, const char *when)
+{
+	size_t i, k;
+
+	EXPECT(a->n == b->n, "%s: %zu stacks, %zu before the seal", when, b->n, a->n);
+	for (i = 0; i < a->cap; i++) {
+		const struct ledger_stack *x = &a->slots[i], *y;
+
+		if (!x->count)
+			continue;
+		y = find(b, x->stack_id, x->fp_stack_id);
+		if (!y) {
+			EXPECT(0, "%s: stack %llu gone", when, (unsigned long long)x->stack_id);
+			continue;
+		}
+		EXPECT(x->bytes == y->bytes && x->count == y->count && x->oldest_ts == y->oldest_ts &&
+			       x->kind == y->kind && x->checked == y->checked && fabs(x->est_bytes - y->est_bytes) < 1e-6 &&
+			       x->resident == y->resident && x->untouched == y->untouched,
+		       "%s: stack %llu: %llu B in %llu, was %llu B in %llu", when, (unsigned long long)x->stack_id,
+		       (unsigned long long)y->bytes, (unsigned long long)y->count, (unsigned long long)x->bytes,
+		       (unsigned long long)x->count);
+		for (k = 0; k < LEAK_KIND_COUNT; k++)
+			EXPECT(x->leak_bytes[k] == y->leak_bytes[k] && x->leak_count[k] == y->leak_count[k],
+			       "%s: stack %llu, kind %zu", when, (unsigned long long)x->stack_id, k);
+	}
+}
+
+static void id_seen(void *ctx, uint64_t id)
+{
+	uint64_t *mask = ctx;
+
+	if (id < 64)
+		*mask |= 1ull << id;
+}
+
+/* An exited process's ledger sealed: every later aggregate is what it
+ * would have been, with or without --min-age, and the ids it names. */
+static void test_seal(void)
+{
+	const uint64_t min_age = 500;
+	struct ledger l = { 0 };
+	struct ledger_stacks before, after;
+	struct alloc_rec *r;
+	uint64_t ids = 0;
+
+	l.now_ns = 1000;
+	alloc_rec(&l, 0x1000, 40, 7, 8, ALLOC_MALLOC);
+	alloc_rec(&l, 0x2000, 60, 7, 8, ALLOC_MALLOC);
+	alloc_rec(&l, 0x3000, 100, 9, 0, ALLOC_CALLOC);
+	alloc_rec(&l, 0x6000, 30, 12, 0, ALLOC_MALLOC);
+	free_rec(&l, 0x6000);
+	free_rec(&l, 0x9999); /* never seen: counted */
+	l.now_ns = 1800;      /* young at the seal (2000), old by 2400 */
+	alloc_rec(&l, 0x4000, 8, 7, 8, ALLOC_MALLOC);
+	alloc_rec(&l, 0x5000, 16, 11, 0, ALLOC_MALLOC);
+	/* the leak check's verdicts and residency */
+	r = alloc_table_get(&l.allocs, 0x1000);
+	r->leak = 1 + LEAK_DEFINITELY_LOST;
+	r->resident = 40;
+	r = alloc_table_get(&l.allocs, 0x3000);
+	r->leak = 1 + LEAK_REACHABLE;
+	r->swapped = 4096;
+
+	CHECK(ledger_aggregate(&l, 2400, min_age, 0, &before) == 0);
+	CHECK(ledger_seal(&l, 2000, min_age, 0) == 0);
+	EXPECT(l.sealed && l.allocs.n == 2, "%zu records kept, want the 2 too young at the seal", l.allocs.n);
+	EXPECT(l.allocs.free_unknown == 1, "the unmatched free is still counted");
+	CHECK(ledger_aggregate(&l, 2400, min_age, 0, &after) == 0);
+	expect_same(&before, &after, "at 2400");
+	ledger_stacks_free(&before);
+	ledger_stacks_free(&after);
+	/* at 2100 the young ones are left out, before and after alike */
+	CHECK(ledger_aggregate(&l, 2100, min_age, 0, &after) == 0);
+	EXPECT(after.n == 2 && find(&after, 7, 8)->count == 2 && !find(&after, 11, 0),
+	       "at 2100: %zu stacks", after.n);
+	ledger_stacks_free(&after);
+	/* records after the seal change nothing */
+	free_rec(&l, 0x2000);
+	alloc_rec(&l, 0x7000, 1, 13, 0, ALLOC_MALLOC);
+	CHECK(ledger_aggregate(&l, 2400, min_age, 0, &after) == 0);
+	EXPECT(after.n == 3 && find(&after, 7, 8)->bytes == 108 && !find(&after, 13, 0));
+	ledger_stacks_free(&after);
+	ledger_stack_ids(&l, id_seen, &ids);
+	EXPECT(ids == ((1ull << 7) | (1ull << 8) | (1ull << 9) | (1ull << 11) | 1ull),
+	       "ids named: %#llx", (unsigned long long)ids);
+	ledger_free(&l);
+}
+
 int main(void)
 {
 	test_records();
@@ -197,5 +288,6 @@ int main(void)
 	test_pairs();
 	test_weights();
 	test_mmap();
+	test_seal();
 	return check_status();
 }

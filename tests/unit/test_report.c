@@ -439,6 +439,27 @@ static void test_text(void)
 	CHECK(pc < pd && pd < pb && pb < pa, "text order");
 	free(text);
 
+	/* each loss on a line of its own, after the dropped events */
+	{
+		static const struct report_loss losses[] = {
+			{ "events_lost", 0, 2, 0, "2 events were lost: the events ring buffer was full" },
+			{ "stacks_map_full", 77, 3, 48, "3 allocations (48 bytes) of pid 77 (x) were recorded "
+							"without a stack: the stacks map was full" },
+		};
+
+		r.losses = losses;
+		r.nlosses = N(losses);
+		text = write_mem(report_write_text, &r, TOP);
+		find(text, "Dropped events: 7, truncated stacks: 1, unwind errors: 1\n"
+			   "Lost: 2 events were lost: the events ring buffer was full\n"
+			   "Lost: 3 allocations (48 bytes) of pid 77 (x) were recorded without a stack: the stacks "
+			   "map was full\n"
+			   "Counters: no_table 3\n");
+		free(text);
+		r.losses = NULL;
+		r.nlosses = 0;
+	}
+
 	r.unwind = "both";
 	CHECK(fp_compare(&r, &sum) == 0, "fp_compare");
 	text = write_mem(report_write_text, &r, 0);
