@@ -178,7 +178,7 @@ if lt_part b; then
 		-- "$MANY" > /dev/null 2> "$tmp/small.err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "DWLEAK_STACKS_MAX=64: dwleak exit $rc: $(tail -3 "$tmp/small.err")"
-	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --leak-check -- "$MANY" > "$tmp/small.txt" 2> /dev/null
+	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --leak-check -o "$tmp/small.txt" -- "$MANY" > /dev/null 2>&1
 	lt_check "$tmp/small.json" "$MANY" << 'PY'
 t = r["totals"]
 losses = r.get("losses", [])
