@@ -24,7 +24,8 @@ struct env {
 	long long sample_bytes;	  /* --sample-bytes: 0 = track every allocation */
 	bool fail_on_leak;	  /* --fail-on-leak given */
 	long long fail_bytes;	  /* its threshold (default 0) */
-	const char *suppressions; /* --suppressions FILE */
+	const char **suppressions; /* --suppressions FILE, each one given, in order */
+	size_t nsuppressions;
 	bool no_default_suppressions; /* --no-default-suppressions */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL) */
 	size_t ndebug_dirs;
