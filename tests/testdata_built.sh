@@ -15,7 +15,7 @@ for f in seed seed_malloc seed_O0_fp seed_O2 seed_O2_stripped seed_O2_stripped.d
 	seed_malloc_O0_fp seed_malloc_O2 libdlleak.so libdlleak_split.so libdlleak_split.so.debug \
 	threads dlopen_main signal_leak deep_recursion clean \
 	threads_clang dlopen_main_clang signal_leak_clang deep_recursion_clang clean_clang \
-	forker sig_in_malloc leak_layout leak_kinds; do
+	forker sig_in_malloc leak_layout leak_kinds supp_leaks; do
 	[ -f "$td/$f" ] || fail "$f missing"
 	[ -n "$(build_id "$td/$f")" ] || fail "$f has no build id"
 done
