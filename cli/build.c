@@ -316,6 +316,8 @@ static void stack_merge_into(struct report_stack *t, const struct report_stack *
 		t->leak_kinds[k].bytes += s->leak_kinds[k].bytes;
 		t->leak_kinds[k].allocations += s->leak_kinds[k].allocations;
 	}
+	t->leak_unsure.bytes += s->leak_unsure.bytes;
+	t->leak_unsure.allocations += s->leak_unsure.allocations;
 	t->has_leak_kinds |= s->has_leak_kinds;
 	if (s->has_residency) {
 		t->residency.resident += s->residency.resident;

@@ -112,6 +112,12 @@ static const char trace_usage[] =
 	"      --allow-untraced     --fail-on-leak may pass though some process could not\n"
 	"                           be traced (the report still lists it)\n"
 	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
+	"                           (repeatable): dwleak's rules (fun:GLOB, mod:GLOB, ...\n"
+	"                           one per paragraph) and memcheck's { } blocks, in one\n"
+	"                           file or several; of memcheck's only Memcheck:Leak ones\n"
+	"                           apply, fun: matches mangled or demangled names, and a\n"
+	"                           match-leak-kinds rule leaves out a stack only when\n"
+	"                           every kind its blocks have is listed\n"
 	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
 	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
 	"      --stats              also print the walker's counters (why walks stopped)\n"
@@ -221,9 +227,16 @@ static int option_apply(struct env *env, int c, const char *arg)
 	case 'o':
 		env->output = arg;
 		return 0;
-	case OPT_SUPPRESSIONS:
-		env->suppressions = arg;
+	case OPT_SUPPRESSIONS: {
+		/* repeatable, as memcheck's: a file of memcheck's beside one's own */
+		const char **grown = realloc(env->suppressions, (env->nsuppressions + 1) * sizeof(*grown));
+
+		if (!grown)
+			return trace_usage_error("%s", "out of memory");
+		env->suppressions = grown;
+		env->suppressions[env->nsuppressions++] = arg;
 		return 0;
+	}
 	case OPT_MMAP:
 		env->mmap = true;
 		return 0;
@@ -348,4 +361,7 @@ void cmd_trace_free(struct env *env)
 {
 	free(env->debug_dirs);
 	env->debug_dirs = NULL;
+	free(env->suppressions);
+	env->suppressions = NULL;
+	env->nsuppressions = 0;
 }

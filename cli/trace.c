@@ -56,15 +56,28 @@ double tracer_now_s(void)
 	return (double)tracer_now_ns() / 1e9;
 }
 
+/* The default rules, then each --suppressions file in order; with --stats,
+ * what each file gave (memcheck's files hold suppressions of other kinds,
+ * which dwleak passes over). */
 static int suppressions_setup(struct tracer *tr)
 {
+	const struct env *env = tr->env;
 	char *err = NULL;
+	size_t i, rules, skipped;
 	int ret = 0;
 
-	if (!tr->env->no_default_suppressions)
+	if (!env->no_default_suppressions)
 		ret = suppressions_add_defaults(&tr->supp);
-	if (!ret && tr->env->suppressions)
-		ret = suppressions_load(&tr->supp, tr->env->suppressions, &err);
+	for (i = 0; !ret && i < env->nsuppressions; i++) {
+		rules = tr->supp.n;
+		skipped = tr->supp.skipped;
+		ret = suppressions_load(&tr->supp, env->suppressions[i], &err);
+		if (!ret && env->stats)
+			fprintf(stderr,
+				"dwleak: stats: suppressions %s: %zu rule(s), %zu memcheck suppression(s) of other "
+				"tools or kinds than Memcheck:Leak skipped\n",
+				env->suppressions[i], tr->supp.n - rules, tr->supp.skipped - skipped);
+	}
 	if (ret)
 		fprintf(stderr, "dwleak: %s\n", err ? err : strerror(-ret));
 	free(err);

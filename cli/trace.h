@@ -26,7 +26,8 @@ struct env {
 	long long fail_bytes;	  /* its threshold (default 0) */
 	bool allow_untraced;	  /* --allow-untraced: --fail-on-leak may pass though part of
 				   * the tree could not be traced */
-	const char *suppressions; /* --suppressions FILE */
+	const char **suppressions; /* --suppressions FILE, each one given, in order */
+	size_t nsuppressions;
 	bool no_default_suppressions; /* --no-default-suppressions */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL) */
 	size_t ndebug_dirs;

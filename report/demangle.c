@@ -24,19 +24,27 @@ bool symbol_is_mangled(const char *name)
 				  (name[2] >= '0' && name[2] <= '9'));
 }
 
-int symbol_demangle(const char *name, char **out)
+int symbol_unversioned(const char *name, char **out)
 {
 	const char *at;
-	char *plain, *demangled;
 
 	*out = NULL;
 	if (!name)
 		return 0;
 	/* a versioned symbol (__libc_start_main@@GLIBC_2.34): the name alone */
 	at = strchr(name, '@');
-	plain = at ? strndup(name, (size_t)(at - name)) : strdup(name);
-	if (!plain)
-		return -ENOMEM;
+	*out = at ? strndup(name, (size_t)(at - name)) : strdup(name);
+	return *out ? 0 : -ENOMEM;
+}
+
+int symbol_demangle(const char *name, char **out)
+{
+	char *plain, *demangled;
+	int err = symbol_unversioned(name, &plain);
+
+	*out = NULL;
+	if (err || !plain)
+		return err;
 	if (symbol_is_mangled(plain)) {
 		/* NULL when it is not a name libiberty knows (or without
 		 * memory, which then shows the mangled name) */

@@ -24,4 +24,12 @@ bool symbol_is_mangled(const char *name);
  */
 int symbol_demangle(const char *name, char **out);
 
+/*
+ * Sets *OUT to a malloc'd copy of NAME without an ELF symbol version, not
+ * demangled: the raw name that valgrind's suppressions write
+ * ("_ZN3Foo3barEv").  NAME NULL gives NULL.  The caller frees *OUT.
+ * Returns 0 or -ENOMEM (*OUT is then NULL).
+ */
+int symbol_unversioned(const char *name, char **out);
+
 #endif

@@ -106,6 +106,7 @@ int frame_arena_add_names(struct frame_arena *a, const char *module, const char 
 		};
 		if (n) {
 			f->function = names[i].function;
+			f->symbol = names[i].symbol ? names[i].symbol : names[i].function;
 			f->offset = names[i].offset;
 			f->file = names[i].file;
 			f->line = names[i].line;

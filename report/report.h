@@ -27,6 +27,10 @@ struct report_frame {
 	const char *file;     /* source file, NULL without line information */
 	int line;             /* source line, 0 (or negative) = unknown */
 	bool inlined;         /* inlined into the next (outer) frame */
+	/* the name before demangling, as valgrind's suppressions name frames
+	 * (struct sym_frame's symbol: "_ZN3Foo3barEv"), FUNCTION itself when
+	 * that is the same; NULL when unknown (a report read from JSON) */
+	const char *symbol;
 };
 
 /*

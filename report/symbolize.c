@@ -427,6 +427,7 @@ void sym_frames_free(struct sym_frame *frames, size_t n)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		free(frames[i].function);
+		free(frames[i].symbol);
 		free(frames[i].file);
 	}
 	free(frames);
@@ -455,9 +456,26 @@ static char *str_dup(const char *s, bool *ok)
 	return r;
 }
 
-/* Appends a frame with copies of FUNCTION (demangled) and FILE. */
-static int frames_push(struct frame_list *fl, const char *function, uint64_t offset,
-		       const char *file, int line, bool inlined)
+/* A malloc'd copy of SYMBOL without its version, or NULL when that is
+ * FUNCTION (demangled already), to keep one string where C names need no
+ * other.  *OK is set false on allocation failure. */
+static char *symbol_dup(const char *symbol, const char *function, bool *ok)
+{
+	char *r;
+
+	if (symbol_unversioned(symbol, &r))
+		*ok = false;
+	if (r && function && !strcmp(r, function)) {
+		free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* Appends a frame with copies of FUNCTION (demangled), SYMBOL (as it is,
+ * see struct sym_frame) and FILE. */
+static int frames_push(struct frame_list *fl, const char *function, const char *symbol,
+		       uint64_t offset, const char *file, int line, bool inlined)
 {
 	struct sym_frame *f;
 	bool ok = true;
@@ -473,6 +491,7 @@ static int frames_push(struct frame_list *fl, const char *function, uint64_t off
 	}
 	f = &fl->v[fl->n];
 	f->function = name_dup(function, &ok);
+	f->symbol = symbol_dup(symbol, f->function, &ok);
 	f->offset = offset;
 	f->file = str_dup(file, &ok);
 	f->line = line > 0 ? line : 0;
@@ -596,6 +615,7 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
 		Dwarf_Die *scope = &scopes[i];
 		int tag = dwarf_tag(scope);
 		const char *name;
+		Dwarf_Attribute attr;
 		Dwarf_Word word;
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
@@ -605,11 +625,14 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
 			name = die_function_name(scope, false);
 			if (!name)
 				name = symname ? symname : die_function_name(scope, true);
-			err = frames_push(fl, name, offset, file, line, false);
+			err = frames_push(fl, name, symname ? symname : name, offset, file, line, false);
 			*reached = true;
 			break;
 		}
-		err = frames_push(fl, die_function_name(scope, true), offset, file, line, true);
+		/* valgrind names an inlined call by its DW_AT_name, unqualified */
+		name = die_function_name(scope, true);
+		err = frames_push(fl, name, dwarf_formstring(dwarf_attr_integrate(scope, DW_AT_name, &attr)) ?: name,
+				  offset, file, line, true);
 		file = NULL;
 		line = 0;
 		if (files && die_udata(scope, DW_AT_call_file, &word))
@@ -620,7 +643,7 @@ static int frames_push_dwarf(struct sym_module *m, Dwarf_Addr pc, const char *sy
 	/* When the chain ends without a subprogram (odd DWARF), the caller
 	 * adds the ELF symbol with the last call site. */
 	if (!err && !*reached && fl->n > 0) {
-		err = frames_push(fl, symname, offset, file, line, false);
+		err = frames_push(fl, symname, symname, offset, file, line, false);
 		*reached = true;
 	}
 	free(scopes);
@@ -655,7 +678,7 @@ static int resolve_uncached(struct sym_module *m, uint64_t addr, bool return_add
 	err = frames_push_dwarf(m, pc, symname, offset, file, line, fl, &reached);
 	if (err || reached)
 		return err;
-	return frames_push(fl, symname, offset, file, line, false);
+	return frames_push(fl, symname, symname, offset, file, line, false);
 }
 
 static int frames_copy(const struct sym_frame *src, size_t n, struct sym_frame **out)
@@ -669,6 +692,7 @@ static int frames_copy(const struct sym_frame *src, size_t n, struct sym_frame *
 	for (size_t i = 0; i < n; i++) {
 		v[i] = src[i];
 		v[i].function = str_dup(src[i].function, &ok);
+		v[i].symbol = str_dup(src[i].symbol, &ok);
 		v[i].file = str_dup(src[i].file, &ok);
 	}
 	if (!ok) {

@@ -26,6 +26,11 @@ struct sym_module;
  *   file      source file as the line table names it (usually absolute)
  *   line      source line, 0 when unknown
  *   inlined   true when this function was inlined into the next frame
+ *   symbol    the name before demangling, as valgrind's suppressions name
+ *             frames: the ELF symbol (else the linkage name) of the
+ *             physical function, the DW_AT_name of an inlined one
+ *             ("make", where FUNCTION is "NS::K::make()"), without a
+ *             symbol version; NULL when it is FUNCTION itself (or unknown)
  */
 struct sym_frame {
 	char *function;
@@ -33,6 +38,7 @@ struct sym_frame {
 	char *file;
 	int line;
 	bool inlined;
+	char *symbol;
 };
 
 /*

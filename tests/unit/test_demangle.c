@@ -58,6 +58,13 @@ static void test_table(void)
 		free(got);
 	}
 	EXPECT(symbol_demangle(NULL, &got) == 0 && got == NULL);
+	/* the raw name: the version cut, nothing demangled */
+	EXPECT(symbol_unversioned("_ZN3Foo3barEv@@V_1", &got) == 0 && got && !strcmp(got, "_ZN3Foo3barEv"),
+	       "got '%s'", got);
+	free(got);
+	EXPECT(symbol_unversioned("malloc", &got) == 0 && got && !strcmp(got, "malloc"));
+	free(got);
+	EXPECT(symbol_unversioned(NULL, &got) == 0 && got == NULL);
 	EXPECT(symbol_is_mangled("_Z3fooi") && symbol_is_mangled("_RNvC1a1b"));
 	EXPECT(!symbol_is_mangled("_Reserved") && !symbol_is_mangled("main") &&
 	       !symbol_is_mangled("_") && !symbol_is_mangled(NULL));

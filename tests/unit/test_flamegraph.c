@@ -184,33 +184,33 @@ static void check_minidom(const char *svg)
 #define QUOTES_MODULE "/opt/q\"&'<lib>.so"
 
 static const struct report_frame seed_chain[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false },
-	{ 0x401220, 0x1220, SEED, NULL, "LeakLib::slowMemoryLeak()", 0x20, "leak_lib.cpp", 7, false },
-	{ 0x401331, 0x1331, SEED, NULL, "caller()", 0, "main.cpp", 9, true },
-	{ 0x401331, 0x1331, SEED, NULL, "main", 0x31, "main.cpp", 14, false },
-	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, NULL, "__libc_start_call_main", 0x7a, NULL, 0, false },
-	{ 0x401050, 0x1050, SEED, NULL, "_start", 0x20, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false, NULL },
+	{ 0x401220, 0x1220, SEED, NULL, "LeakLib::slowMemoryLeak()", 0x20, "leak_lib.cpp", 7, false, NULL },
+	{ 0x401331, 0x1331, SEED, NULL, "caller()", 0, "main.cpp", 9, true, NULL },
+	{ 0x401331, 0x1331, SEED, NULL, "main", 0x31, "main.cpp", 14, false, NULL },
+	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, NULL, "__libc_start_call_main", 0x7a, NULL, 0, false, NULL },
+	{ 0x401050, 0x1050, SEED, NULL, "_start", 0x20, NULL, 0, false, NULL },
 };
 static const char *const seed_names_xml[] = {
 	"malloc", "operator new(unsigned long)", "LeakLib::slowMemoryLeak()", "caller()",
 	"main", "__libc_start_call_main", "_start",
 };
 static const struct report_frame escaped_chain[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false },
-	{ 0x7f3a1c4b0000, 0xb0000, LIBSTDCXX, NULL, TEMPLATE_FN, 0x10, NULL, 0, false },
-	{ 0x7f0000002000, 0x2000, QUOTES_MODULE, NULL, QUOTES_FN, 0x8, NULL, 0, false },
-	{ 0x7f0000003000, 0x3000, OWN_LIB, NULL, NULL, 0, NULL, 0, false },
-	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false },
-	{ 0x401331, 0x1331, SEED, NULL, "main", 0x31, "main.cpp", 14, false },
-	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, NULL, "__libc_start_call_main", 0x7a, NULL, 0, false },
-	{ 0x401050, 0x1050, SEED, NULL, "_start", 0x20, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false, NULL },
+	{ 0x7f3a1c4b0000, 0xb0000, LIBSTDCXX, NULL, TEMPLATE_FN, 0x10, NULL, 0, false, NULL },
+	{ 0x7f0000002000, 0x2000, QUOTES_MODULE, NULL, QUOTES_FN, 0x8, NULL, 0, false, NULL },
+	{ 0x7f0000003000, 0x3000, OWN_LIB, NULL, NULL, 0, NULL, 0, false, NULL },
+	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false, NULL },
+	{ 0x401331, 0x1331, SEED, NULL, "main", 0x31, "main.cpp", 14, false, NULL },
+	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, NULL, "__libc_start_call_main", 0x7a, NULL, 0, false, NULL },
+	{ 0x401050, 0x1050, SEED, NULL, "_start", 0x20, NULL, 0, false, NULL },
 };
 /* Broken UTF-8 and control characters: must still give well-formed XML. */
 static const struct report_frame broken_chain[] = {
-	{ 0x7f3a1c2b5000, 0x9b000, LIBC, NULL, "calloc", 0, NULL, 0, false },
-	{ 0x402200, 0x2200, SEED, NULL, "bad\xff\xc3(x\xed\xa0\x80y\x01\x7f\n\xef\xbf\xbe", 0x4, NULL, 0, false },
+	{ 0x7f3a1c2b5000, 0x9b000, LIBC, NULL, "calloc", 0, NULL, 0, false, NULL },
+	{ 0x402200, 0x2200, SEED, NULL, "bad\xff\xc3(x\xed\xa0\x80y\x01\x7f\n\xef\xbf\xbe", 0x4, NULL, 0, false, NULL },
 };
 
 static struct report seed_report(struct report_stack *stacks)
@@ -353,14 +353,14 @@ static void test_many(void)
 	memcpy(huge, "Huge<", 5);
 	huge[5000] = '\0';
 	big[0] = seed_chain[0];
-	big[1] = (struct report_frame){ 0x401400, 0x1400, SEED, NULL, huge, 0, NULL, 0, false };
+	big[1] = (struct report_frame){ 0x401400, 0x1400, SEED, NULL, huge, 0, NULL, 0, false, NULL };
 	big[2] = seed_chain[4];
 	stacks[0] = (struct report_stack){ .bytes = BIG_BYTES, .allocations = 1, .frames = big, .nframes = 3 };
 	for (i = 0; i < TINY; i++) {
 		snprintf(tiny_names[i], sizeof(tiny_names[i]), "tiny_%zu", i);
 		tiny_frames[i][0] = seed_chain[0];
 		tiny_frames[i][1] = (struct report_frame){ 0x500000 + i, 0x1000 + i, SEED, NULL,
-							   tiny_names[i], 0, NULL, 0, false };
+							   tiny_names[i], 0, NULL, 0, false, NULL };
 		stacks[i + 1] = (struct report_stack){ .bytes = 1, .allocations = 1,
 						       .frames = tiny_frames[i], .nframes = 2 };
 	}

@@ -248,8 +248,8 @@ static void test_spans(void)
 	struct sym_frame *names = calloc(2, sizeof(*names));
 
 	CHECK(names);
-	names[0] = (struct sym_frame){ strdup("inner"), 5, strdup("a.c"), 3, true };
-	names[1] = (struct sym_frame){ strdup("outer"), 5, NULL, 0, false };
+	names[0] = (struct sym_frame){ strdup("inner()"), 5, strdup("a.c"), 3, true, strdup("_Z5innerv") };
+	names[1] = (struct sym_frame){ strdup("outer"), 5, NULL, 0, false, NULL };
 	first = frame_span_start(&a);
 	CHECK(frame_arena_add_copies(&a, src, 3) == 0);
 	frame_span_end(&a, &first);
@@ -268,6 +268,9 @@ static void test_spans(void)
 	EXPECT(frame_span_frames(&a, last)[0].function == names[0].function &&
 	       !strcmp(frame_span_frames(&a, last)[0].file, "a.c") &&
 	       frame_span_frames(&a, last)[1].line == 0 && !frame_span_frames(&a, last)[1].inlined);
+	/* the raw name when it differs, else the function's own */
+	EXPECT(frame_span_frames(&a, last)[0].symbol == names[0].symbol &&
+	       frame_span_frames(&a, last)[1].symbol == names[1].function);
 	EXPECT(frame_span_frames(&a, last)[1].address == 0x10 &&
 	       frame_span_frames(&a, last)[1].elf_address == 0x20);
 	CHECK(frame_arena_add_names(&a, "/m", NULL, 0x30, 0x40, NULL, 0) == 0);

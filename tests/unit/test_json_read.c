@@ -31,10 +31,10 @@ static char *json_of(const struct report *r, size_t *len)
 static void test_round_trip(void)
 {
 	static const struct report_frame frames[] = {
-		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false },
-		{ 0x401000, 0x1000, "/app", NULL, "inl\"ined", 0, "/src/a.c", 3, true },
-		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/a.c", 7, false },
-		{ 0xdead, 0xdead, NULL, NULL, NULL, 0, NULL, 0, false },
+		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false, NULL },
+		{ 0x401000, 0x1000, "/app", NULL, "inl\"ined", 0, "/src/a.c", 3, true, NULL },
+		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/a.c", 7, false, NULL },
+		{ 0xdead, 0xdead, NULL, NULL, NULL, 0, NULL, 0, false, NULL },
 	};
 	static const char *const counter_names[] = { "walks", "zero" };
 	static const uint64_t counter_values[] = { 9, 0 };
@@ -87,8 +87,8 @@ static void test_round_trip(void)
 static void test_round_trip_tree_and_kinds(void)
 {
 	static const struct report_frame frames[] = {
-		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false },
-		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/a.c", 7, false },
+		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false, NULL },
+		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/a.c", 7, false, NULL },
 	};
 	struct report_process procs[] = {
 		{ .pid = 100, .command = "/bin/sh", .state = REPORT_PROCESS_ENDED, .wait_status = 0 },

@@ -36,7 +36,7 @@
 #define CXX_BIAS 0x7f1000000000ull
 #define MAIN_BIAS 0x555500000000ull
 #define F(elf, bias, mod, bid, fn, off, file, line, inl) \
-	{ (bias) + (elf), (elf), mod, bid, fn, off, file, line, inl }
+	{ (bias) + (elf), (elf), mod, bid, fn, off, file, line, inl, NULL }
 
 /* The seed chain: main -> caller() (inlined into main) -> LeakLib::slowMemoryLeak()
  * -> operator new -> malloc, 25 allocations of 40 bytes. */
@@ -54,7 +54,7 @@ static const struct report_frame frames_seed[] = {
 static const struct report_frame frames_big[] = {
 	F(0x98930, LIBC_BIAS, LIBC, "93ac61ec", "malloc", 0, "./malloc/malloc.c", 3281, false),
 	F(0xa57ba, CXX_BIAS, CXX, NULL, NULL, 0, NULL, 0, false),
-	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false },
+	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false, NULL },
 	F(0x83000, LIBC_BIAS, LIBC, "93ac61ec", "_IO_a", 0, NULL, 1, true),
 	F(0x83000, LIBC_BIAS, LIBC, "93ac61ec", "_IO_b", 0, "b.c", 2, true),
 	F(0x83000, LIBC_BIAS, LIBC, "93ac61ec", "_IO_c", 0x10, "c.c", -1, false),

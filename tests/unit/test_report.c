@@ -30,39 +30,39 @@
 
 /* Stack A: the SPEC/brief example, 480 bytes. */
 static const struct report_frame frames_a[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, "3f1e00aa", "malloc", 0, NULL, 0, false },
-	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false },
-	{ 0x401220, 0x1220, MAIN, "abcdef", "LeakLib::slowMemoryLeak()", 0x20, "/src/leak_lib.cpp", 7, false },
-	{ 0x401331, 0x1331, MAIN, "abcdef", "caller()", 0, "/src/main.cpp", 9, true },
-	{ 0x401331, 0x1331, MAIN, "abcdef", "main", 0x31, "/src/main.cpp", 14, false },
-	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, "3f1e00aa", "__libc_start_call_main", 0x7a, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, "3f1e00aa", "malloc", 0, NULL, 0, false, NULL },
+	{ 0x7f3a1c4ae21c, 0xae21c, LIBSTDCXX, NULL, "operator new(unsigned long)", 0x1c, NULL, 0, false, NULL },
+	{ 0x401220, 0x1220, MAIN, "abcdef", "LeakLib::slowMemoryLeak()", 0x20, "/src/leak_lib.cpp", 7, false, NULL },
+	{ 0x401331, 0x1331, MAIN, "abcdef", "caller()", 0, "/src/main.cpp", 9, true, NULL },
+	{ 0x401331, 0x1331, MAIN, "abcdef", "main", 0x31, "/src/main.cpp", 14, false, NULL },
+	{ 0x7f3a1c22a07a, 0x2a07a, LIBC, "3f1e00aa", "__libc_start_call_main", 0x7a, NULL, 0, false, NULL },
 };
 static const struct report_frame fp_frames_a[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, "3f1e00aa", "malloc", 0, NULL, 0, false },
-	{ 0x401331, 0x1331, MAIN, "abcdef", "main", 0x31, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, "3f1e00aa", "malloc", 0, NULL, 0, false, NULL },
+	{ 0x401331, 0x1331, MAIN, "abcdef", "main", 0x31, NULL, 0, false, NULL },
 };
 /* Stack B: names that need escaping, unknown symbols and modules. */
 static const struct report_frame frames_b[] = {
-	{ 0x7f0000001234, 0x1234, WEIRD_MODULE, NULL, NULL, 0, NULL, 0, false },
-	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false },
-	{ 0x402000, 0x2000, MAIN, NULL, NASTY_FUNCTION, 0x10, "dir/\"q\".c", 3, false },
-	{ 0x402100, 0x2100, MAIN, NULL, UTF8_FUNCTION, 0x8, NULL, 0, false },
-	{ 0x402200, 0x2200, MAIN, NULL, BAD_UTF8, 0x4, NULL, 0, false },
+	{ 0x7f0000001234, 0x1234, WEIRD_MODULE, NULL, NULL, 0, NULL, 0, false, NULL },
+	{ 0xdeadbeef, 0, NULL, NULL, NULL, 0, NULL, 0, false, NULL },
+	{ 0x402000, 0x2000, MAIN, NULL, NASTY_FUNCTION, 0x10, "dir/\"q\".c", 3, false, NULL },
+	{ 0x402100, 0x2100, MAIN, NULL, UTF8_FUNCTION, 0x8, NULL, 0, false, NULL },
+	{ 0x402200, 0x2200, MAIN, NULL, BAD_UTF8, 0x4, NULL, 0, false, NULL },
 };
 /* Stacks C and D tie on bytes and allocations; D comes later and is cut. */
 static const struct report_frame frames_c[] = {
-	{ 0x7f3a1c2b5000, 0x9b000, LIBC, NULL, "calloc", 0, NULL, 0, false },
-	{ 0x401500, 0x1500, MAIN, NULL, "c_site", 0x5, NULL, 0, false },
+	{ 0x7f3a1c2b5000, 0x9b000, LIBC, NULL, "calloc", 0, NULL, 0, false, NULL },
+	{ 0x401500, 0x1500, MAIN, NULL, "c_site", 0x5, NULL, 0, false, NULL },
 };
 static const struct report_frame frames_d[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x401600, 0x1600, MAIN, NULL, "d_inner", 0x6, NULL, 0, false },
-	{ 0x401700, 0x1700, MAIN, NULL, "d_outer", 0x7, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x401600, 0x1600, MAIN, NULL, "d_inner", 0x6, NULL, 0, false, NULL },
+	{ 0x401700, 0x1700, MAIN, NULL, "d_outer", 0x7, NULL, 0, false, NULL },
 };
 /* Stack E: the smallest, falls under --top 4. */
 static const struct report_frame frames_e[] = {
-	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x401800, 0x1800, MAIN, NULL, "e_site", 0x8, NULL, 0, false },
+	{ 0x7f3a1c2b4e10, 0x9ae10, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x401800, 0x1800, MAIN, NULL, "e_site", 0x8, NULL, 0, false, NULL },
 };
 
 static const char *const counter_names[] = { "no_table", "weird\"counter" };

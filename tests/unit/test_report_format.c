@@ -92,8 +92,8 @@ static void test_dispatch(void)
 		report_write_svg,
 	};
 	static const struct report_frame frames[] = {
-		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false },
-		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/leak.c", 7, false },
+		{ 0x7f0000001000, 0x1000, "/usr/lib/libc.so.6", "ab12", "malloc", 0, NULL, 0, false, NULL },
+		{ 0x401000, 0x1000, "/app", NULL, "leak", 0x10, "/src/leak.c", 7, false, NULL },
 	};
 	struct report_stack stacks[2] = {
 		{ .bytes = 64, .allocations = 1, .allocator = "malloc", .frames = frames,

@@ -24,15 +24,15 @@
 #define APP "/app/leak"
 
 static const struct report_frame frames_leak[] = {
-	{ 0x7f0000098930, 0x98930, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x555555555150, 0x1150, APP, NULL, "make", 0x10, "/src/leak.c", 6, false },
-	{ 0x55555555516d, 0x116d, APP, NULL, "lose", 0x1d, "/src/leak.c", 8, false },
-	{ 0x5555555551b0, 0x11b0, APP, NULL, "main", 0x20, "/src/leak.c", 12, false },
+	{ 0x7f0000098930, 0x98930, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x555555555150, 0x1150, APP, NULL, "make", 0x10, "/src/leak.c", 6, false, NULL },
+	{ 0x55555555516d, 0x116d, APP, NULL, "lose", 0x1d, "/src/leak.c", 8, false, NULL },
+	{ 0x5555555551b0, 0x11b0, APP, NULL, "main", 0x20, "/src/leak.c", 12, false, NULL },
 };
 static const struct report_frame frames_sh[] = {
-	{ 0x7f0000098930, 0x98930, LIBC, NULL, "malloc", 0, NULL, 0, false },
-	{ 0x555555560000, 0x20000, "/usr/bin/dash", NULL, "stalloc", 0x30, NULL, 0, false },
-	{ 0x555555561000, 0x21000, "/usr/bin/dash", NULL, "main", 0x40, NULL, 0, false },
+	{ 0x7f0000098930, 0x98930, LIBC, NULL, "malloc", 0, NULL, 0, false, NULL },
+	{ 0x555555560000, 0x20000, "/usr/bin/dash", NULL, "stalloc", 0x30, NULL, 0, false, NULL },
+	{ 0x555555561000, 0x21000, "/usr/bin/dash", NULL, "main", 0x40, NULL, 0, false, NULL },
 };
 
 enum { PROCESSES = 1, LEAK_CHECK = 2 };

@@ -415,6 +415,53 @@ static void check_symbol_only(struct sym_module *m, const char *label, uint64_t 
 	sym_frames_free(f, n);
 }
 
+/*
+ * The raw names beside the demangled ones (what valgrind's suppressions
+ * match): in COMPUTE, an address with the 3-deep inline chain names the
+ * inlined calls by DW_AT_name and the physical function by its mangled
+ * symbol; main has no raw name other than the one shown.
+ */
+static void check_raw_symbols(struct sym_module *m, const struct nm_sym *compute, const struct nm_sym *main_sym)
+{
+	bool seen = false;
+
+	for (uint64_t a = compute->addr; a < compute->addr + compute->size && !seen; a++) {
+		struct sym_frame *f;
+		size_t n;
+
+		if (sym_module_resolve(m, a, false, &f, &n) != 0) {
+			EXPECT(0, "resolve 0x%llx", (unsigned long long)a);
+			return;
+		}
+		if (n >= 3) {
+			seen = true;
+			/* static inline: no linkage name, so the DW_AT_name is
+			 * both the name shown and the raw one (no copy) */
+			EXPECT(str_eq(f[0].function, "inner_step") && !f[0].symbol &&
+				       str_eq(f[1].function, "outer_step") && !f[1].symbol,
+			       "inlined calls: '%s' (raw '%s'), '%s' (raw '%s')", f[0].function,
+			       f[0].symbol ? f[0].symbol : "(null)", f[1].function, f[1].symbol ? f[1].symbol : "(null)");
+			EXPECT(str_eq(f[n - 1].symbol, "_ZN7LeakLib7computeEPVii") &&
+				       str_eq(f[n - 1].function, "LeakLib::compute(int volatile*, int)"),
+			       "compute's raw name '%s', function '%s'", f[n - 1].symbol ? f[n - 1].symbol : "(null)",
+			       f[n - 1].function ? f[n - 1].function : "(null)");
+		}
+		sym_frames_free(f, n);
+	}
+	EXPECT(seen, "no address of compute with its inline chain");
+	if (main_sym) {
+		struct sym_frame *f;
+		size_t n;
+
+		if (sym_module_resolve(m, main_sym->addr, false, &f, &n) == 0) {
+			EXPECT(n >= 1 && str_eq(f[n - 1].function, "main") && !f[n - 1].symbol,
+			       "main has no raw name of its own: '%s'",
+			       n && f[n - 1].symbol ? f[n - 1].symbol : "(null)");
+			sym_frames_free(f, n);
+		}
+	}
+}
+
 /* Open fds of this process, to see that modules' fds are closed. */
 static int count_fds(void)
 {
@@ -537,6 +584,7 @@ static void test_fixture(void)
 	if (!m)
 		goto out;
 	compare_fixture(m, "full", full, &syms, true);
+	check_raw_symbols(m, compute, nm_find(&syms, "main"));
 	/* Cached results are the same (second pass hits the cache). */
 	compare_fixture(m, "full (cached)", full, &syms, false);
 
