@@ -23,7 +23,6 @@ static bool nested(uintptr_t ra)
 /* --- Sampling: the per-thread sampler and the set of sampled blocks --- */
 
 __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
-__thread int self_busy __attribute__((tls_model("initial-exec")));
 
 /*
  * The sampled blocks: levels of tables, each twice the size of the one
@@ -119,8 +118,6 @@ bool call_fires(struct call *c)
 
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
-	if (self_busy)
-		return false;
 	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
 		return false;
 	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
@@ -141,8 +138,6 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 {
 	uint32_t gen = CTL_LOAD(generation);
 
-	if (self_busy)
-		return;
 	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
 	    !set_take((uintptr_t)p, (uint16_t)gen))
 		return;
