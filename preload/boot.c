@@ -280,6 +280,24 @@ bool sites_check(uint32_t gen)
 	return !off;
 }
 
+/*
+ * Before a fork, in the thread that forks: looks again for the C++
+ * operators no object defined yet, so that the child inherits any a C++
+ * runtime loaded since defines, and never walks the loaded objects
+ * itself.  glibc (2.36, and master in 2025) does not reset in the child
+ * the lock dl_iterate_phdr takes, and another thread of a multithreaded
+ * parent may hold it at the fork (inside dl_iterate_phdr, or dlopen and
+ * dlclose changing the list): the child's first new would wait forever.
+ * Here, before the fork, that thread lets go of it as usual.  A process
+ * whose loader loaded nothing since the last look (a C program: no C++
+ * runtime, ever) pays one callback of dl_iterate_phdr (resolve_missing).
+ */
+static void on_fork_prepare(void)
+{
+	if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_DONE)
+		resolve_missing();
+}
+
 /* Resolves at load if nothing called malloc yet, and learns of forks made
  * without MADV_WIPEONFORK's help.  pthread_atfork is called here only,
  * never inside an allocation: it takes glibc's atfork lock and allocates
@@ -288,5 +306,5 @@ bool sites_check(uint32_t gen)
 __attribute__((constructor)) static void preload_init(void)
 {
 	boot();
-	pthread_atfork(NULL, NULL, on_fork_child);
+	pthread_atfork(on_fork_prepare, NULL, on_fork_child);
 }

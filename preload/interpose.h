@@ -101,7 +101,8 @@ struct next_def {
  * *LOADS to the count it saw.  Allocates nothing and takes one lock, the
  * loader's list lock (through dl_iterate_phdr), which glibc takes
  * recursively and never holds around an allocation.  Safe inside an
- * allocation made anywhere.
+ * allocation made anywhere, except in the child of a multithreaded fork
+ * whose other thread held that lock (see on_fork_prepare in boot.c).
  */
 uint32_t next_defs_find(const struct fn_info *fn, int n, uint32_t want, struct next_def *out, uint64_t *loads);
 
