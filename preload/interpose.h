@@ -149,6 +149,14 @@ static inline bool sites_usable(uint32_t gen)
 
 /* --- traced.c: sampling, nesting, the sites fired --- */
 
+/* The calling thread's sampler.  Every thread-local variable of the
+ * library is initial-exec (tests/preload_no_hang.sh checks that the
+ * library imports no __tls_get_addr): an access is an offset from %fs,
+ * set up with the thread, whereas a dynamic-TLS access may call
+ * __tls_get_addr, which allocates the thread's block on first use (malloc
+ * inside malloc) and can take the loader's TLS lock.  The cost: the
+ * block comes from the static TLS surplus glibc keeps for objects
+ * dlopen'ed later (16 bytes here, of the 512+ reserved). */
 extern __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
 extern struct ptrset *set_levels[];
 

@@ -38,6 +38,12 @@ __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec"))
 struct ptrset *set_levels[SET_LEVELS];
 static uint32_t *set_filter;
 
+/* The set's memory, mapped from inside a traced allocation: mmap and
+ * munmap are bare system calls in glibc (no lock, no allocation, unlike
+ * the allocator this library cannot call into from here), so they are
+ * safe under any lock the program holds, in a signal handler and in a
+ * fork child; a failure (a seccomp filter, no memory) only loses the
+ * sample, counted.  errno is the program's: kept. */
 static void *map_zeroed(size_t len)
 {
 	int saved = errno;
@@ -57,7 +63,7 @@ static void *map_once(void **slot, size_t len)
 		return m;
 	m = map_zeroed(len);
 	if (m && !__atomic_compare_exchange_n(slot, &want, m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(m, len);
+		munmap(m, len); /* of a mapping just made: cannot fail, errno untouched */
 		m = want;
 	}
 	return m;
