@@ -99,10 +99,12 @@ struct next_def {
  * returns the set of those.  With LOADS, looks at nothing when the
  * loader's count of objects loaded so far (dlpi_adds) is *LOADS, and sets
  * *LOADS to the count it saw.  Allocates nothing and takes one lock, the
- * loader's list lock (through dl_iterate_phdr), which glibc takes
- * recursively and never holds around an allocation.  Safe inside an
- * allocation made anywhere, except in the child of a multithreaded fork
- * whose other thread held that lock (see on_fork_prepare in boot.c).
+ * loader's list lock (through dl_iterate_phdr), which is recursive, and
+ * which glibc (2.36) holds only to change the list: around no malloc
+ * (dlclose calls free under it, and free never looks anything up).
+ * Safe inside an allocation made anywhere, except in the child of a
+ * multithreaded fork whose other thread held that lock (see
+ * on_fork_prepare in boot.c).
  */
 uint32_t next_defs_find(const struct fn_info *fn, int n, uint32_t want, struct next_def *out, uint64_t *loads);
 

@@ -40,7 +40,7 @@ mkdir -m 700 "$GNUPGHOME"
 echo "== a. what the library imports"
 # Each with where it is called inside an allocation and why that is safe:
 #   dl_iterate_phdr   resolve.c: the loader's list lock only, recursive,
-#                     never held by glibc around malloc (boot.c: before fork)
+#                     held by glibc around no malloc (boot.c: before fork)
 #   mmap munmap madvise mincore write
 #                     bare system calls: no lock, no allocation (boot.c,
 #                     traced.c); write only in die(), before abort()
