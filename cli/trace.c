@@ -386,6 +386,34 @@ static void exit_status_say(const struct tracer *tr)
 			strsignal(WTERMSIG(st)));
 }
 
+/*
+ * With -- CMD, when tracing ended because the command itself was let go
+ * (nothing in it can be traced: a static program without symbols), waits
+ * for it to end: dwleak -- CMD then ends when CMD does and exits with its
+ * status, as CMD alone would (a CI job must not pass, and go on, while a
+ * static test binary runs and fails).  Not with --duration, which bounds
+ * dwleak's run, nor after Ctrl-C or SIGTERM, which also end the wait.
+ */
+static void command_wait(struct tracer *tr)
+{
+	struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+	int st;
+
+	if (!tr->tgt.spawned || !top || top->exited || !top->not_followed || tr->env->duration_s > 0)
+		return;
+	while (!stop_signal) {
+		pid_t r = waitpid(top->pid, &st, 0); /* our child, untraced now */
+
+		if (r == top->pid) {
+			top->exited = true;
+			top->exit_status = st;
+			return;
+		}
+		if (r < 0 && errno != EINTR)
+			return;
+	}
+}
+
 /* A failing command is never a pass: dwleak exits with its status (128+N
  * for signal N), after the report; 0 when it succeeded (or with -p). */
 static int command_status(const struct tracer *tr)
@@ -628,6 +656,7 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: polling failed: %s; reporting what was seen\n", strerror(-err));
 	if (!tr.t_traced)
 		tr.t_traced = tr.t_start;
+	command_wait(&tr);
 	exit_status_say(&tr);
 
 	/* phase: final report */
