@@ -323,6 +323,10 @@ uint32_t next_defs_find(const struct fn_info *fn, int n, uint32_t want, struct n
 	for (f = 0; f < n; f++)
 		if (s.want & (1u << f))
 			s.hash[f] = gnu_hash_of(fn[f].sym);
+	/* The one call into the loader: it takes the list lock (recursive:
+	 * a signal handler interrupting this thread inside the loader, or a
+	 * lookup nested in our own, takes it again), allocates nothing, and
+	 * reads each object's TLS block without a lock (dlpi_tls_data). */
 	dl_iterate_phdr(search_object, &s);
 	got = (s.after | s.before) & s.want;
 	for (f = 0; f < n; f++) {
