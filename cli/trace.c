@@ -401,6 +401,12 @@ static void command_wait(struct tracer *tr)
 
 	if (!tr->tgt.spawned || !top || top->exited || !top->not_followed || tr->env->duration_s > 0)
 		return;
+	/* it may have ended already, reaped by a wait for the tracees */
+	if (tr->tracees && tracee_reaped(tr->tracees, top->pid, &st)) {
+		top->exited = true;
+		top->exit_status = st;
+		return;
+	}
 	while (!stop_signal) {
 		pid_t r = waitpid(top->pid, &st, 0); /* our child, untraced now */
 

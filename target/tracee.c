@@ -517,6 +517,16 @@ void tracee_detach_process(struct tracee_set *s, pid_t pid)
 	}
 }
 
+int tracee_reaped(struct tracee_set *s, pid_t pid, int *status)
+{
+	size_t i;
+
+	for (i = 0; i < s->nearly; i++)
+		if (s->early[i].tid == pid && (WIFEXITED(s->early[i].status) || WIFSIGNALED(s->early[i].status)))
+			return early_take(s, pid, status);
+	return 0;
+}
+
 size_t tracee_count(const struct tracee_set *s)
 {
 	size_t i, n = 0;

@@ -97,6 +97,12 @@ int tracee_resume_process(struct tracee_set *s, pid_t pid);
 /* Detaches every thread of process PID (it runs on, untraced). */
 void tracee_detach_process(struct tracee_set *s, pid_t pid);
 
+/* The wait status of PID, a child of the caller that was detached, when
+ * one of the set's waits (which wait for any child) reaped its end: it is
+ * kept, like a new tracee's stop that comes early.  Returns 1 and fills
+ * *STATUS (the status is forgotten), or 0 when no end of PID was seen. */
+int tracee_reaped(struct tracee_set *s, pid_t pid, int *status);
+
 /* How many processes are traced now. */
 size_t tracee_count(const struct tracee_set *s);
 

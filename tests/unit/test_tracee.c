@@ -1,8 +1,9 @@
 /* target/tracee.c on real processes (ptrace, no BPF): a shell command
  * that forks and execs is followed event by event (each process's exec,
  * the shell's fork, every exit, with the exit statuses), a process seized
- * while running with several threads is stopped whole and resumed, and a
- * signal the program sends itself still reaches its handler. */
+ * while running with several threads is stopped whole and resumed, a
+ * signal the program sends itself still reaches its handler, and the end
+ * of a process let go is kept for whoever waits for it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -113,6 +114,45 @@ static void test_tree(void)
 	       "exit statuses");
 }
 
+/* A process let go at its exec (a static program dwleak cannot trace)
+ * and ending later: the set's wait for any child reaps it, and
+ * tracee_reaped gives its status back, once (dwleak -- CMD exits with it). */
+static void test_reaped_after_detach(void)
+{
+	char *argv[] = { "/bin/sh", "-c", "exit 6", NULL };
+	struct tracee_options o = { .follow = true };
+	struct tracee_event ev;
+	struct tracee_set *s;
+	int fd, st = 0, i;
+	pid_t pid;
+
+	CHECK(tracee_set_new(&o, &s) == 0);
+	pid = spawn_held(argv, &fd);
+	CHECK(tracee_seize_thread(s, pid, pid) == 0);
+	CHECK(write(fd, "x", 1) == 1);
+	close(fd);
+	for (i = 0; i < 1000; i++) {
+		int ret = tracee_next(s, &ev);
+
+		CHECK(ret >= 0, "tracee_next: %s", strerror(-ret));
+		if (ret && ev.kind == TRACEE_EXEC)
+			break;
+		if (ret)
+			tracee_resume(s, ev.tid);
+		else
+			usleep(1000);
+	}
+	CHECK(i < 1000, "no exec event");
+	tracee_detach_process(s, pid);
+	usleep(200000); /* it exits meanwhile */
+	EXPECT(tracee_next(s, &ev) == 0, "an event of a process let go");
+	EXPECT(tracee_reaped(s, pid, &st) == 1 && WIFEXITED(st) && WEXITSTATUS(st) == 6,
+	       "the end of the process let go was not kept (status %#x)", st);
+	EXPECT(tracee_reaped(s, pid, &st) == 0, "its end was given twice");
+	EXPECT(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD, "the set did not reap it: the test saw nothing");
+	tracee_set_free(s);
+}
+
 /* A program with 4 threads spinning: stopped whole, resumed. */
 static void test_stop_threads(void)
 {
@@ -210,6 +250,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--signal"))
 		return signal_child();
 	test_tree();
+	test_reaped_after_detach();
 	test_stop_threads();
 	test_signal_passed();
 	return check_status();
