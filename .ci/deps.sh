@@ -18,7 +18,7 @@ packages=(
 	libc6-dbg					# libc's local symbols (__libc_start_call_main) the tests and demo name
 	chromium					# renders the svg report (tests/flamegraph_render.sh)
 	golang-go					# go tool pprof reads --format pprof; the cgo test program
-	curl wget gnupg git openssh-client		# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https once hung there)
+	curl wget gnupg git openssh-client procps	# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https, ps once hung there)
 )
 
 missing=()

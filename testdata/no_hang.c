@@ -1,11 +1,18 @@
 /* Situations where a preload library's allocator runs under locks glibc
  * holds, each of which must end (tests/preload_no_hang.sh runs them under
  * a timeout, with and without libdwleak-preload.so; they print the same
- * lines either way).  Linked with liblocale_ctor.so, whose constructor
- * allocates inside newlocale().
+ * lines either way).  Linked with libi18n_ctor.so, whose constructor
+ * allocates inside newlocale(), or inside bindtextdomain() with
+ * NO_HANG_CTOR=gettext.
  *
- *   no_hang locale              after that constructor: setlocale(), twice,
- *                               and newlocale()/uselocale()
+ *   no_hang locale              after the newlocale() constructor:
+ *                               setlocale(), twice, and newlocale() and
+ *                               uselocale()
+ *   no_hang gettext             after the bindtextdomain() constructor
+ *                               (NO_HANG_CTOR=gettext): what a translated
+ *                               program's main does (setlocale(),
+ *                               bindtextdomain(), textdomain()), then
+ *                               gettext() and setlocale() again
  *   no_hang sig-dlopen LIB N    dlopen()s and dlclose()s LIB (libsig_ctor.so,
  *                               whose constructor raises SIGUSR1) N times;
  *                               the handler, running inside dlopen, mallocs,
@@ -22,6 +29,7 @@
  * Exit status 0 when each check held. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <libintl.h>
 #include <link.h>
 #include <locale.h>
 #include <pthread.h>
@@ -32,7 +40,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern locale_t locale_ctor_made;
+extern locale_t i18n_ctor_locale;
+extern const char *i18n_ctor_binding;
 
 typedef void *(*new_fn)(size_t);
 typedef void (*delete_fn)(void *);
@@ -77,7 +86,7 @@ static int run_locale(void)
 	const char *all, *c;
 	locale_t l;
 
-	printf("locale: constructor's newlocale %s\n", locale_ctor_made ? "succeeded" : "failed");
+	printf("locale: constructor's newlocale %s\n", i18n_ctor_locale ? "succeeded" : "failed");
 	all = setlocale(LC_ALL, "");
 	printf("locale: setlocale(LC_ALL, \"\") returned %s\n", all ? "a name" : "NULL");
 	c = setlocale(LC_ALL, "C");
@@ -89,9 +98,26 @@ static int run_locale(void)
 		freelocale(l);
 	}
 	printf("locale: newlocale again %s\n", l ? "succeeded" : "failed");
-	if (locale_ctor_made)
-		freelocale(locale_ctor_made);
-	return !(locale_ctor_made && c && l);
+	if (i18n_ctor_locale)
+		freelocale(i18n_ctor_locale);
+	return !(i18n_ctor_locale && c && l);
+}
+
+static int run_gettext(void)
+{
+	const char *domain, *msg, *c;
+
+	printf("gettext: constructor's bindtextdomain %s\n", i18n_ctor_binding ? "succeeded" : "failed");
+	/* what every translated program's main does first */
+	setlocale(LC_ALL, "");
+	bindtextdomain("dwleak-no-hang-main", "/nonexistent/locale");
+	domain = textdomain("dwleak-no-hang-main");
+	printf("gettext: textdomain = %s\n", domain ? domain : "(null)");
+	msg = gettext("untranslated");
+	printf("gettext: gettext = %s\n", msg);
+	c = setlocale(LC_ALL, "C");
+	printf("gettext: setlocale(LC_ALL, \"C\") = %s\n", c ? c : "(null)");
+	return !(i18n_ctor_binding && domain && c);
 }
 
 static volatile sig_atomic_t handled, handled_ok;
@@ -176,10 +202,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 2 && !strcmp(argv[1], "locale"))
 		return run_locale();
+	if (argc == 2 && !strcmp(argv[1], "gettext"))
+		return run_gettext();
 	if (argc == 4 && !strcmp(argv[1], "sig-dlopen"))
 		return run_sig_dlopen(argv[2], atol(argv[3]));
 	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "fork-threads"))
 		return run_fork_threads(atol(argv[2]), argc == 4 ? argv[3] : NULL);
-	fprintf(stderr, "usage: no_hang locale | sig-dlopen LIB N | fork-threads N [LIB]\n");
+	fprintf(stderr, "usage: no_hang locale | gettext | sig-dlopen LIB N | fork-threads N [LIB]\n");
 	return 2;
 }

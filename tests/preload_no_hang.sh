@@ -12,11 +12,14 @@
 #     limit with the exit status, stdout and stderr it has without the
 #     library (a connection's "after N ms" aside): curl, wget, gpg, git
 #     --version; git ls-remote of a local bare repository by path and by
-#     file:// (git-upload-pack in a child); ssh -V; python3 -c 'import
-#     ssl'; curl, wget and git over https to a closed local port (their
-#     TLS stacks loaded and started); and testdata/no_hang: locale (a
-#     constructor allocating inside newlocale(), then setlocale(): hung
-#     with the dlsym-based library), sig-dlopen (an allocating signal
+#     file:// (git-upload-pack in a child); ssh -V; ps --version (procps's
+#     tools hung too: libgpg-error's constructor allocates inside
+#     bindtextdomain()); python3 -c 'import ssl'; curl, wget and git over
+#     https to a closed local port (their TLS stacks loaded and started);
+#     and testdata/no_hang: locale (a constructor allocating inside
+#     newlocale(), then setlocale(): hung with the dlsym-based library),
+#     gettext (one allocating inside bindtextdomain(), then what a
+#     translated program's main does: hung too), sig-dlopen (an allocating signal
 #     handler, operator new looked up there for the first time, inside
 #     dlopen), fork-threads (children of a threaded parent, one of whose
 #     threads walks the loaded objects, call operator new first: hung with
@@ -78,14 +81,16 @@ git_version|20|git --version
 git_ls_remote_path|20|git ls-remote $T/repo.git
 git_ls_remote_file|20|git ls-remote file://$T/repo.git
 ssh_version|20|ssh -V
+ps_version|20|ps --version
 python3_ssl|30|$PYTHON -c __import__('ssl')
 curl_https|20|curl -q -sS https://127.0.0.1:1/
 wget_https|20|wget --no-hsts -q -O /dev/null https://127.0.0.1:1/
 git_https|20|git ls-remote https://127.0.0.1:1/repo.git
 no_hang_locale|20|$NO_HANG locale
+no_hang_gettext|20|env NO_HANG_CTOR=gettext $NO_HANG gettext
 no_hang_sig_dlopen|20|$NO_HANG sig-dlopen $TESTDATA/libsig_ctor.so 20
 no_hang_fork_threads|30|$NO_HANG fork-threads 30 $TESTDATA/libdlleak_cxx.so"
-for tool in curl wget gpg git ssh "$PYTHON"; do
+for tool in curl wget gpg git ssh ps "$PYTHON"; do
 	command -v "$tool" > /dev/null ||
 		fail "$tool is missing (Debian: .ci/deps.sh installs it): the commands that hung are the test"
 done
