@@ -102,6 +102,10 @@ static void next_set(int f, const struct next_def *def, bool publish)
 		__atomic_store_n(&next[f].fn, def->fn, __ATOMIC_RELEASE);
 }
 
+/* The loader's count of loads at the last look for definitions (boot's
+ * is the first). */
+static uint64_t loads_seen = UINT64_MAX;
+
 /*
  * Looks again for every C++ operator no object defined yet (a C++
  * runtime may have been loaded since: a library dlopen'ed RTLD_LOCAL
@@ -112,8 +116,6 @@ static void next_set(int f, const struct next_def *def, bool publish)
  * loads, dlpi_adds, is the same), there is nothing new to find, and
  * next_defs_find stops at the first object.
  */
-static uint64_t loads_seen = UINT64_MAX; /* the count at the last look (boot's first) */
-
 static void resolve_missing(void)
 {
 	struct next_def def[F_COUNT];
