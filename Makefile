@@ -116,8 +116,9 @@ dwleak: $(BUILD)/cli/main.o $(LIBS)
 
 PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
 	-fno-plt -fasynchronous-unwind-tables -I preload -I bpf/abi
-# The sampler and the set, pure code, also linked into their unit tests.
-PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c
+# The sampler, the set and the symbol lookup, which need nothing of the
+# rest of the library, also linked into their unit tests.
+PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
 
 $(BUILD)/preload/%.c.o: preload/%.c
 	@mkdir -p $(@D)
@@ -129,7 +130,7 @@ $(BUILD)/preload/%.S.o: preload/%.S
 
 # -z now: every symbol bound at load, so no lazy binding runs inside malloc.
 $(PRELOAD_LIB): $(PRELOAD_OBJS)
-	$(CC) -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -o $@ $^ -ldl
+	$(CC) -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -o $@ $^
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
@@ -170,12 +171,12 @@ $(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
 
-# tests/unit/test_preload_NAME.c: the preload library's pure parts (the
-# sampler, the set), with ASan/UBSan.
+# tests/unit/test_preload_NAME.c: the preload library's parts that stand
+# alone (the sampler, the set, the symbol lookup), with ASan/UBSan.
 $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $(wildcard preload/*.h)
 	@mkdir -p $(@D)
-	$(CC) -I preload -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(PRELOAD_CORE_SRCS) \
-		-lpthread -lm
+	$(CC) -I preload -I bpf/abi -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
 
 # --- Test programs ---
 

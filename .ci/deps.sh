@@ -20,6 +20,7 @@ packages=(
 	chromium					# renders the svg report (tests/flamegraph_render.sh)
 	golang-go					# go tool pprof reads --format pprof; the cgo test program
 	jq						# a command whose stdout is piped (tests/cmd_exit_status.sh)
+	curl wget gnupg git openssh-client procps	# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https, ps once hung there)
 )
 
 # Packages the tests need as files, not installed: busybox-static conflicts

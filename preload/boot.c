@@ -1,12 +1,10 @@
 /* The preload library's start: every interposed function resolved to
- * the definition after the library (once, with a static arena serving
- * the allocations dlsym makes meanwhile), the control block dwleak
- * writes, and whether the sites may fire in this process (a fork may have
- * copied them stale). */
+ * the definition after the library (once, in the first allocation, with
+ * a static arena serving the calls other threads make meanwhile), the
+ * control block dwleak writes, and whether the sites may fire in this
+ * process (a fork may have copied them stale). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,12 +29,13 @@ const struct fn_info fns[F_COUNT] = { DWLEAK_PRELOAD_FUNCS(FN_INFO) };
 struct fn_next next[F_COUNT];
 
 /* --- Bootstrap: allocations made before the functions are resolved ---
- * dlsym itself allocates (glibc's dlerror state: calloc), and the dynamic
- * linker calls malloc before any constructor runs.  Those calls, and any
- * other thread's while the first one resolves, are served from a static
- * arena and never reach the real allocator: free() recognises its blocks
- * by address and ignores them; realloc() moves them out; each block has
- * its size in front of it for malloc_usable_size(). */
+ * The first allocation resolves them all (boot), wherever the program
+ * makes it; resolving allocates nothing itself (resolve.c), but calls
+ * other threads make meanwhile, and a signal handler's in the thread
+ * that resolves, cannot wait for it: they are served from a static arena
+ * and never reach the real allocator: free() recognises its blocks by
+ * address and ignores them; realloc() moves them out; each block has its
+ * size in front of it for malloc_usable_size(). */
 
 _Alignas(64) unsigned char arena[ARENA_SIZE];
 static size_t arena_used;
@@ -71,7 +70,8 @@ size_t arena_size_of(const void *p)
 }
 
 /* A message on stderr and abort(): only when the program cannot go on (no
- * allocator to forward to).  write(2), not stdio: no allocation. */
+ * allocator to forward to).  write(2), not stdio: no allocation, no lock;
+ * abort() takes none this library could hold. */
 static void die(const char *what, const char *sym)
 {
 	static const char pre[] = "libdwleak-preload: ";
@@ -84,70 +84,56 @@ static void die(const char *what, const char *sym)
 	abort();
 }
 
-static bool base_is(const char *path, const char *prefix)
+static bool is_cxx_operator(int f)
 {
-	const char *b = path ? strrchr(path, '/') : NULL;
-
-	b = b ? b + 1 : path;
-	return b && !strncmp(b, prefix, strlen(prefix));
+	return fns[f].cls == PL_CXX_NEW || fns[f].cls == PL_CXX_NEW_ALIGNED || fns[f].cls == PL_CXX_DELETE;
 }
 
-/* A C++ operator defined by an object loaded later, with dlopen: the
- * first of the loaded objects, in load order, whose own scope (itself and
- * its dependencies: dlsym on its handle) defines SYM outside this
- * library.  RTLD_NEXT does not see it: a library dlopen'ed RTLD_LOCAL
- * brings its C++ runtime into its own scope only, while its calls of the
- * operators still reach the wrappers here, first in the global scope. */
-struct find_loaded {
-	const char *sym;
-	void *fn;
-};
-
-static int find_loaded_one(struct dl_phdr_info *info, size_t size, void *arg)
+/* Records DEF as what F forwards to; publishes it for the wrappers when
+ * PUBLISH. */
+static void next_set(int f, const struct next_def *def, bool publish)
 {
-	struct find_loaded *fl = arg;
-	Dl_info at;
-	void *h, *fn;
-
-	(void)size;
-	if (fl->fn || !info->dlpi_name || !*info->dlpi_name || (const char *)info->dlpi_addr == __ehdr_start)
-		return fl->fn != NULL;
-	h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	fn = h ? dlsym(h, fl->sym) : NULL;
-	if (fn && dladdr(fn, &at) && at.dli_fbase != (void *)__ehdr_start)
-		fl->fn = fn;
-	if (h)
-		dlclose(h);
-	return fl->fn != NULL;
-}
-
-/* Looks F up in the objects after this one (with LOADED, also in the
- * scopes of libraries dlopen'ed since) and records what it is; publishes
- * it for the wrappers when PUBLISH.  Returns the function or NULL. */
-static void *resolve_one(int f, bool publish, bool loaded)
-{
-	const ElfW(Sym) *sym = NULL;
-	struct find_loaded fl = { fns[f].sym, NULL };
-	Dl_info info;
-	void *fn = dlsym(RTLD_NEXT, fns[f].sym);
-
-	if (!fn && loaded) {
-		dl_iterate_phdr(find_loaded_one, &fl);
-		fn = fl.fn;
-	}
-	if (!fn)
-		return NULL;
-	if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
-		next[f].start = (uintptr_t)fn;
-		__atomic_store_n(&next[f].len, (uintptr_t)sym->st_size, __ATOMIC_RELAXED);
-	}
-	next[f].transparent = (fns[f].cls == PL_CXX_NEW || fns[f].cls == PL_CXX_DELETE) &&
-			      (base_is(info.dli_fname, "libstdc++.so") || base_is(info.dli_fname, "libc++.so"));
+	next[f].start = (uintptr_t)def->fn;
+	__atomic_store_n(&next[f].len, def->len, __ATOMIC_RELAXED);
+	next[f].transparent = (fns[f].cls == PL_CXX_NEW || fns[f].cls == PL_CXX_DELETE) && def->cxx_runtime;
 	if (next[f].transparent || fns[f].cls == PL_C_QUERY)
 		__atomic_store_n(&next[f].len, 0, __ATOMIC_RELAXED); /* not a function that fires */
 	if (publish)
-		__atomic_store_n(&next[f].fn, fn, __ATOMIC_RELEASE);
-	return fn;
+		__atomic_store_n(&next[f].fn, def->fn, __ATOMIC_RELEASE);
+}
+
+/* The loader's count of loads at the last look for definitions (boot's
+ * is the first). */
+static uint64_t loads_seen = UINT64_MAX;
+
+/*
+ * Looks again for every C++ operator no object defined yet (a C++
+ * runtime may have been loaded since: a library dlopen'ed RTLD_LOCAL
+ * brings its own, which RTLD_NEXT would not see, while its calls of the
+ * operators still reach the wrappers here, first in the global scope),
+ * and publishes those found.  Every look is for all of them, so that
+ * when the loader has loaded nothing since the last one (its count of
+ * loads, dlpi_adds, is the same), there is nothing new to find, and
+ * next_defs_find stops at the first object.
+ */
+static void resolve_missing(void)
+{
+	struct next_def def[F_COUNT];
+	uint32_t missing = 0, got;
+	uint64_t loads = __atomic_load_n(&loads_seen, __ATOMIC_RELAXED);
+	int saved = errno, f;
+
+	for (f = 0; f < F_COUNT; f++)
+		if (is_cxx_operator(f) && !__atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE))
+			missing |= 1u << f;
+	if (!missing)
+		return;
+	got = next_defs_find(fns, F_COUNT, missing, def, &loads);
+	__atomic_store_n(&loads_seen, loads, __ATOMIC_RELAXED);
+	for (f = 0; f < F_COUNT; f++)
+		if (got & (1u << f))
+			next_set(f, &def[f], true);
+	errno = saved;
 }
 
 static void fork_token_setup(void);
@@ -165,35 +151,38 @@ static void depth_tls_publish(void)
 }
 
 /*
- * Resolves every function, once.  Nothing is published before the end,
- * so that whatever dlsym allocates meanwhile (glibc's error state for a
- * C++ operator a C program has none of) comes from the arena, not from
- * the allocator dwleak traces; and the error state is cleared, so the
- * program's first dlerror() still says nothing went wrong.  Returns true
- * when the functions are resolved (false: this call came while another
- * one resolves, or from inside the resolution).
+ * Resolves every function, once.  Nothing is published before the end:
+ * a wrapper that finds its function published finds every other one
+ * (and the fork token) set up.
+ * Returns true when the functions are resolved (false: this call came
+ * while another one resolves, in another thread or in a signal handler
+ * that interrupted it).
  */
 static bool boot(void)
 {
 	int expect = BOOT_NONE, saved = errno, f;
-	void *fn[F_COUNT];
+	struct next_def def[F_COUNT];
+	uint64_t loads = UINT64_MAX;
+	uint32_t got;
 
 	if (likely(__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_DONE))
 		return true;
 	if (!__atomic_compare_exchange_n(&boot_state, &expect, BOOT_RESOLVING, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE))
 		return expect == BOOT_DONE;
+	got = next_defs_find(fns, F_COUNT, UINT32_MAX, def, &loads);
+	__atomic_store_n(&loads_seen, loads, __ATOMIC_RELAXED);
 	for (f = 0; f < F_COUNT; f++) {
-		fn[f] = resolve_one(f, false, false);
-		if (!fn[f] && fns[f].cls != PL_CXX_NEW && fns[f].cls != PL_CXX_NEW_ALIGNED &&
-		    fns[f].cls != PL_CXX_DELETE)
+		if (got & (1u << f))
+			next_set(f, &def[f], false);
+		else if (!is_cxx_operator(f))
 			die("no definition to forward to after this library: ", fns[f].sym);
 	}
-	dlerror();
 	fork_token_setup();
 	depth_tls_publish();
 	for (f = 0; f < F_COUNT; f++)
-		__atomic_store_n(&next[f].fn, fn[f], __ATOMIC_RELEASE);
+		if (got & (1u << f))
+			__atomic_store_n(&next[f].fn, def[f].fn, __ATOMIC_RELEASE);
 	__atomic_store_n(&boot_state, BOOT_DONE, __ATOMIC_RELEASE);
 	errno = saved;
 	return true;
@@ -208,14 +197,9 @@ void *next_of(int f)
 	if (!boot())
 		return NULL;
 	fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
-	if (!fn && fns[f].cls != PL_C_ALLOC && fns[f].cls != PL_C_FREE && fns[f].cls != PL_C_QUERY) {
-		int saved = errno;
-
-		self_busy++;
-		fn = resolve_one(f, true, true); /* a C++ library dlopen'ed since */
-		dlerror(); /* what the failed lookups left */
-		self_busy--;
-		errno = saved;
+	if (!fn && is_cxx_operator(f)) {
+		resolve_missing();
+		fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
 	}
 	return fn;
 }
@@ -251,6 +235,11 @@ uint8_t fork_token_static;
 volatile uint8_t *fork_token = &fork_token_static;
 uint32_t sites_seen_gen;
 
+/* Called once, from boot (inside the first allocation): mmap and madvise
+ * are bare system calls in glibc (no lock, no allocation), and a failure
+ * (a seccomp filter, no memory, a kernel before 4.14 without
+ * MADV_WIPEONFORK) leaves the static token, which on_fork_child resets;
+ * boot restores errno. */
 static void fork_token_setup(void)
 {
 	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -264,13 +253,17 @@ static void fork_token_setup(void)
 	fork_token = p;
 }
 
+/* In the child, from fork() itself before it returns: stores only. */
 static void on_fork_child(void)
 {
 	*fork_token = 0;
 	fork_token_static = 0;
 }
 
-/* Whether the call at CODE (a site) is stale: `call rel32` into no mapping. */
+/* Whether the call at CODE (a site) is stale: `call rel32` into no mapping.
+ * mincore is a bare system call (no lock, no allocation; its errno is
+ * restored by sites_check): the one way to ask whether an address is
+ * mapped without touching it. */
 static bool site_stale(const volatile uint8_t *code)
 {
 	uintptr_t target;
@@ -302,10 +295,31 @@ bool sites_check(uint32_t gen)
 	return !off;
 }
 
+/*
+ * Before a fork, in the thread that forks: looks again for the C++
+ * operators no object defined yet, so that the child inherits any a C++
+ * runtime loaded since defines, and never walks the loaded objects
+ * itself.  glibc (2.36, and master in 2025) does not reset in the child
+ * the lock dl_iterate_phdr takes, and another thread of a multithreaded
+ * parent may hold it at the fork (inside dl_iterate_phdr, or dlopen and
+ * dlclose changing the list): the child's first new would wait forever.
+ * Here, before the fork, that thread lets go of it as usual.  A process
+ * whose loader loaded nothing since the last look (a C program: no C++
+ * runtime, ever) pays one callback of dl_iterate_phdr (resolve_missing).
+ */
+static void on_fork_prepare(void)
+{
+	if (__atomic_load_n(&boot_state, __ATOMIC_ACQUIRE) == BOOT_DONE)
+		resolve_missing();
+}
+
 /* Resolves at load if nothing called malloc yet, and learns of forks made
- * without MADV_WIPEONFORK's help. */
+ * without MADV_WIPEONFORK's help.  pthread_atfork is called here only,
+ * never inside an allocation: it takes glibc's atfork lock and allocates
+ * its list of handlers (from the real allocator, resolved just before, or
+ * from the arena while another thread resolves). */
 __attribute__((constructor)) static void preload_init(void)
 {
 	boot();
-	pthread_atfork(NULL, NULL, on_fork_child);
+	pthread_atfork(on_fork_prepare, NULL, on_fork_child);
 }

@@ -1,5 +1,6 @@
 /* The preload library's parts, shared by its files (boot.c: resolution,
- * bootstrap arena, control block, sites' health; traced.c: sampling,
+ * bootstrap arena, control block, sites' health; resolve.c: the
+ * definitions after the library, found without dlsym; traced.c: sampling,
  * nesting, firing the sites; preload.c: the interposed functions).  Not
  * an API: everything here is hidden in the library. */
 #ifndef DWLEAK_PRELOAD_INTERPOSE_H
@@ -73,6 +74,40 @@ extern const char __etext[] __attribute__((visibility("hidden")));
 #define NEXT(id, type) ((type)__atomic_load_n(&next[id].fn, __ATOMIC_RELAXED))
 
 
+/* --- resolve.c: the definitions the functions forward to --- */
+
+/* One function's definition: FN (an IFUNC already resolved), its size in
+ * bytes from the symbol table (LEN, 0 when unknown), and whether the
+ * object defining it is a C++ runtime (libstdc++, libc++), whose
+ * operators only call malloc and free. */
+struct next_def {
+	void *fn;
+	uintptr_t len;
+	bool cxx_runtime;
+};
+
+/* The most functions one lookup takes (a set of them is a uint32_t). */
+#define NEXT_DEFS_MAX 32
+
+/*
+ * Finds each function FN[F] (F < N <= NEXT_DEFS_MAX) whose bit is set in
+ * WANT the way dlsym (RTLD_NEXT) would from this library, without calling
+ * it: the first definition in the objects loaded after the library, in
+ * link-map order (objects dlopen'ed since, RTLD_LOCAL ones too, come
+ * last), else the first in those before it, never in the library itself
+ * (the object holding __ehdr_start).  Fills OUT[F] for each found and
+ * returns the set of those.  With LOADS, looks at nothing when the
+ * loader's count of objects loaded so far (dlpi_adds) is *LOADS, and sets
+ * *LOADS to the count it saw.  Allocates nothing and takes one lock, the
+ * loader's list lock (through dl_iterate_phdr), which is recursive, and
+ * which glibc (2.36) holds only to change the list: around no malloc
+ * (dlclose calls free under it, and free never looks anything up).
+ * Safe inside an allocation made anywhere, except in the child of a
+ * multithreaded fork whose other thread held that lock (see
+ * on_fork_prepare in boot.c).
+ */
+uint32_t next_defs_find(const struct fn_info *fn, int n, uint32_t want, struct next_def *out, uint64_t *loads);
+
 /* --- boot.c: resolution and the bootstrap arena --- */
 
 #define ARENA_SIZE (256u << 10)
@@ -116,11 +151,14 @@ static inline bool sites_usable(uint32_t gen)
 
 /* --- traced.c: sampling, nesting, the sites fired --- */
 
-/* Non-zero while this thread runs the library's own calls into libc
- * (the lazy lookup of a C++ operator: dlopen, dlsym): what they allocate
- * is not the program's, and fires nothing. */
-extern __thread int self_busy __attribute__((tls_model("initial-exec")));
-
+/* The calling thread's sampler.  Every thread-local variable of the
+ * library is initial-exec (tests/preload_no_hang.sh checks that the
+ * library imports no __tls_get_addr): an access is an offset from %fs,
+ * set up with the thread, whereas a dynamic-TLS access may call
+ * __tls_get_addr, which allocates the thread's block on first use (malloc
+ * inside malloc) and can take the loader's TLS lock.  The cost: the
+ * block comes from the static TLS surplus glibc keeps for objects
+ * dlopen'ed later (16 bytes here, of the 512+ reserved). */
 extern __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
 
 /* Calls of the allocator in progress on this thread while a tracer is

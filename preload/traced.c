@@ -23,7 +23,6 @@ static bool nested(uintptr_t ra)
 /* --- Sampling: the per-thread sampler and the set of sampled blocks --- */
 
 __thread struct sampler thread_sampler __attribute__((tls_model("initial-exec")));
-__thread int self_busy __attribute__((tls_model("initial-exec")));
 __thread uint32_t alloc_depth __attribute__((tls_model("initial-exec")));
 
 /*
@@ -40,6 +39,12 @@ __thread uint32_t alloc_depth __attribute__((tls_model("initial-exec")));
 struct ptrset *set_levels[SET_LEVELS];
 static uint32_t *set_filter;
 
+/* The set's memory, mapped from inside a traced allocation: mmap and
+ * munmap are bare system calls in glibc (no lock, no allocation, unlike
+ * the allocator this library cannot call into from here), so they are
+ * safe under any lock the program holds, in a signal handler and in a
+ * fork child; a failure (a seccomp filter, no memory) only loses the
+ * sample, counted.  errno is the program's: kept. */
 static void *map_zeroed(size_t len)
 {
 	int saved = errno;
@@ -59,7 +64,7 @@ static void *map_once(void **slot, size_t len)
 		return m;
 	m = map_zeroed(len);
 	if (m && !__atomic_compare_exchange_n(slot, &want, m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		munmap(m, len);
+		munmap(m, len); /* of a mapping just made: cannot fail, errno untouched */
 		m = want;
 	}
 	return m;
@@ -120,8 +125,6 @@ bool call_fires(struct call *c)
 
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
-	if (self_busy)
-		return false;
 	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
 		return false;
 	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
@@ -142,8 +145,6 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 {
 	uint32_t gen = CTL_LOAD(generation);
 
-	if (self_busy)
-		return;
 	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
 	    !set_take((uintptr_t)p, (uint16_t)gen))
 		return;

@@ -10,7 +10,8 @@
 #   d  -- CMD that does not exist / is not executable / is not a program; a
 #      script, whose exec'd program is traced; CMD's own exit status and death by signal are printed and
 #      returned (SPEC: a failing command is never a pass), also over
-#      --fail-on-leak's 1
+#      --fail-on-leak's 1, and for a static program dwleak cannot trace
+#      (let go, but waited for)
 #   e  the target exits while dwleak traces it (-p): final report, exit 0, soon
 #   f  dwleak killed with SIGKILL: the target keeps running and exits 0, and
 #      the breakpoints are gone from its copy of libc
@@ -237,6 +238,22 @@ if lt_part d; then
 		else
 			pass "-- CMD killed by SIGSEGV: exit 139, $(grep 'signal 11' "$tmp/err")"
 		fi
+	fi
+	# a command that cannot be traced (a static program without symbols)
+	# is let go, and still waited for: dwleak ends with it and exits with
+	# its status (it used to exit 0 at once, the command running on)
+	if printf '#include <unistd.h>\nint main(void) { usleep(300000); write(1, "done\\n", 5); return 4; }\n' |
+		cc -static -s -x c -o "$tmp/static_exit" - 2> "$tmp/cc.err"; then
+		if run_sane "-- a static program that exits 4" 60 "$DWLEAK" -- "$tmp/static_exit"; then
+			if [ $rc -ne 4 ] || ! grep -q '^dwleak: warning: not tracing pid' "$tmp/err" ||
+				! grep -q '^dwleak: .*exited with status 4$' "$tmp/err" || ! grep -q '^done$' "$tmp/out"; then
+				fail "-- a static program that exits 4: dwleak exit $rc, want 4 after it: $(cat "$tmp/err")"
+			else
+				pass "-- a static program, not traced: waited for, exit 4, $(grep 'exited with' "$tmp/err")"
+			fi
+		fi
+	else
+		echo "note: no static libc to build a static program: $(head -1 "$tmp/cc.err")"
 	fi
 	# a leak over --fail-on-leak's threshold and a failing command: the
 	# command's status, not 1 (CI must see the crash, not a leak)

@@ -1,8 +1,9 @@
 /* target/tracee.c on real processes (ptrace, no BPF): a shell command
  * that forks and execs is followed event by event (each process's exec,
  * the shell's fork, every exit, with the exit statuses), a process seized
- * while running with several threads is stopped whole and resumed, and a
- * signal the program sends itself still reaches its handler. */
+ * while running with several threads is stopped whole and resumed, a
+ * signal the program sends itself still reaches its handler, and the end
+ * of a process let go is kept for whoever waits for it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
