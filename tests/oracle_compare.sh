@@ -35,7 +35,9 @@
 #   --sums            print one line: memcheck's D I P R bytes, then dwleak's,
 #                     then CMD's exit status under memcheck and dwleak's (with
 #                     --attach: 0 when dwleak -p and the target both exited
-#                     as they should); what tests/oracle_memcheck.sh reads
+#                     as they should), then the bytes dwleak reached only
+#                     through memory it cannot vouch for (flagged "may be
+#                     lost"); what tests/oracle_memcheck.sh reads
 #
 # ORACLE_TIMEOUT (seconds, default 300) bounds each run of dwleak: a traced
 # command that hangs is reported (dwleak's status 124), not waited for.
@@ -115,7 +117,8 @@ if [ $# -eq 0 ] && [ $sums = 0 ] && [ -z "$allocator$keep" ]; then
 		fi
 	}
 	got=$("$0" --sums --no-preload "$td/leak_kinds")
-	check "leak_kinds, uprobes: memcheck D I P R, dwleak D I P R, exits" "$got" "240 176 976 1616 240 176 976 1616 0 0"
+	check "leak_kinds, uprobes: memcheck D I P R, dwleak D I P R, exits, unsure" "$got" \
+		"240 176 976 1616 240 176 976 1616 0 0 0"
 	read -r -a v <<< "$("$0" --sums "$td/leak_kinds")"
 	check "leak_kinds, preload library: memcheck D I, dwleak D I, exits" "${v[*]:0:2} ${v[*]:4:2} ${v[*]:8:2}" "240 176 240 176 0 0"
 	read -r -a v <<< "$("$0" --sums --attach --no-preload --allocator tcmalloc "$td/oracle_sizes")"
@@ -310,8 +313,11 @@ if len(pids) > 1:
     print("oracle_compare: note: dwleak's report has %d processes; the sums are over all" % len(pids),
           file=sys.stderr)
 sums, vg_rc, dw_rc = sys.argv[3].split()
+# the bytes dwleak reached only through memory it cannot vouch for (the
+# allocator's, held before it attached), which it flags "may be lost"
+unsure = lc.get("unsure", {}).get("bytes", 0)
 if sums == "1":
-    print(" ".join(map(str, vb + db + [vg_rc, dw_rc])))
+    print(" ".join(map(str, vb + db + [vg_rc, dw_rc, unsure])))
 else:
     print("%-9s %16s %16s %16s %16s" % ("", "definitely", "indirectly", "possibly", "reachable"))
     vname = "memcheck" if len(sys.argv) <= 4 else "memcheck*"
