@@ -273,17 +273,9 @@ static int arenas_find(int fd, const struct proc_map *maps, ssize_t first, ssize
 /* The mapping of MAPS[0..N) that holds ADDR, or NULL. */
 static const struct proc_map *map_of(const struct proc_map *maps, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
+	ssize_t i = proc_maps_find(maps, n, addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && maps[lo].start <= addr ? &maps[lo] : NULL;
+	return i < 0 ? NULL : &maps[i];
 }
 
 static bool anon_rw(const struct proc_map *maps, size_t n, uint64_t addr)

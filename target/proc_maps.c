@@ -87,6 +87,21 @@ void proc_maps_free(struct proc_map *maps, size_t n)
 	free(maps);
 }
 
+ssize_t proc_maps_find(const struct proc_map *maps, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && maps[lo].start <= addr ? (ssize_t)lo : -1;
+}
+
 char *proc_map_files_path(int pid, const struct proc_map *m)
 {
 	char *p;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct proc_map {
 	uint64_t start;
@@ -27,6 +28,10 @@ struct proc_map {
 int proc_maps_read(int pid, bool exec_only, struct proc_map **maps, size_t *n);
 
 void proc_maps_free(struct proc_map *maps, size_t n);
+
+/* The index of the mapping of MAPS[0..N) (in address order, as
+ * proc_maps_read gives them) that holds ADDR, or -1. */
+ssize_t proc_maps_find(const struct proc_map *maps, size_t n, uint64_t addr);
 
 /*
  * The one place that says where a mapping's bytes are read and probed:

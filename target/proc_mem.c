@@ -137,22 +137,6 @@ enum proc_map_kind proc_map_kind_of(int pid, const struct proc_map *m)
 	return PROC_MAP_FILE;
 }
 
-/* The mapping holding ADDR, or -1 (MAPS in address order). */
-static ssize_t map_index(const struct proc_map *maps, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && maps[lo].start <= addr ? (ssize_t)lo : -1;
-}
-
 /* Thread TID's sp from /proc/PID/task/TID/syscall: "NR ARG... SP PC" in a
  * syscall, "-1 SP PC" outside one, "running" when it runs. */
 static int thread_sp(int pid, int tid, uint64_t *sp)
@@ -274,7 +258,7 @@ static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thre
 	for (i = 0; i < plan->nmaps; i++)
 		live[i] = UINT64_MAX;
 	for (i = 0; i < nthreads; i++) {
-		ssize_t m = map_index(plan->maps, plan->nmaps, threads[i].sp);
+		ssize_t m = proc_maps_find(plan->maps, plan->nmaps, threads[i].sp);
 		uint64_t sp = threads[i].sp;
 
 		if (m < 0 || !is_stack_of(plan->maps, plan->kinds, (size_t)m, &threads[i])) {
@@ -294,7 +278,7 @@ static void stack_bottoms(struct proc_mem_plan *plan, const struct proc_mem_thre
 
 		if (keep[i].addr < cut_lo || keep[i].addr >= cut_hi)
 			continue;
-		m = map_index(plan->maps, plan->nmaps, keep[i].addr);
+		m = proc_maps_find(plan->maps, plan->nmaps, keep[i].addr);
 		if (m >= 0 && live[m] != UINT64_MAX && keep[i].addr < live[m]) {
 			live[m] = keep[i].addr & ~7ull;
 			plan->stack_kept++;
@@ -567,7 +551,7 @@ static int smaps_read(int pid, const struct proc_map *maps, size_t n, uint64_t *
 		unsigned long long start, end, kb;
 
 		if (sscanf(line, "%llx-%llx ", &start, &end) == 2) {
-			cur = map_index(maps, n, start);
+			cur = proc_maps_find(maps, n, start);
 			matched = cur >= 0 && maps[cur].start == start;
 			if (matched && known)
 				known[cur] = true;
@@ -1275,7 +1259,7 @@ int proc_rss_explain(int pid, const struct proc_mem_range *tracked, size_t n, co
 	for (i = 0; i < nmaps; i++)
 		kinds[i] = proc_map_kind_of(pid, &maps[i]);
 	for (i = 0; i < nthreads; i++) {
-		ssize_t m = map_index(maps, nmaps, threads[i].sp);
+		ssize_t m = proc_maps_find(maps, nmaps, threads[i].sp);
 
 		if (m >= 0)
 			holds_sp[m] = true;
@@ -1286,7 +1270,7 @@ int proc_rss_explain(int pid, const struct proc_mem_range *tracked, size_t n, co
 	if (err)
 		goto out;
 	for (i = 0; i < n; i++) {
-		ssize_t m = map_index(maps, nmaps, tracked[i].addr);
+		ssize_t m = proc_maps_find(maps, nmaps, tracked[i].addr);
 
 		out->tracked_bytes += tracked[i].size;
 		if (m >= 0)
