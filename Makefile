@@ -201,8 +201,8 @@ $(BUILD)/fuzz/fuzz_objects: tests/fuzz/fuzz_objects.c $(TARGET_FUZZ_SRCS) target
 
 # fuzz_memory: what target/ reads of a traced process's memory to tell the
 # allocator's bookkeeping from the program's (glibc's arenas).
-MEMORY_FUZZ_SRCS := target/alloc_state.c target/proc_maps.c
-$(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/alloc_state.h target/proc_maps.h
+MEMORY_FUZZ_SRCS := target/alloc_state.c target/proc_maps.c target/proc_mem.c
+$(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/alloc_state.h target/proc_maps.h target/proc_mem.h
 	@mkdir -p $(@D)
 	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(MEMORY_FUZZ_SRCS)
 

@@ -3,6 +3,7 @@
  * the process runs again. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -77,60 +78,21 @@ static int scan_chunk(void *ctx, uint64_t addr, const void *bytes, size_t len)
 	return err;
 }
 
-/* The ranges of A[0..NA) less those of B[0..NB) (both sorted, each not
- * overlapping itself), into a malloc'd *OUT of *NOUT.  Returns 0 or
- * -ENOMEM. */
+/* leak_block and proc_mem_range are one layout: the range helpers of
+ * target/proc_mem serve both, and blocks are handed to the plan as ranges. */
+_Static_assert(sizeof(struct leak_block) == sizeof(struct proc_mem_range) &&
+		       offsetof(struct leak_block, size) == offsetof(struct proc_mem_range, size),
+	       "blocks are ranges");
+static void ranges_normalize(struct leak_block *v, size_t *n)
+{
+	proc_mem_ranges_normalize((struct proc_mem_range *)v, n);
+}
+
 static int ranges_subtract(const struct leak_block *a, size_t na, const struct leak_block *b, size_t nb,
 			   struct leak_block **out, size_t *nout)
 {
-	struct leak_block *v = malloc((na + nb + 1) * sizeof(*v)); /* each of B splits one range at most */
-	size_t i, j = 0, k = 0;
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < na; i++) {
-		uint64_t s = a[i].addr, e = range_end(&a[i]);
-
-		while (j < nb && range_end(&b[j]) <= s)
-			j++;
-		for (size_t m = j; m < nb && b[m].addr < e && s < e; m++) {
-			if (b[m].addr > s)
-				v[k++] = (struct leak_block){ s, b[m].addr - s };
-			if (range_end(&b[m]) > s)
-				s = range_end(&b[m]);
-		}
-		if (s < e)
-			v[k++] = (struct leak_block){ s, e - s };
-	}
-	*out = v;
-	*nout = k;
-	return 0;
-}
-
-static int by_addr(const void *x, const void *y)
-{
-	const struct leak_block *a = x, *b = y;
-
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-/* Sorts V[0..*N) and merges the ranges that overlap or touch. */
-static void ranges_normalize(struct leak_block *v, size_t *n)
-{
-	size_t i, k = 0;
-
-	if (!*n)
-		return;
-	qsort(v, *n, sizeof(*v), by_addr);
-	for (i = 1; i < *n; i++) {
-		if (v[i].addr <= range_end(&v[k])) {
-			if (range_end(&v[i]) > range_end(&v[k]))
-				v[k].size = range_end(&v[i]) - v[k].addr;
-		} else {
-			v[++k] = v[i];
-		}
-	}
-	*n = k + 1;
+	return proc_mem_ranges_subtract((const struct proc_mem_range *)a, na, (const struct proc_mem_range *)b, nb,
+					(struct proc_mem_range **)out, nout);
 }
 
 /* The blocks a partial ledger L saw freed (L->freed) where their memory
@@ -223,8 +185,7 @@ static int allocator_memory(const struct proc *p, const struct alloc_state *stat
 		free(mem);
 		return -ENOMEM;
 	}
-	if (nfresh)
-		qsort(fresh, nfresh, sizeof(*fresh), by_addr);
+	ranges_normalize(fresh, &nfresh);
 	err = ranges_subtract(mem, nmem, fresh, nfresh, out, n);
 	free(mem);
 	free(fresh);
@@ -404,7 +365,6 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	return err;
 }
 
-_Static_assert(sizeof(struct leak_block) == sizeof(struct proc_mem_range), "blocks are ranges");
 
 int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct leak_scan_exit *exiting,
 		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)

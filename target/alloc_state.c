@@ -151,36 +151,6 @@ static int range_add(struct alloc_state *s, size_t *cap, uint64_t addr, uint64_t
 	return 0;
 }
 
-static int by_addr(const void *x, const void *y)
-{
-	const struct proc_mem_range *a = x, *b = y;
-
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-/* Sorts S's ranges and merges those that overlap or touch. */
-static void ranges_normalize(struct alloc_state *s)
-{
-	size_t i, k = 0;
-
-	if (!s->n)
-		return;
-	qsort(s->ranges, s->n, sizeof(*s->ranges), by_addr);
-	for (i = 1; i < s->n; i++) {
-		struct proc_mem_range *last = &s->ranges[k];
-
-		if (s->ranges[i].addr <= last->addr + last->size) {
-			uint64_t end = s->ranges[i].addr + s->ranges[i].size;
-
-			if (end > last->addr + last->size)
-				last->size = end - last->addr;
-		} else {
-			s->ranges[++k] = s->ranges[i];
-		}
-	}
-	s->n = k + 1;
-}
-
 /*
  * The writable mappings of the object at PATH in MAPS[0..N) into
  * *FIRST..*LAST (indexes; *FIRST > *LAST when none) and its bss: the
@@ -505,6 +475,6 @@ int alloc_state_find(int pid, const struct allocator *a, const struct alloc_stat
 	if (err)
 		alloc_state_free(out);
 	else
-		ranges_normalize(out);
+		proc_mem_ranges_normalize(out->ranges, &out->n);
 	return err;
 }

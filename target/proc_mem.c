@@ -236,6 +236,58 @@ static bool is_stack_of(const struct proc_map *maps, const enum proc_map_kind *k
 	return kinds[i] == PROC_MAP_ANON && !m->shared && m->writable && t->tls >= m->start && t->tls < m->end;
 }
 
+static int range_by_addr(const void *x, const void *y)
+{
+	const struct proc_mem_range *a = x, *b = y;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+void proc_mem_ranges_normalize(struct proc_mem_range *v, size_t *n)
+{
+	size_t i, k = 0;
+
+	if (!*n)
+		return;
+	qsort(v, *n, sizeof(*v), range_by_addr);
+	for (i = 1; i < *n; i++) {
+		if (v[i].addr <= v[k].addr + v[k].size) {
+			if (v[i].addr + v[i].size > v[k].addr + v[k].size)
+				v[k].size = v[i].addr + v[i].size - v[k].addr;
+		} else {
+			v[++k] = v[i];
+		}
+	}
+	*n = k + 1;
+}
+
+int proc_mem_ranges_subtract(const struct proc_mem_range *a, size_t na, const struct proc_mem_range *b, size_t nb,
+			     struct proc_mem_range **out, size_t *nout)
+{
+	struct proc_mem_range *v = malloc((na + nb + 1) * sizeof(*v)); /* each of B splits one at most */
+	size_t i, j = 0, k = 0, m;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < na; i++) {
+		uint64_t s = a[i].addr, e = a[i].addr + a[i].size;
+
+		while (j < nb && b[j].addr + b[j].size <= s)
+			j++;
+		for (m = j; m < nb && b[m].addr < e && s < e; m++) {
+			if (b[m].addr > s)
+				v[k++] = (struct proc_mem_range){ s, b[m].addr - s };
+			if (b[m].addr + b[m].size > s)
+				s = b[m].addr + b[m].size;
+		}
+		if (s < e)
+			v[k++] = (struct proc_mem_range){ s, e - s };
+	}
+	*out = v;
+	*nout = k;
+	return 0;
+}
+
 void proc_mem_plan_free(struct proc_mem_plan *plan)
 {
 	if (!plan)

@@ -95,6 +95,16 @@ struct proc_mem_range {
 	uint64_t size;
 };
 
+/* Sorts V[0..*N) by address and merges the ranges that overlap or
+ * touch; *N becomes how many are left. */
+void proc_mem_ranges_normalize(struct proc_mem_range *v, size_t *n);
+
+/* The ranges of A[0..NA) less those of B[0..NB) (both sorted, neither
+ * overlapping itself), into a malloc'd *OUT of *NOUT, in address order.
+ * Returns 0 or -ENOMEM. */
+int proc_mem_ranges_subtract(const struct proc_mem_range *a, size_t na, const struct proc_mem_range *b, size_t nb,
+			     struct proc_mem_range **out, size_t *nout);
+
 /*
  * What the leak check reads of a process: its mappings and the regions
  * that are roots, in address order, plus what was left out and why (bytes
