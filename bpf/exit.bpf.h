@@ -8,9 +8,6 @@
 #include "maps.bpf.h"
 #include "calls.bpf.h"
 
-#ifndef SIGSTOP
-#define SIGSTOP 19
-#endif
 
 /*
  * The entry of exit() in a process traced with --leak-check: tell user
@@ -41,7 +38,7 @@ static __always_inline int process_exiting(struct pt_regs *ctx)
 	e->pc = PT_REGS_SP(ctx);
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_ringbuf_submit(e, 0);
-	bpf_send_signal_thread(SIGSTOP);
+	bpf_send_signal_thread(DWLEAK_STOP_SIGNAL);
 	return 0;
 }
 

@@ -7,9 +7,6 @@
 #include "maps.bpf.h"
 #include "calls.bpf.h"
 
-#ifndef SIGSTOP
-#define SIGSTOP 19
-#endif
 #define RT_CONSISTENT 0		 /* struct r_debug's r_state: link map consistent */
 #define R_DEBUG_STATE_OFF 24	 /* offsetof(struct r_debug, r_state) on x86_64 */
 
@@ -55,7 +52,7 @@ static __always_inline int linker_state_changed(struct pt_regs *ctx)
 	 * signal-delivery-stop (si_code SI_KERNEL) and resumes it without
 	 * the signal; the other threads run on */
 	if (stop)
-		bpf_send_signal_thread(SIGSTOP);
+		bpf_send_signal_thread(DWLEAK_STOP_SIGNAL);
 	return 0;
 }
 

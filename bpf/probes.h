@@ -54,7 +54,7 @@ struct probes_events {
 	void (*mmap)(void *ctx, const struct mmap_event *e);
 	/* process TGID's objects changed: a walk met one with no table, or the
 	 * dynamic linker finished (un)loading; STOPPED: the thread that called
-	 * it stopped itself (SIGSTOP) and waits (see probes_proc_add) */
+	 * it stopped itself (DWLEAK_STOP_SIGNAL) and waits (see probes_proc_add) */
 	void (*objects_changed)(void *ctx, uint32_t tgid, bool stopped);
 	/* process TGID called exit() and its thread TID stopped itself for the
 	 * leak check (see PROC_STOP_AT_EXIT); SP: its stack pointer at exit()'s
@@ -112,11 +112,11 @@ struct probes_proc {
 /*
  * Tells the programs of process PID: its mapping table slot SLOT (from
  * unwinder_slot_take, or DWLEAK_NO_SLOT), its image IMAGE (the seed of
- * its stack ids: cli/stack_store.h) and its dynamic linker's hook DL
+ * its stack ids: session/stack_store.h) and its dynamic linker's hook DL
  * (may be NULL).  FLAGS (enum proc_flags) ask for stops, only for
  * processes followed with ptrace, whose tracer resumes them: with
  * PROC_STOP_AT_DL_STATE the thread that calls the hook stops itself
- * (SIGSTOP, si_code SI_KERNEL) each time the objects are consistent,
+ * (DWLEAK_STOP_SIGNAL, si_code SI_KERNEL) each time the objects are consistent,
  * until the caller has loaded their tables and resumed it, so even a
  * first allocation from a new object has a complete stack; with
  * PROC_STOP_AT_EXIT the thread calling exit() stops for the leak check.

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stop_signal.h"
 #include "tracee.h"
 
 enum thread_state {
@@ -282,13 +283,15 @@ static int on_exec(struct tracee_set *s, struct thread *t, struct tracee_event *
 	return 1;
 }
 
-/* A signal-delivery-stop: ours (a BPF program's SIGSTOP, si_code
+_Static_assert(DWLEAK_STOP_SIGNAL == SIGCONT, "the kernel program's stop signal is SIGCONT");
+
+/* A signal-delivery-stop: ours (a BPF program's DWLEAK_STOP_SIGNAL, si_code
  * SI_KERNEL) is reported; any other signal goes on to the tracee. */
 static int on_signal_stop(struct thread *t, int sig, struct tracee_event *ev)
 {
 	siginfo_t si;
 
-	if (sig == SIGSTOP && !ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) && si.si_code == SI_KERNEL) {
+	if (sig == DWLEAK_STOP_SIGNAL && !ptrace(PTRACE_GETSIGINFO, t->tid, 0, &si) && si.si_code == SI_KERNEL) {
 		t->state = THREAD_STOPPED;
 		*ev = (struct tracee_event){ .kind = TRACEE_STOP_ASKED, .pid = t->tgid, .tid = t->tid };
 		return 1;

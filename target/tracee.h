@@ -23,7 +23,7 @@ enum tracee_event_kind {
 	TRACEE_FORK,
 	/* PID replaced its image (execve); stays stopped until resumed */
 	TRACEE_EXEC,
-	/* PID stopped itself with a SIGSTOP a BPF program sent (si_code
+	/* PID stopped itself with the signal a BPF program sent (si_code
 	 * SI_KERNEL): dwleak asked for the stop; resume with tracee_resume */
 	TRACEE_STOP_ASKED,
 	/* PID is about to exit (its memory is still intact); stays stopped

@@ -1,5 +1,5 @@
 /* Layouts shared by the BPF program (bpf/dwleak.bpf.c) and user space
- * (bpf/, unwinder/, cli/): map keys and values, events, counters and limits,
+ * (bpf/, unwinder/, session/): map keys and values, events, counters and limits,
  * and the lists that give the counters and walk ends the names users see
  * (the BPF side uses only the enums).  Fixed-width types only; every
  * struct's size is asserted. */
@@ -7,6 +7,7 @@
 #define DWLEAK_SHARED_H
 
 #include "alloc_kind.h"
+#include "stop_signal.h"
 #include "unwind_format.h"
 
 /* --- Limits ---------------------------------------------------------- */
@@ -151,7 +152,7 @@ struct proc_info {
 	 * process attached to with -p), which the processes forked from it
 	 * share.  Every stack id the walkers make is seeded with it, so an id
 	 * belongs to one image, and user space can let go of an image's
-	 * stacks once no process of it is left (cli/stack_store.c). */
+	 * stacks once no process of it is left (session/stack_store.c). */
 	__u32 image;
 	__u32 pad;
 };
@@ -227,7 +228,7 @@ struct stack_trace {
 };
 
 /*
- * Outstanding allocations are kept in user space (cli/alloc_table.c), fed
+ * Outstanding allocations are kept in user space (session/alloc_table.c), fed
  * by these records through the alloc_events ring buffer: a BPF hash map
  * insert and delete cost ~250 ns a pair on these VMs, a ring record ~35 ns.
  * The ring preserves reservation order across CPUs, and every record is
@@ -350,7 +351,7 @@ struct thread_state {
 	X(CNT_RING_FULL, "alloc_events_lost")                                                   \
 	/* stack not stored: stacks map full (recorded under DWLEAK_STACK_NOT_STORED) */        \
 	X(CNT_STACKS_FULL, "stacks_map_full")                                                   \
-	/* stacks added to the stacks map (user space moves them out: cli/stack_store.c) */     \
+	/* stacks added to the stacks map (user space moves them out: session/stack_store.c) */     \
 	X(CNT_STACKS_STORED, "stacks_stored")                                                   \
 	/* more than DWLEAK_MAX_PENDING nested calls */                                         \
 	X(CNT_PENDING_FULL, "pending_calls_full")                                               \
@@ -455,7 +456,7 @@ struct event {
 	struct file_key file;	/* EVENT_NEED_TABLE */
 	__u64 pc;		/* EVENT_EXITING: the stack pointer at exit()'s entry (where its
 				 * return address is: the stack below is dead) */
-	__u32 stopped;		/* EVENT_MAPS_CHANGED: the process was stopped (SIGSTOP) */
+	__u32 stopped;		/* EVENT_MAPS_CHANGED: the process was stopped (DWLEAK_STOP_SIGNAL) */
 	__u32 tid;		/* EVENT_EXITING: the thread that called exit() */
 };
 
