@@ -1,5 +1,5 @@
 # dwleak's build.  Every source list is a wildcard, so a new file in a layer
-# (tables/, target/, unwinder/, bpf/, report/, leakcheck/, cli/) or tests/unit/ is built
+# (tables/, target/, unwinder/, bpf/, report/, leakcheck/, session/, cli/) or tests/unit/ is built
 # without editing this file.
 #
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
@@ -46,7 +46,7 @@ FUZZ_OBJECTS_SECONDS ?= 10
 # include list of the layers it may use, so that an include against the
 # arrows does not compile.  bpf/abi/ is the header-only contract between
 # the kernel program and user space.
-LAYERS := tables target unwinder bpf report leakcheck cli
+LAYERS := tables target unwinder bpf report leakcheck session cli
 INC_tables := -I tables
 INC_target := -I target -I bpf/abi
 INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
@@ -54,11 +54,13 @@ INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
 INC_report := -I report
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
 INC_leakcheck := -I leakcheck
-INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
+# The live session: the processes, their ledgers, the programs, reports.
+INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
+INC_cli := -I cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # Link order: each library before the ones it uses.
-LINK_LAYERS := cli bpf unwinder report leakcheck target tables
+LINK_LAYERS := cli session bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
 SRCS_target := $(wildcard target/*.c)
@@ -66,6 +68,7 @@ SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
 SRCS_leakcheck := $(wildcard leakcheck/*.c)
+SRCS_session := $(wildcard session/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -4,7 +4,7 @@
  * out (copies them, then deletes them) as images end and whenever it is
  * half full, so a cached id may name an entry user space holds by now;
  * it keeps every stack of an image that still has processes
- * (cli/stack_store.c), and ids are seeded with the image.
+ * (session/stack_store.c), and ids are seeded with the image.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_STACKS_BPF_H
 #define DWLEAK_STACKS_BPF_H

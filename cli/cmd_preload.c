@@ -1,5 +1,4 @@
-/* `dwleak preload` and the lookup of the preload library next to dwleak's
- * own executable (see cmd_preload.h for the places tried, in order). */
+/* `dwleak preload`: the path the lookup of target/preload_path.c finds. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -11,43 +10,7 @@
 #include "cmd_preload.h"
 #include "options.h"
 #include "preload.h"
-
-static const char *const places[] = {
-	"%s/" DWLEAK_PRELOAD_NAME,
-	"%s/build/" DWLEAK_PRELOAD_NAME,
-	"%s/../" DWLEAK_PRELOAD_NAME,
-	"%s/../lib/dwleak/" DWLEAK_PRELOAD_NAME,
-};
-
-int preload_library_path(char **out)
-{
-	const char *env = getenv("DWLEAK_PRELOAD_LIB");
-	char *exe, *dir, *cand;
-	size_t i;
-
-	*out = NULL;
-	if (env && *env) {
-		*out = realpath(env, NULL);
-		return *out ? 0 : errno == ENOMEM ? -ENOMEM : -ENOENT;
-	}
-	exe = realpath("/proc/self/exe", NULL);
-	if (!exe)
-		return -ENOENT;
-	dir = strrchr(exe, '/');
-	if (dir)
-		*dir = 0;
-	for (i = 0; i < sizeof(places) / sizeof(places[0]) && !*out; i++) {
-		if (asprintf(&cand, places[i], exe) < 0) {
-			free(exe);
-			return -ENOMEM;
-		}
-		if (!access(cand, R_OK))
-			*out = realpath(cand, NULL);
-		free(cand);
-	}
-	free(exe);
-	return *out ? 0 : -ENOENT;
-}
+#include "preload_path.h"
 
 int cmd_preload(int argc, char **argv)
 {

@@ -1,39 +1,30 @@
-/* The tracer's lifecycle: the phases of `dwleak -p PID` and `dwleak --
- * CMD`, each a function, wiring the parts that own the state (target/,
- * unwinder/, bpf/probes, the processes and their ledgers, the report
- * builder):
+/* The trace command (`dwleak -p PID`, `dwleak -- CMD`) on top of the live
+ * session (session/): its options turned into the session's settings,
+ * what the session says printed, the poll run until the duration ends,
+ * the tree ends or a signal comes, --interval reports, the final report
+ * where -o says, --stats, and dwleak's exit status:
  *
- *   checks -> probes loaded (no process yet) -> the target: a pid probed
- *   where it runs, or a command forked, held, seized with ptrace and
- *   released -> poll (records into each process's ledger; forks, execs,
- *   the linker's stops and exits through trace_procs.c; rescans;
- *   interval reports; signals) -> final report -> cleanup.
- *
- * struct tracer (tracer.h) holds the owners; only cli/ prints. */
+ *   checks -> suppressions -> the session (programs loaded) -> the
+ *   target (a pid, or the command) -> poll -> final report -> verdict.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "leak_scan.h"
-#include "ledger.h"
+#include "clock.h"
 #include "output.h"
+#include "preload_env.h"
+#include "session.h"
 #include "stats.h"
-#include "trace_names.h"
-#include "trace_preload.h"
-#include "trace_procs.h"
-#include "trace_stacks.h"
 #include "trace_target.h"
-#include "tracer.h"
 
-#define RESCAN_INTERVAL_S 1.0
+/* How long one poll waits for events at most: the longest a deadline, an
+ * --interval report or a signal waits to be noticed. */
 #define POLL_MS 100
 
 static volatile sig_atomic_t stop_signal;
@@ -43,212 +34,39 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-uint64_t tracer_now_ns(void)
+/* The session's messages, on stderr. */
+static void say(void *ctx, enum session_level level, const char *text)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* bpf_ktime_get_ns's clock */
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
-double tracer_now_s(void)
-{
-	return (double)tracer_now_ns() / 1e9;
+	(void)ctx;
+	fprintf(stderr, "dwleak: %s%s\n", level == SESSION_WARNING ? "warning: " : level == SESSION_NOTE ? "note: " : "",
+		text);
 }
 
 /* The default rules, then each --suppressions file in order; with --stats,
  * what each file gave (memcheck's files hold suppressions of other kinds,
  * which dwleak passes over). */
-static int suppressions_setup(struct tracer *tr)
+static int suppressions_setup(const struct env *env, struct suppressions *supp)
 {
-	const struct env *env = tr->env;
 	char *err = NULL;
 	size_t i, rules, skipped;
 	int ret = 0;
 
 	if (!env->no_default_suppressions)
-		ret = suppressions_add_defaults(&tr->supp);
+		ret = suppressions_add_defaults(supp);
 	for (i = 0; !ret && i < env->nsuppressions; i++) {
-		rules = tr->supp.n;
-		skipped = tr->supp.skipped;
-		ret = suppressions_load(&tr->supp, env->suppressions[i], &err);
+		rules = supp->n;
+		skipped = supp->skipped;
+		ret = suppressions_load(supp, env->suppressions[i], &err);
 		if (!ret && env->stats)
 			fprintf(stderr,
 				"dwleak: stats: suppressions %s: %zu rule(s), %zu memcheck suppression(s) of other "
 				"tools or kinds than Memcheck:Leak skipped\n",
-				env->suppressions[i], tr->supp.n - rules, tr->supp.skipped - skipped);
+				env->suppressions[i], supp->n - rules, supp->skipped - skipped);
 	}
 	if (ret)
 		fprintf(stderr, "dwleak: %s\n", err ? err : strerror(-ret));
 	free(err);
 	return ret;
-}
-
-/* --- The probes' events --- */
-
-static uint64_t records_now; /* when the records being applied were drained */
-
-static void on_record(void *ctx, const void *data, size_t size)
-{
-	const struct free_event *f = data;
-	struct tracer *tr = ctx;
-	struct proc *p;
-
-	if (size < sizeof(*f) || !(p = procs_find(&tr->procs, (pid_t)f->tgid)))
-		return;
-	p->ledger.now_ns = records_now;
-	ledger_record(&p->ledger, data, size);
-}
-
-static void on_mmap(void *ctx, const struct mmap_event *e)
-{
-	struct tracer *tr = ctx;
-	struct proc *p = procs_find(&tr->procs, (pid_t)e->tgid);
-
-	if (p)
-		ledger_mmap(&p->ledger, e);
-}
-
-static void on_objects_changed(void *ctx, uint32_t tgid, bool stopped)
-{
-	struct tracer *tr = ctx;
-	struct proc *p = procs_find(&tr->procs, (pid_t)tgid);
-
-	/* a stop is handled when ptrace reports it (TRACEE_STOP_ASKED) */
-	(void)stopped;
-	if (p)
-		p->refresh = true;
-}
-
-static void on_exiting(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp)
-{
-	struct tracer *tr = ctx;
-	struct proc *p = procs_find(&tr->procs, (pid_t)tgid);
-
-	if (p) {
-		p->exit_called = true;
-		p->exit_at = (struct leak_scan_exit){ .tid = tid, .sp = sp };
-	}
-}
-
-/* Applies every record the probes have written so far. */
-static void records_drain(struct tracer *tr)
-{
-	records_now = tracer_now_ns();
-	probes_drain(tr->probes);
-}
-
-static void records_drain_cb(void *ctx)
-{
-	records_drain(ctx);
-}
-
-/* --leak-check of P now (WHEN says at what moment, for messages);
- * EXITING: P is stopped already, in its exit, by that thread (NULL: P
- * runs). */
-static void leak_check(struct tracer *tr, struct proc *p, const char *when, const struct leak_scan_exit *exiting)
-{
-	int err;
-
-	if (!tr->env->leak_check || p->untraced || !p->probed)
-		return;
-	err = leak_scan_process(p->exited ? NULL : tr->tracees, p, exiting, records_drain_cb, tr, &p->check);
-	p->check_err = err;
-	if (err && err != -ESRCH)
-		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) %s failed: %s%s\n", p->pid, p->command,
-			when, strerror(-err),
-			err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)" : "");
-	/* what makes a verdict less sure is said, not only counted */
-	if (!err && p->check.read.unreadable_bytes)
-		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) could not read %llu bytes of its "
-				"memory: a pointer held only there was missed, so blocks may be called lost "
-				"that are not (--stats has the details)\n",
-			p->pid, p->command, (unsigned long long)p->check.read.unreadable_bytes);
-	if (!err && p->check.scan.overlapping)
-		fprintf(stderr, "dwleak: warning: the leak check of pid %d (%s) found %llu blocks overlapping "
-				"others: frees were missed (dropped events?), each lower block was cut short\n",
-			p->pid, p->command, (unsigned long long)p->check.scan.overlapping);
-}
-
-/* Phase: open, configure and load the programs and the tables known now. */
-static int probes_setup(struct tracer *tr)
-{
-	const struct env *env = tr->env;
-	struct probes_settings set = {
-		.sample_bytes = (uint64_t)env->sample_bytes,
-		.mmap = env->mmap,
-		.alloc_memory = env->leak_check,
-		.unwind_mode = env->unwind,
-		.session = env->uprobe_session,
-		.guard = env->preempt_guard,
-		.no_walk = env->bench_no_walk,
-		.preload = !env->no_preload,
-		.stacks_max = env->stacks_max,
-	};
-	struct probes_events ev = { tr, on_record, on_mmap, on_objects_changed, on_exiting };
-	struct unwinder_maps maps;
-	int err;
-
-	unwinder_needs(tr->uw, &set.rows, &set.rules);
-	err = probes_open(&set, &ev, &tr->probes);
-	if (err) {
-		fprintf(stderr, "dwleak: cannot load the BPF program: %s; the kernel needs BTF, "
-				"BPF and uprobes (run with DWLEAK_DEBUG=1 to see the verifier)\n",
-			strerror(-err));
-		return err;
-	}
-	probes_unwinder_maps(tr->probes, &maps);
-	unwinder_set_maps(tr->uw, &maps);
-	err = probes_attach_syscalls(tr->probes);
-	if (err)
-		fprintf(stderr, "dwleak: cannot attach to the syscall tracepoints for %s: %s; "
-				"the kernel needs BTF raw tracepoints\n", env->mmap ? "--mmap" : "--leak-check",
-			strerror(-err));
-	return err;
-}
-
-/* Phase: the target.  -p: probed where it runs (and seized, to follow its
- * forks); -- CMD: forked, held before its execve, seized, released: its
- * exec is the first event the poll loop handles. */
-static int target_start(struct tracer *tr)
-{
-	const struct env *env = tr->env;
-	struct tracee_options to = { .follow = env->follow_forks, .exit_stops = env->leak_check };
-	int err;
-
-	if ((env->cmd || env->follow_forks) && (err = tracee_set_new(&to, &tr->tracees)))
-		return err;
-	if (!env->cmd) {
-		err = trace_pid_check(env) ?: target_attach(&tr->tgt, (pid_t)env->pid);
-		if (!err && tr->tracees && (err = tracee_seize_process(tr->tracees, (pid_t)env->pid)))
-			fprintf(stderr, "dwleak: cannot follow pid %ld's forks with ptrace: %s%s\n", env->pid,
-				strerror(-err), err == -EPERM ? " (is a debugger attached? see TracerPid in "
-								"/proc/PID/status)" : "");
-		return err ?: proc_attach_running(tr, (pid_t)env->pid);
-	}
-	err = trace_command_check(env);
-	if (!err) {
-		char **envp = trace_preload_environ(env); /* LD_PRELOAD: the library first */
-
-		err = target_spawn(&tr->tgt, env->cmd, envp);
-		trace_preload_environ_free(envp);
-	}
-	if (err)
-		return err;
-	if (!procs_add(&tr->procs, tr->tgt.pid, 0))
-		return -ENOMEM;
-	tr->procs.v[0]->command = strdup(tr->tgt.command);
-	err = tracee_seize_thread(tr->tracees, tr->tgt.pid, tr->tgt.pid);
-	if (err) {
-		fprintf(stderr, "dwleak: cannot follow %s with ptrace: %s (kernel.yama.ptrace_scope=3 forbids "
-				"it)\n", env->cmd[0], strerror(-err));
-		return err;
-	}
-	if (target_release(&tr->tgt)) {
-		fprintf(stderr, "dwleak: cannot start %s\n", env->cmd[0]);
-		return -EIO;
-	}
-	return 0;
 }
 
 /* --- Reports --- */
@@ -266,223 +84,112 @@ static uint64_t leaked_bytes(const struct report *r)
 	       r->leak_check.kinds[REPORT_LEAK_INDIRECTLY_LOST].bytes + r->leak_check.unclassified.bytes;
 }
 
-/*
- * --leak-check: why some of P's outstanding blocks have no kind, as the
- * report says it (malloc'd), or NULL when every one has (or P is not
- * traced, which the report says otherwise).
- */
-static char *unchecked_why(const struct proc *p)
+/* --stats, after the final report. */
+static void stats_say(const struct env *env, const struct session *s, const uint64_t *counters)
 {
-	const struct alloc_table *t = &p->ledger.allocs;
-	char *why = NULL;
-	size_t i, n = 0;
-	int r;
+	const struct procs *ps = session_procs(s);
+	struct session_stats st;
+	size_t i;
 
-	if (p->untraced || !p->probed)
-		return NULL;
-	for (i = 0; i < t->cap; i++)
-		n += t->slots[i].addr && !t->slots[i].leak;
-	if (!n)
-		return NULL;
-	if (p->check.done && p->check.index_in_pause)
-		r = asprintf(&why, "%zu blocks allocated after its leak check at its exit (by its atexit "
-				   "handlers or destructors)", n);
-	else if (p->check.done)
-		r = asprintf(&why, "%zu blocks allocated since its last leak check", n);
-	else if (p->check_err)
-		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", strerror(-p->check_err),
-			     n);
-	else if (p->exited)
-		r = asprintf(&why, "it ended before a leak check could run (dwleak -p does not stop it at its "
-				   "exit: run it under dwleak -- CMD, or check it with -i while it runs): %zu "
-				   "blocks not classified", n);
-	else
-		r = asprintf(&why, "%zu blocks not classified", n);
-	return r < 0 ? NULL : why;
-}
-
-/* Adds process check C's memory read, pause and RSS account to O. */
-static void leak_check_totals(struct build_opts *o, const struct leak_scan_result *c)
-{
-	static const enum report_rss_part part_of[PROC_RSS_PART_COUNT] = {
-		[PROC_RSS_TRACKED] = REPORT_RSS_TRACKED_BLOCKS,
-		[PROC_RSS_HEAP_UNTRACKED] = REPORT_RSS_ALLOCATOR_UNTRACKED,
-		[PROC_RSS_STACKS] = REPORT_RSS_STACKS,
-		[PROC_RSS_CODE] = REPORT_RSS_CODE_AND_DATA,
-		[PROC_RSS_DATA] = REPORT_RSS_CODE_AND_DATA,
-		[PROC_RSS_OTHER] = REPORT_RSS_OTHER_MAPPINGS,
-	};
-	size_t k;
-
-	if (!c->done)
-		return;
-	o->scanned_bytes += c->scanned_bytes;
-	if (c->pause_ms > o->pause_ms)
-		o->pause_ms = c->pause_ms; /* the longest any process was stopped */
-	if (!c->rss_known)
-		return;
-	o->rss.present = true;
-	o->rss.rss_bytes += c->rss.rss;
-	for (k = 0; k < PROC_RSS_PART_COUNT; k++)
-		o->rss.parts[part_of[k]] += c->rss.bytes[k];
+	session_stats(s, &st);
+	/* the uprobe sites, for a first process traced with them (a process
+	 * with the library is traced at its own two sites) */
+	stats_print(stderr, &st.unwinder, &st.probes, ps->n && !ps->v[0]->preload ? &ps->v[0]->alloc : NULL,
+		    counters);
+	stats_print_stacks(stderr, &st.kernel_stacks, &st.stacks);
+	for (i = 0; env->leak_check && i < ps->n; i++)
+		stats_print_leak_check(stderr, ps->v[i]->pid, &ps->v[i]->check);
 }
 
 /* Writes a report of what is outstanding now to F: the final one (in
  * --format, then --stats), or an --interval one (text).  Returns 0, 1
  * when the final report is over --fail-on-leak, or a negative errno. */
-static int report_now(struct tracer *tr, FILE *f, bool final)
+static int report_now(const struct env *env, struct session *s, FILE *f, bool final)
 {
-	const struct env *env = tr->env;
-	static const char *counter_names[CNT_COUNT];
-	uint64_t counters[CNT_COUNT] = { 0 }, now = tracer_now_ns();
-	size_t n = tr->procs.n, i;
-	struct ledger_stacks *stacks = calloc(n + 1, sizeof(*stacks));
-	struct trace_names *names = calloc(n + 1, sizeof(*names));
-	struct stack_source *srcs = calloc(n + 1, sizeof(*srcs));
-	struct build_proc *bps = calloc(n + 1, sizeof(*bps));
-	char **unchecked = calloc(n + 1, sizeof(*unchecked));
-	struct build_opts o = {
-		.pid = tr->tgt.pid,
-		.command = tr->tgt.command,
-		.unwind_mode = env->unwind,
-		.unwind_name = unwind_mode_name(env->unwind),
-		.sample_bytes = (uint64_t)env->sample_bytes,
-		.now_s = (double)now / 1e9,
-		.now_ns = now,
-		.duration_s = (double)now / 1e9 - tr->t_traced,
-		.growth = env->interval_s > 0 ? &tr->growth : NULL,
-		.supp = &tr->supp,
-		.counters = counters,
-		.counter_names = counter_names,
-	};
-	struct built b = { 0 };
-	struct unwinder_stats limits;
-	int err = stacks && names && srcs && bps && unchecked ? 0 : -ENOMEM;
+	struct session_report sr;
+	const struct report *r = &sr.b.r;
+	int err = session_report(s, &sr);
 
-	for (i = 0; i < CNT_COUNT; i++)
-		counter_names[i] = probes_counter_name((unsigned int)i);
-	/* --leak-check: the processes still running are checked now (those
-	 * gone were checked when they exited) */
-	for (i = 0; i < n; i++)
-		if (!tr->procs.v[i]->exited)
-			leak_check(tr, tr->procs.v[i], "before the report", NULL);
-	records_drain(tr);
-	trace_stacks_move(tr); /* every walk a record names, into the store */
-	probes_counters(tr->probes, counters);
-	o.leak_check = env->leak_check;
-	unwinder_stats(tr->uw, &limits);
-	o.tables_dropped = limits.dropped_full;
-	o.procs_without_table = limits.slots_none;
-	o.mappings_unrecorded = limits.mappings_full;
-	for (i = 0; env->leak_check && i < n; i++)
-		leak_check_totals(&o, &tr->procs.v[i]->check);
-	for (i = 0; !err && i < n; i++) {
-		struct proc *p = tr->procs.v[i];
-
-		/* counted where the records are applied */
-		counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
-		counters[CNT_REPLACED] += p->ledger.allocs.replaced;
-		counters[CNT_RESIZED] += p->ledger.allocs.resized;
-		err = ledger_aggregate(&p->ledger, now, (uint64_t)(env->min_age_s * 1e9), o.sample_bytes, &stacks[i]);
-		err = err ?: trace_names_open(&names[i], tr->stacks, tr->probes, tr->uw, tr->sym, (uint32_t)p->pid,
-					      p->maps_kept, p->maps, p->nmaps, &srcs[i]);
-		if (env->leak_check)
-			unchecked[i] = unchecked_why(p);
-		/* an untraced process is followed all the same: its state is
-		 * its life's, the reason says its allocations are missing */
-		bps[i] = (struct build_proc){ p->pid, p->command, &stacks[i], &srcs[i], p->parent,
-					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->untraced, unchecked[i], p->ledger.oom,
-					      p->table_dropped };
-	}
-	err = err ?: build_report(bps, n, &o, &b);
 	if (!err) {
-		err = report_write(f, final ? env->format : REPORT_FORMAT_TEXT, &b.r, (unsigned int)env->top);
+		err = report_write(f, final ? env->format : REPORT_FORMAT_TEXT, r, (unsigned int)env->top);
 		fflush(f);
 	}
-	if (final && env->stats) {
-		struct unwinder_stats us;
-		struct probes_info pi;
-		struct probes_stacks_stats ms;
-		struct stack_store_stats ss;
-
-		unwinder_stats(tr->uw, &us);
-		probes_info(tr->probes, &pi);
-		/* the uprobe sites, for a first process traced with them (a
-		 * process with the library is traced at its own two sites) */
-		stats_print(stderr, &us, &pi, n && !tr->procs.v[0]->preload ? &tr->procs.v[0]->alloc : NULL,
-			    counters);
-		probes_stacks_stats(tr->probes, &ms);
-		stack_store_stats(tr->stacks, &ss);
-		stats_print_stacks(stderr, &ms, &ss);
-		for (i = 0; env->leak_check && i < n; i++)
-			stats_print_leak_check(stderr, tr->procs.v[i]->pid, &tr->procs.v[i]->check);
-	}
-	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) <= (uint64_t)env->fail_bytes &&
-	    b.r.leak_check.unsure.bytes)
+	if (final && env->stats)
+		stats_say(env, s, sr.counters);
+	if (final && env->fail_on_leak && !err && leaked_bytes(r) <= (uint64_t)env->fail_bytes &&
+	    r->leak_check.unsure.bytes)
 		fprintf(stderr, "dwleak: warning: --fail-on-leak passes, but %llu bytes in %llu blocks were reached "
 				"only through memory the allocator held before dwleak attached (its free lists and "
 				"caches, or blocks allocated before): they may be lost; run the program under dwleak -- "
 				"CMD for an exact verdict\n",
-			(unsigned long long)b.r.leak_check.unsure.bytes,
-			(unsigned long long)b.r.leak_check.unsure.allocations);
-	if (final && env->fail_on_leak && !err && leaked_bytes(&b.r) > (uint64_t)env->fail_bytes) {
-		if (b.r.leak_check.unclassified.bytes)
+			(unsigned long long)r->leak_check.unsure.bytes, (unsigned long long)r->leak_check.unsure.allocations);
+	if (final && env->fail_on_leak && !err && leaked_bytes(r) > (uint64_t)env->fail_bytes) {
+		if (r->leak_check.unclassified.bytes)
 			fprintf(stderr, "dwleak: %llu bytes in %llu blocks were never classified by a leak check "
 					"(the report says why): --fail-on-leak counts them as lost\n",
-				(unsigned long long)b.r.leak_check.unclassified.bytes,
-				(unsigned long long)b.r.leak_check.unclassified.allocations);
+				(unsigned long long)r->leak_check.unclassified.bytes,
+				(unsigned long long)r->leak_check.unclassified.allocations);
 		err = 1;
 	}
-	build_free(&b);
-	for (i = 0; names && stacks && i < n; i++) {
-		trace_names_free(&names[i]);
-		ledger_stacks_free(&stacks[i]);
-	}
-	for (i = 0; unchecked && i < n; i++)
-		free(unchecked[i]);
-	free(unchecked);
-	free(stacks);
-	free(names);
-	free(srcs);
-	free(bps);
+	session_report_free(&sr);
 	return err;
 }
 
-/* --- Polling --- */
+/* What the preload libraries could not do (sampled allocations they had
+ * no room to remember), and with --stats their counters. */
+static void preload_say(const struct env *env, const struct session *s)
+{
+	struct preload_counts c;
+
+	preload_counts_read(session_procs(s), &c);
+	if (c.set_full)
+		fprintf(stderr, "dwleak: warning: the preload library could not remember %llu sampled allocations "
+				"(no memory for its set of sampled blocks): they are not in the report\n",
+			(unsigned long long)c.set_full);
+	if (env->stats && c.procs)
+		fprintf(stderr, "dwleak: stats: %zu process(es) traced at the preload library's sites; in the %zu "
+				"still running: %llu calls nested in another allocator call, %llu sampled "
+				"allocations not remembered\n", c.procs, c.read, (unsigned long long)c.nested,
+			(unsigned long long)c.set_full);
+}
+
+/* --- The end --- */
 
 /* How the command ended, said on stderr; with -p, only that it exited. */
-static void exit_status_say(const struct tracer *tr)
+static void exit_status_say(const struct session *s)
 {
-	const struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+	const struct procs *ps = session_procs(s);
+	const struct target *tgt = session_target(s);
+	const struct proc *top = ps->n ? ps->v[0] : NULL;
 	int st;
 
 	if (!top)
 		return;
 	if (!top->exited) {
-		if (tr->tgt.spawned && tr->tgt.release_fd < 0)
+		if (tgt->spawned && tgt->release_fd < 0)
 			fprintf(stderr, "dwleak: stopped tracing; %s (pid %d) keeps running\n", top->command,
 				top->pid);
 		return;
 	}
 	st = top->exit_status;
-	if (!tr->tgt.spawned)
+	if (!tgt->spawned)
 		fprintf(stderr, "dwleak: pid %d (%s) exited; reporting what it never freed\n", top->pid,
 			top->command);
 	else if (WIFEXITED(st))
-		fprintf(stderr, "dwleak: %s exited with status %d\n", tr->tgt.command, WEXITSTATUS(st));
+		fprintf(stderr, "dwleak: %s exited with status %d\n", tgt->command, WEXITSTATUS(st));
 	else if (WIFSIGNALED(st))
-		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", tr->tgt.command, WTERMSIG(st),
+		fprintf(stderr, "dwleak: %s was killed by signal %d (%s)\n", tgt->command, WTERMSIG(st),
 			strsignal(WTERMSIG(st)));
 }
 
 /* A failing command is never a pass: dwleak exits with its status (128+N
  * for signal N), after the report; 0 when it succeeded (or with -p). */
-static int command_status(const struct tracer *tr)
+static int command_status(const struct session *s)
 {
-	const struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
+	const struct procs *ps = session_procs(s);
+	const struct proc *top = ps->n ? ps->v[0] : NULL;
 
-	if (!tr->tgt.spawned || !top || !top->exited)
+	if (!session_target(s)->spawned || !top || !top->exited)
 		return 0;
 	if (WIFEXITED(top->exit_status))
 		return WEXITSTATUS(top->exit_status);
@@ -493,16 +200,17 @@ static int command_status(const struct tracer *tr)
 
 /* The first untraced process and how many more there are, for the one
  * line that closes a trace with some. */
-static const struct proc *first_untraced(const struct tracer *tr, size_t *more)
+static const struct proc *first_untraced(const struct session *s, size_t *more)
 {
+	const struct procs *ps = session_procs(s);
 	const struct proc *first = NULL;
 	size_t i, n = 0;
 
-	for (i = 0; i < tr->procs.n; i++) {
-		if (!tr->procs.v[i]->untraced)
+	for (i = 0; i < ps->n; i++) {
+		if (!ps->v[i]->untraced)
 			continue;
 		if (!first)
-			first = tr->procs.v[i];
+			first = ps->v[i];
 		n++;
 	}
 	*more = n ? n - 1 : 0;
@@ -518,12 +226,11 @@ static const struct proc *first_untraced(const struct tracer *tr, size_t *more)
  * unless --allow-untraced accepts that.  Without --fail-on-leak there is
  * no verdict to give: 0, and the untraced part said.
  */
-static int trace_verdict(const struct tracer *tr, bool over)
+static int trace_verdict(const struct env *env, const struct session *s, bool over)
 {
-	const struct env *env = tr->env;
 	size_t more;
-	const struct proc *u = first_untraced(tr, &more);
-	int status = command_status(tr);
+	const struct proc *u = first_untraced(s, &more);
+	int status = command_status(s);
 	char others[96] = "";
 
 	if (!u)
@@ -544,191 +251,81 @@ static int trace_verdict(const struct tracer *tr, bool over)
 	return status ?: over ? EXIT_LEAK : 0;
 }
 
-/* Handles what ptrace reports until nothing is pending.  Returns 0, or a
- * negative errno when dwleak cannot go on. */
-static int tracee_events(struct tracer *tr)
+/* --- The run --- */
+
+/* Polls until the duration ends, the last process exits or a signal
+ * comes; --interval reports to STREAM meanwhile. */
+static int poll_run(const struct env *env, struct session *s, FILE *stream)
 {
-	struct tracee_event ev;
-	struct proc *p;
-	int ret, err = 0;
+	double t0 = session_now_s(), deadline = env->duration_s > 0 ? t0 + env->duration_s : 0;
+	double next_report = env->interval_s > 0 ? t0 + env->interval_s : 0, now;
+	int alive = 1;
 
-	while (!err && (ret = tracee_next(tr->tracees, &ev)) > 0) {
-		switch (ev.kind) {
-		case TRACEE_FORK:
-			err = proc_on_fork(tr, ev.pid, ev.child, ev.vfork);
-			/* traced or not, the child stays followed: it runs on */
-			if (procs_find(&tr->procs, ev.child))
-				tracee_resume(tr->tracees, ev.child);
-			tracee_resume(tr->tracees, ev.tid);
+	while (!stop_signal && alive > 0) {
+		alive = session_poll(s, POLL_MS);
+		if (alive <= 0)
 			break;
-		case TRACEE_EXEC:
-			records_drain(tr); /* the old image's, dropped with it */
-			err = proc_on_exec(tr, ev.pid);
-			tracee_resume(tr->tracees, ev.tid);
-			break;
-		case TRACEE_STOP_ASKED:
-			records_drain(tr); /* and the events: which stop this is */
-			p = procs_find(&tr->procs, ev.pid);
-			if (p && p->exit_called && !p->check.done)
-				leak_check(tr, p, "at exit()", &p->exit_at);
-			else
-				err = proc_on_linker_stop(tr, ev.pid);
-			tracee_resume(tr->tracees, ev.tid);
-			break;
-		case TRACEE_EXITING:
-			/* exiting without exit() (_exit, a signal): the memory is
-			 * still there, if not every thread's registers */
-			p = procs_find(&tr->procs, ev.pid);
-			if (p && !p->check.done)
-				leak_check(tr, p, "as it exits", &(struct leak_scan_exit){ .tid = ev.tid });
-			tracee_resume(tr->tracees, ev.tid);
-			break;
-		case TRACEE_EXIT:
-			records_drain(tr); /* its last records, before its pid can be reused */
-			proc_on_exit(tr, ev.pid, ev.status);
-			break;
-		default:
-			tracee_resume(tr->tracees, ev.tid);
-		}
-	}
-	return err ?: (ret < 0 ? ret : 0);
-}
-
-/* True while something is left to trace. */
-static bool tree_alive(struct tracer *tr)
-{
-	struct proc *top = tr->procs.n ? tr->procs.v[0] : NULL;
-
-	if (tr->tracees)
-		return procs_alive(&tr->procs) > 0;
-	if (top && !top->exited && kill(top->pid, 0) && errno == ESRCH)
-		top->exited = true;
-	return top && !top->exited;
-}
-
-/* Loads tables where objects changed, or everywhere when ALL. */
-static void tables_refresh(struct tracer *tr, bool all)
-{
-	size_t i;
-	int err;
-
-	for (i = 0; i < tr->procs.n; i++) {
-		struct proc *p = tr->procs.v[i];
-
-		if (p->exited || p->untraced || !(p->refresh || all))
-			continue;
-		p->refresh = false;
-		err = proc_tables_refresh(tr, p);
-		if (err)
-			fprintf(stderr, "dwleak: warning: loading new unwind tables for pid %d failed: %s\n", p->pid,
-				strerror(-err));
-	}
-}
-
-/* An epoll set of the probes' events and, when following, SIGCHLD (a
- * tracee stopped or exited: it waits for us, so no timer delay). */
-static int wakeups_open(struct tracer *tr, int *sigfd)
-{
-	struct epoll_event e = { .events = EPOLLIN };
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	sigset_t chld;
-
-	*sigfd = -1;
-	if (ep < 0)
-		return -errno;
-	e.data.fd = probes_epoll_fd(tr->probes);
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, e.data.fd, &e))
-		goto fail;
-	if (tr->tracees) {
-		sigemptyset(&chld);
-		sigaddset(&chld, SIGCHLD);
-		*sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
-		e.data.fd = *sigfd;
-		if (*sigfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, *sigfd, &e))
-			goto fail;
-	}
-	return ep;
-fail:
-	if (*sigfd >= 0)
-		close(*sigfd);
-	close(ep);
-	return -errno;
-}
-
-/* Phase: poll until the duration ends, the last process exits or a signal
- * comes; rescans when objects change, --interval reports. */
-static int poll_loop(struct tracer *tr)
-{
-	const struct env *env = tr->env;
-	double t0 = tracer_now_s(), deadline = env->duration_s > 0 ? t0 + env->duration_s : 0;
-	double next_report = env->interval_s > 0 ? t0 + env->interval_s : 0;
-	double next_scan = t0 + RESCAN_INTERVAL_S, now;
-	struct epoll_event evs[4];
-	struct signalfd_siginfo si;
-	int ep, sigfd, err = 0;
-
-	ep = wakeups_open(tr, &sigfd);
-	if (ep < 0)
-		return ep;
-	while (!stop_signal && !err) {
-		if (epoll_wait(ep, evs, 4, POLL_MS) < 0 && errno != EINTR) {
-			err = -errno;
-			break;
-		}
-		while (sigfd >= 0 && read(sigfd, &si, sizeof(si)) == sizeof(si))
-			;
-		probes_poll(tr->probes, 0);
-		records_drain(tr); /* alloc_events records come without wakeups */
-		if (tr->tracees)
-			err = tracee_events(tr);
-		trace_stacks_pressure(tr);
-		now = tracer_now_s();
-		tables_refresh(tr, now >= next_scan);
-		if (now >= next_scan)
-			next_scan = now + RESCAN_INTERVAL_S;
-		if (!tree_alive(tr))
-			break;
+		now = session_now_s();
 		if (next_report && now >= next_report) {
 			next_report += env->interval_s;
-			report_now(tr, tr->report_stream, false);
+			report_now(env, s, stream, false);
 		}
 		if (deadline && now >= deadline)
 			break;
 	}
-	if (sigfd >= 0)
-		close(sigfd);
-	close(ep);
-	return err;
+	return alive < 0 ? alive : 0;
 }
 
-/* --- Lifecycle --- */
-
-static void tracer_cleanup(struct tracer *tr)
+/* The session's settings from the command line's. */
+static void settings_of(const struct env *env, struct suppressions *supp, struct session_settings *set)
 {
-	size_t i;
+	*set = (struct session_settings){
+		.sample_bytes = (uint64_t)env->sample_bytes,
+		.mmap = env->mmap,
+		.leak_check = env->leak_check,
+		.follow_forks = env->follow_forks,
+		.no_preload = env->no_preload,
+		.unwind = env->unwind,
+		.unwind_name = unwind_mode_name(env->unwind),
+		.min_age_ns = (uint64_t)(env->min_age_s * 1e9),
+		.growth = env->interval_s > 0,
+		.debug_dirs = env->debug_dirs,
+		.supp = supp,
+		.uprobe_session = env->uprobe_session,
+		.preempt_guard = env->preempt_guard,
+		.bench_no_walk = env->bench_no_walk,
+		.stacks_max = env->stacks_max,
+	};
+}
 
-	for (i = 0; tr->probes && i < tr->procs.n; i++)
-		probes_proc_remove(tr->probes, &tr->procs.v[i]->pp);
-	tracee_set_free(tr->tracees); /* what still runs runs on, untraced */
-	probes_close(tr->probes);
-	procs_free(&tr->procs);
-	stack_store_free(tr->stacks);
-	suppressions_free(&tr->supp);
-	growth_free(&tr->growth);
-	free(tr->first_alloc);
-	symbolizer_free(tr->sym);
-	unwinder_free(tr->uw);
-	table_cache_close(tr->cache);
-	target_abort(&tr->tgt);
-	target_free(&tr->tgt);
+/* Opens -o (or the standard stream) before anything runs, refusing a
+ * binary format on a terminal.  Returns 0 or -1 (said). */
+static int output_ready(const struct env *env, FILE *std, struct output *out)
+{
+	if (output_open(env->output, std, out))
+		return -1;
+	if (!report_format_is_binary(env->format) || !output_is_terminal(out))
+		return 0;
+	if (env->output)
+		fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and -o %s is a terminal it "
+				"would garble: give -o a file name\n", report_format_name(env->format), env->output);
+	else
+		fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and would garble the "
+				"terminal: give -o FILE, or redirect stdout to a file or a pipe\n",
+			report_format_name(env->format));
+	output_discard(out);
+	return -1;
 }
 
 int trace_run(const struct env *env)
 {
-	struct tracer tr = { .env = env, .tgt = { .release_fd = -1 } };
+	const struct session_log log = { NULL, say };
+	struct suppressions supp = { 0 };
+	struct session_settings set;
+	struct session *s = NULL;
 	int err, werr = 0, ret = EXIT_USAGE;
-	struct output out;
-	sigset_t chld;
+	struct output out = { 0 };
+	FILE *stream;
 
 	/* phase: checks, and a bad suppressions file is a usage error before
 	 * anything runs */
@@ -744,57 +341,34 @@ int trace_run(const struct env *env)
 	sigaction(SIGINT, &(struct sigaction){ .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, NULL);
 	sigaction(SIGTERM, &(struct sigaction){ .sa_handler = on_signal, .sa_flags = SA_RESETHAND }, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	/* tracees' stops come as SIGCHLD, read from a signalfd */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	tr.t_start = tracer_now_s();
 	/* -- CMD: the command's stdout is the command's (a pipe into jq, a
 	 * file it writes): the report goes to stderr, as valgrind's does */
-	tr.report_stream = env->cmd ? stderr : stdout;
-	if (output_open(env->output, tr.report_stream, &out))
+	stream = env->cmd ? stderr : stdout;
+	if (output_ready(env, stream, &out))
 		return EXIT_USAGE;
-	if (report_format_is_binary(env->format) && output_is_terminal(&out)) {
-		if (env->output)
-			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and -o %s is a "
-					"terminal it would garble: give -o a file name\n",
-				report_format_name(env->format), env->output);
-		else
-			fprintf(stderr, "dwleak: --format %s is binary (gzip-compressed protobuf) and would garble "
-					"the terminal: give -o FILE, or redirect stdout to a file or a pipe\n",
-				report_format_name(env->format));
-		output_discard(&out);
-		return EXIT_USAGE;
-	}
-	if (suppressions_setup(&tr))
+	if (suppressions_setup(env, &supp))
 		goto out;
 
-	/* phase: the programs, then the target */
-	if (table_cache_open(NULL, &tr.cache))
-		fprintf(stderr, "dwleak: warning: not using the table cache: %s\n", table_cache_why());
-	err = unwinder_new(tr.cache, env->debug_dirs, &tr.uw);
-	err = err ?: symbolizer_new(env->debug_dirs, &tr.sym);
-	err = err ?: stack_store_new(&tr.stacks);
-	if (err) {
-		fprintf(stderr, "dwleak: cannot set up: %s\n", strerror(-err));
+	/* phase: the session (its programs), then the target */
+	settings_of(env, &supp, &set);
+	if (session_new(&set, &log, &s))
 		goto out;
-	}
-	if (probes_setup(&tr) || target_start(&tr))
-		goto out;
-	if (!env->cmd && !tr.announced)
-		goto out; /* -p: the process could not be probed (said why) */
+	if (env->cmd)
+		err = trace_command_check(env) ?: session_spawn(s, env->cmd);
+	else
+		err = trace_pid_check(env) ?: session_attach(s, (pid_t)env->pid);
+	if (err || (!env->cmd && !session_traced(s)))
+		goto out; /* said why */
 
 	/* phase: poll */
-	err = poll_loop(&tr);
+	err = poll_run(env, s, stream);
 	if (err)
 		fprintf(stderr, "dwleak: polling failed: %s; reporting what was seen\n", strerror(-err));
-	if (!tr.t_traced)
-		tr.t_traced = tr.t_start;
-	exit_status_say(&tr);
+	exit_status_say(s);
 
 	/* phase: final report */
-	trace_preload_say(&tr);
-	err = report_now(&tr, out.f, true);
+	preload_say(env, s);
+	err = report_now(env, s, out.f, true);
 	if (err >= 0)
 		werr = output_commit(&out);
 	err = werr ?: err;
@@ -803,9 +377,10 @@ int trace_run(const struct env *env)
 			env->output ? env->output : "", strerror(-err));
 		goto out;
 	}
-	ret = trace_verdict(&tr, err == 1);
+	ret = trace_verdict(env, s, err == 1);
 out:
 	output_discard(&out);
-	tracer_cleanup(&tr);
+	session_free(s);
+	suppressions_free(&supp);
 	return ret;
 }

@@ -1,5 +1,5 @@
-/* Tracing a process: the settings the command line gives (cmd_trace.c
- * parses them) and the tracer that attaches, polls and reports (trace.c). */
+/* The trace command: the settings its command line gives (cmd_trace.c
+ * parses them) and its run on a live session (trace.c). */
 #ifndef DWLEAK_TRACE_H
 #define DWLEAK_TRACE_H
 

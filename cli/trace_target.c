@@ -1,5 +1,4 @@
-/* The trace's checks of its target, and the warning for objects without
- * an unwind table. */
+/* The trace command's checks of its target, with their messages. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -10,24 +9,6 @@
 #include "target.h"
 #include "trace_target.h"
 #include "tracee.h"
-
-void trace_tables_warn(struct unwinder *uw)
-{
-	struct unwind_object *o;
-	size_t i;
-
-	for (i = 0; i < unwinder_count(uw); i++) {
-		o = unwinder_object(uw, i);
-		if (o->error && !o->loaded && o->error_msg && o->error != -ENODATA)
-			fprintf(stderr, "dwleak: warning: no unwind table for %s: %s; "
-					"stacks through it will stop there\n",
-				o->path, o->error_msg);
-		if (o->error_msg)
-			o->error = o->error ? o->error : -EIO; /* warn once */
-		free(o->error_msg);
-		o->error_msg = NULL;
-	}
-}
 
 int trace_command_check(const struct env *env)
 {

@@ -1,12 +1,10 @@
-/* The trace's checks of what it is asked to trace, with the messages that
- * go with them: a pid (alive, not a kernel thread, a zombie or dwleak), or a
- * command (found, runnable, a program or a script); and the warning for
- * objects whose unwind table could not be made. */
+/* The trace command's checks of what it is asked to trace, with the
+ * messages that go with them: a pid (alive, not a kernel thread, a zombie
+ * or dwleak), or a command (found, runnable, a program or a script). */
 #ifndef DWLEAK_TRACE_TARGET_H
 #define DWLEAK_TRACE_TARGET_H
 
 #include "trace.h"
-#include "unwinder.h"
 
 /* Checks ENV's -p pid, saying what is wrong (no such process, a kernel
  * thread, a zombie, dwleak itself).  0 or a negative errno. */
@@ -16,8 +14,5 @@ int trace_pid_check(const struct env *env);
  * executable, and be an ELF program or a script (whose interpreter is
  * followed like any exec).  0 or a negative errno. */
 int trace_command_check(const struct env *env);
-
-/* Warns, once each, about objects whose table could not be made. */
-void trace_tables_warn(struct unwinder *uw);
 
 #endif

@@ -129,7 +129,7 @@ struct report_totals {
 };
 
 /* Comparison mode's answer to "which library should I rebuild with
- * -fno-omit-frame-pointer?" (cli/compare.c fills it). */
+ * -fno-omit-frame-pointer?" (report/compare.c fills it). */
 struct report_fp_module {
 	const char *module;	/* whose function kept no frame pointer; NULL = unknown */
 	uint64_t stacks;	/* stacks where the FP walk lost frames there */

@@ -13,6 +13,7 @@
 
 #include "dwleak.h"
 #include "frames.h"
+#include "growth.h"
 #include "ledger.h"
 #include "report.h"
 #include "suppress.h"
@@ -28,18 +29,6 @@ struct stack_source {
 	int (*name)(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr);
 };
 
-/* Bytes per stack (of a process) at the previous --interval report, for
- * growth; owned by the caller across reports (zeroed to start;
- * growth_free at the end). */
-struct growth {
-	uint64_t *ids;
-	int *pids;
-	int64_t *bytes;
-	size_t n;
-	double t_prev;
-};
-
-void growth_free(struct growth *g);
 
 /* One process's part of a report: its aggregated stacks, named through
  * its stack source. */

@@ -10,9 +10,8 @@
 #include <sys/user.h>
 #include <time.h>
 
+#include "clock.h"
 #include "leak_scan.h"
-#include "procs.h"
-#include "tracer.h"
 
 static double now_ms(void)
 {
@@ -129,7 +128,7 @@ static int freed_dead(const struct ledger *l, struct leak_block **out, size_t *n
 }
 
 /*
- * What of P's memory is the allocator's own and so no root, into *OUT
+ * What of the process's memory is the allocator's own and so no root, into *OUT
  * (sorted, *N ranges, malloc'd): what it mapped while traced (its
  * ledger's alloc_memory), its static state (STATE: its object's data,
  * glibc's arenas) and, in memory it held before the trace began, the
@@ -139,17 +138,18 @@ static int freed_dead(const struct ledger *l, struct leak_block **out, size_t *n
  * as roots, as any memory the check knows nothing of.  Returns 0 or
  * -ENOMEM.
  */
-static int allocator_memory(const struct proc *p, const struct alloc_state *state, struct alloc_table *table,
-			    uint64_t snap_ns, struct leak_block **out, size_t *n)
+static int allocator_memory(const struct ledger *l, const struct alloc_state *state, uint64_t snap_ns,
+			    struct leak_block **out, size_t *n)
 {
-	const struct mmap_regions *am = &p->ledger.alloc_memory;
+	const struct alloc_table *table = &l->allocs;
+	const struct mmap_regions *am = &l->alloc_memory;
 	struct leak_block *mem = malloc((am->n + state->n + 1) * sizeof(*mem)), *fresh = NULL, *dead = NULL;
 	size_t i, nmem = 0, nfresh = 0, ndead = 0;
 	int err;
 
 	*out = NULL;
 	*n = 0;
-	if (!mem || (err = freed_dead(&p->ledger, &dead, &ndead))) {
+	if (!mem || (err = freed_dead(l, &dead, &ndead))) {
 		free(mem);
 		return -ENOMEM;
 	}
@@ -208,7 +208,6 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_sca
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
 	t->sp = r.rsp;
-	if (getenv("DWLEAK_DBG")) fprintf(stderr, "DBG tid %d rsp %llx exiting %d/%llx orig %lld\n", tid, r.rsp, exiting ? exiting->tid : -1, exiting ? (unsigned long long)exiting->sp : 0ull, (long long)r.orig_rax);
 	t->tls = r.fs_base;
 	if (exiting && exiting->tid == tid &&
 	    (exiting->sp || r.orig_rax == NR_EXIT || r.orig_rax == NR_EXIT_GROUP)) {
@@ -221,7 +220,6 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_sca
 		if (exiting->sp)
 			t->sp = exiting->sp;
 		t->no_red_zone = true;
-		if (getenv("DWLEAK_DBG")) fprintf(stderr, "DBG exit tid %d sp %llx rsp %llx\n", tid, (unsigned long long)t->sp, r.rsp);
 		return 0;
 	}
 	/* every register may hold a pointer (a value kept in a register of a
@@ -256,25 +254,17 @@ static int index_build(const struct alloc_table *t, struct leak_block **blocks, 
 	return err ?: leakcheck_new(*blocks, *n, lc);
 }
 
-/* The record of indexed block B, if it is still the block that was
- * indexed: same address and size, recorded before SNAP_NS. */
-static struct alloc_rec *rec_of(struct alloc_table *t, const struct leak_block *b, uint64_t snap_ns)
-{
-	struct alloc_rec *r = alloc_table_get(t, b->addr);
-
-	return r && r->size == b->size && r->ts <= snap_ns ? r : NULL;
-}
-
-/* The allocator's state in P (see alloc_state_find), with what the pause
+/* The allocator's state in process PID (ALLOC; see alloc_state_find), with what the pause
  * knows: its threads' TLS pointers (THREADS, read by pause_scan before),
  * and the tracked blocks (to find jemalloc's extent map by, where its
- * metadata is not known from its memory syscalls: -p, a fork's child). */
-static int allocator_state(const struct proc *p, const struct proc_mem_thread *threads, size_t nthreads,
-			   const struct leak_block *blocks, size_t nblocks, struct alloc_state *out)
+ * metadata is not known from its memory syscalls: PARTIAL, -p, a fork's child). */
+static int allocator_state(pid_t pid, const struct allocator *alloc, bool partial,
+			   const struct proc_mem_thread *threads, size_t nthreads, const struct leak_block *blocks,
+			   size_t nblocks, struct alloc_state *out)
 {
 	uint64_t *tls = malloc((nthreads + 1) * sizeof(*tls)), sample[8];
 	struct alloc_state_hints h = { .tls = tls, .ntls = nthreads, .blocks = sample,
-				       .extents = p->ledger.partial };
+				       .extents = partial };
 	size_t i;
 	int err;
 
@@ -285,7 +275,7 @@ static int allocator_state(const struct proc *p, const struct proc_mem_thread *t
 	/* a few blocks spread over the index */
 	for (i = 0; i < 8 && i < nblocks; i++)
 		sample[h.nblocks++] = blocks[i * nblocks / 8].addr;
-	err = alloc_state_find(p->pid, &p->alloc, &h, out);
+	err = alloc_state_find(pid, alloc, &h, out);
 	free(tls);
 	return err;
 }
@@ -366,13 +356,14 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 }
 
 
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct leak_scan_exit *exiting,
-		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
+int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
+		      const struct leak_scan_exit *exiting, void (*drain)(void *ctx), void *ctx,
+		      struct leak_scan_result *out)
 {
 	bool stopped = exiting != NULL;
 	struct tracee_options alone = { 0 };
 	struct tracee_set *own = NULL, *set = tracees;
-	struct alloc_table *table = &p->ledger.allocs;
+	const struct alloc_table *table = &ledger->allocs;
 	struct proc_mem_thread *threads = NULL;
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL, *alloc = NULL;
@@ -392,9 +383,9 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 	 * heap memory is.  Blocks allocated meanwhile are not in the index:
 	 * their memory is a root, and they stay unclassified. */
 	t0 = now_ms();
-	snap_ns = tracer_now_ns();
+	snap_ns = session_now_ns();
 	err = index_build(table, &blocks, &n, &lc);
-	alloc_table_log_start(table);
+	ledger_changes_start(ledger);
 	out->index_ms = now_ms() - t0;
 
 	/* the pause starts with the stop, or started already (in its exit) */
@@ -403,11 +394,11 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 	out->index_in_pause = stopped;
 	if (!err && !set) {
 		err = tracee_set_new(&alone, &own);
-		err = err ?: tracee_seize_process(own, p->pid);
+		err = err ?: tracee_seize_process(own, pid);
 		set = own;
 	}
 	/* every thread stopped first, then what they wrote up to now */
-	err = err ?: tracee_stop_process(set, p->pid, &tids, &nthreads);
+	err = err ?: tracee_stop_process(set, pid, &tids, &nthreads);
 	t1 = now_ms();
 	out->stop_ms = t1 - t0;
 	if (!err) {
@@ -419,7 +410,7 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 			free(blocks);
 			lc = NULL;
 			blocks = NULL;
-			snap_ns = tracer_now_ns();
+			snap_ns = session_now_ns();
 			err = index_build(table, &blocks, &n, &lc);
 		}
 		for (i = 0; !err && i < table->log.n; i++)
@@ -430,31 +421,28 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 		out->index_ms += t1 - t2;
 		for (i = 0; !err && i < nthreads; i++)
 			err = registers_scan(lc, tids[i], exiting, &threads[i]);
-		err = err ?: allocator_state(p, threads, nthreads, blocks, n, &state);
-		err = err ?: allocator_memory(p, &state, table, snap_ns, &alloc, &nalloc);
-		err = err ?: pause_scan(p->pid, threads, nthreads, lc, blocks, n, alloc, nalloc, p->ledger.partial,
+		err = err ?: allocator_state(pid, alloc_fns, ledger->partial, threads, nthreads, blocks, n, &state);
+		err = err ?: allocator_memory(ledger, &state, snap_ns, &alloc, &nalloc);
+		err = err ?: pause_scan(pid, threads, nthreads, lc, blocks, n, alloc, nalloc, ledger->partial,
 					&state, out);
 		out->scan_ms = now_ms() - t1;
 	}
-	alloc_table_log_stop(table);
+	ledger_changes_stop(ledger);
 	t1 = now_ms();
 	/* resumed on every path: detached when seized for this check only */
 	if (own)
 		tracee_set_free(own);
 	else if (set)
-		tracee_resume_process(set, p->pid);
+		tracee_resume_process(set, pid);
 	out->resume_ms = now_ms() - t1;
 	out->pause_ms = now_ms() - t_pause;
 	if (!err)
 		err = leakcheck_classify(lc, &out->totals);
 	for (i = 0; !err && i < n; i++) {
-		struct alloc_rec *r = rec_of(table, &blocks[i], snap_ns);
 		struct leak_verdict v;
 
-		if (r && !leakcheck_verdict(lc, i, &v)) {
-			r->leak = (uint16_t)(1 + v.kind);
-			r->leak_unsure = v.unsure;
-		}
+		if (!leakcheck_verdict(lc, i, &v))
+			ledger_verdict(ledger, blocks[i].addr, blocks[i].size, snap_ns, v.kind, v.unsure);
 	}
 	if (!err) {
 		leakcheck_stats(lc, &out->scan);
@@ -464,17 +452,12 @@ int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct l
 		/* where the bytes are: the process runs again, which moves
 		 * little of it in the moment this takes */
 		each = calloc(n + 1, sizeof(*each));
-		if (each && !proc_mem_residency(p->pid, (const struct proc_mem_range *)blocks, n, each, NULL)) {
-			for (i = 0; i < n; i++) {
-				struct alloc_rec *r = rec_of(table, &blocks[i], snap_ns);
-
-				if (r) {
-					r->resident = each[i].resident;
-					r->swapped = each[i].swapped;
-				}
-			}
+		if (each && !proc_mem_residency(pid, (const struct proc_mem_range *)blocks, n, each, NULL)) {
+			for (i = 0; i < n; i++)
+				ledger_residency(ledger, blocks[i].addr, blocks[i].size, snap_ns, each[i].resident,
+						 each[i].swapped);
 		}
-		out->rss_known = !proc_rss_explain(p->pid, (const struct proc_mem_range *)blocks, n, threads, nthreads,
+		out->rss_known = !proc_rss_explain(pid, (const struct proc_mem_range *)blocks, n, threads, nthreads,
 						   &out->rss);
 	}
 	free(each);

@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 #include "alloc_state.h"
+#include "allocator.h"
 #include "leakcheck.h"
+#include "ledger.h"
 #include "proc_mem.h"
 #include "tracee.h"
-
-struct proc;
 
 /* What one check of a process found. */
 struct leak_scan_result {
@@ -57,18 +57,20 @@ struct leak_scan_exit {
 };
 
 /*
- * Checks process P: stops it through TRACEES (which follow it already),
+ * Checks process PID, which allocates with ALLOC and whose outstanding
+ * blocks LEDGER holds: stops it through TRACEES (which follow it already),
  * or, when TRACEES is NULL, seizes it for the check only and detaches
  * after (-p: the process is not left traced between checks).  EXITING:
- * P is already stopped in its exit, by that thread, so the pause it
- * reports starts now; NULL: P runs, and the blocks are indexed first.  DRAIN is
+ * the process is already stopped in its exit, by that thread, so the pause it
+ * reports starts now; NULL: it runs, and the blocks are indexed first.  DRAIN is
  * called once every thread is stopped, to apply the records the probes
- * wrote up to then (CTX passed back).  Writes the verdicts into P's
- * ledger records and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
+ * wrote up to then (CTX passed back).  Gives each block's verdict and
+ * residency to LEDGER (ledger_verdict, ledger_residency) and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
-int leak_scan_process(struct tracee_set *tracees, struct proc *p, const struct leak_scan_exit *exiting,
-		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out);
+int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc, struct ledger *ledger,
+		      const struct leak_scan_exit *exiting, void (*drain)(void *ctx), void *ctx,
+		      struct leak_scan_result *out);
 
 #endif

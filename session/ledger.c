@@ -144,6 +144,46 @@ void ledger_mmap(struct ledger *l, const struct mmap_event *m)
 		l->mmap_err = err;
 }
 
+void ledger_changes_start(struct ledger *l)
+{
+	alloc_table_log_start(&l->allocs);
+}
+
+void ledger_changes_stop(struct ledger *l)
+{
+	alloc_table_log_stop(&l->allocs);
+}
+
+/* The record of the block indexed as (ADDR, SIZE) at SNAP_NS, if it is
+ * still that block: same address and size, recorded before SNAP_NS. */
+static struct alloc_rec *judged_rec(struct ledger *l, uint64_t addr, uint64_t size, uint64_t snap_ns)
+{
+	struct alloc_rec *r = alloc_table_get(&l->allocs, addr);
+
+	return r && r->size == size && r->ts <= snap_ns ? r : NULL;
+}
+
+void ledger_verdict(struct ledger *l, uint64_t addr, uint64_t size, uint64_t snap_ns, unsigned int kind, bool unsure)
+{
+	struct alloc_rec *r = judged_rec(l, addr, size, snap_ns);
+
+	if (r) {
+		r->leak = (uint16_t)(1 + kind);
+		r->leak_unsure = unsure;
+	}
+}
+
+void ledger_residency(struct ledger *l, uint64_t addr, uint64_t size, uint64_t snap_ns, uint64_t resident,
+		      uint64_t swapped)
+{
+	struct alloc_rec *r = judged_rec(l, addr, size, snap_ns);
+
+	if (r) {
+		r->resident = resident;
+		r->swapped = swapped;
+	}
+}
+
 void ledger_free(struct ledger *l)
 {
 	alloc_table_free(&l->allocs);

@@ -96,6 +96,18 @@ void ledger_record(struct ledger *l, const void *data, size_t size);
  * take memory out of it). */
 void ledger_mmap(struct ledger *l, const struct mmap_event *e);
 
+/* --leak-check.  The check indexes the blocks first and logs what
+ * changes meanwhile (ledger_changes_start/stop: L->allocs.log); then it
+ * gives each indexed block (ADDR, SIZE, indexed at SNAP_NS) its kind
+ * (enum leak_kind; UNSURE: reached only through memory the check cannot
+ * vouch for) and where its bytes are (RESIDENT, SWAPPED).  A block freed
+ * or made again since it was indexed is not the one judged: left alone. */
+void ledger_changes_start(struct ledger *l);
+void ledger_changes_stop(struct ledger *l);
+void ledger_verdict(struct ledger *l, uint64_t addr, uint64_t size, uint64_t snap_ns, unsigned int kind, bool unsure);
+void ledger_residency(struct ledger *l, uint64_t addr, uint64_t size, uint64_t snap_ns, uint64_t resident,
+		      uint64_t swapped);
+
 void ledger_free(struct ledger *l);
 
 /*

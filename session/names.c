@@ -6,16 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace_names.h"
+#include "names.h"
 
 static int walk_of(void *ctx, uint64_t id, struct stack_trace *out)
 {
-	struct trace_names *n = ctx;
+	struct stack_names *n = ctx;
 
 	return stack_store_get(n->stacks, id, out);
 }
 
-static const struct probes_mapping *mapping_find(const struct trace_names *n, uint64_t pc)
+static const struct probes_mapping *mapping_find(const struct stack_names *n, uint64_t pc)
 {
 	size_t i;
 
@@ -27,7 +27,7 @@ static const struct probes_mapping *mapping_find(const struct trace_names *n, ui
 
 static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_addr)
 {
-	struct trace_names *n = ctx;
+	struct stack_names *n = ctx;
 	const struct probes_mapping *m = mapping_find(n, pc);
 	struct unwind_object *o = m ? unwinder_find(n->uw, &m->file) : NULL;
 
@@ -37,7 +37,7 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 				  unwind_object_elf_addr(o, m->start, m->pgoff, pc), return_addr);
 }
 
-int trace_names_open(struct trace_names *n, const struct stack_store *stacks, const struct probes *p,
+int stack_names_open(struct stack_names *n, const struct stack_store *stacks, const struct probes *p,
 		     const struct unwinder *uw, struct symbolizer *sym, uint32_t tgid, bool kept,
 		     const struct probes_mapping *maps, size_t n_maps, struct stack_source *src)
 {
@@ -58,7 +58,7 @@ int trace_names_open(struct trace_names *n, const struct stack_store *stacks, co
 	return err;
 }
 
-void trace_names_free(struct trace_names *n)
+void stack_names_free(struct stack_names *n)
 {
 	free(n->own_maps);
 	memset(n, 0, sizeof(*n));

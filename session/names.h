@@ -1,9 +1,9 @@
 /* The live trace as a stack_source for the report builder: walks from the
- * tracer's stack store (where they are moved out of the BPF map), and
+ * session's stack store (where they are moved out of the BPF map), and
  * each pc named through the mapping the programs saw it in, the object
  * the unwinder registered for that file, and the symbolizer. */
-#ifndef DWLEAK_TRACE_NAMES_H
-#define DWLEAK_TRACE_NAMES_H
+#ifndef DWLEAK_SESSION_NAMES_H
+#define DWLEAK_SESSION_NAMES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include "symbolize.h"
 #include "unwinder.h"
 
-struct trace_names {
+struct stack_names {
 	const struct stack_store *stacks;
 	const struct unwinder *uw;
 	struct symbolizer *sym;
@@ -30,11 +30,11 @@ struct trace_names {
  * KEPT, the process has exited and MAPS (N_MAPS of them, borrowed) are
  * its mappings, taken out of the programs' map at its exit; else they are
  * read from the programs now.  Returns 0 or a negative errno.  Free with
- * trace_names_free.
+ * stack_names_free.
  */
-int trace_names_open(struct trace_names *n, const struct stack_store *stacks, const struct probes *p,
+int stack_names_open(struct stack_names *n, const struct stack_store *stacks, const struct probes *p,
 		     const struct unwinder *uw, struct symbolizer *sym, uint32_t tgid, bool kept,
 		     const struct probes_mapping *maps, size_t n_maps, struct stack_source *src);
-void trace_names_free(struct trace_names *n);
+void stack_names_free(struct stack_names *n);
 
 #endif

@@ -1,36 +1,62 @@
-/* Each traced process's life, as the tracer follows it: probed when found
- * running (-p), when it execs a static program, or when the dynamic
- * linker stops it with every initial object mapped (before any of its
- * code ran: glibc's malloc is first called after that point); a fork's
- * child probed like its parent before its first instruction; tables
- * refreshed when objects come; everything released at exit (what the
- * report still needs copied out first: its mappings, its blocks folded
- * into sums, its image's stacks the store keeps).  A process whose image
- * cannot be traced is said, listed in the report, and still followed:
- * what it forks and execs may be traceable, and -- CMD waits for it like
- * any other. */
+/* Each traced process's life, and the only writer of a struct proc:
+ * probed when found running (-p), when it execs a static program, or when
+ * the dynamic linker stops it with every initial object mapped (before
+ * any of its code ran: glibc's malloc is first called after that point);
+ * at the preload library's sites when it has them, else with uprobes; a
+ * fork's child probed like its parent before its first instruction;
+ * tables refreshed when objects come; checked for leaks at exit();
+ * everything released at exit (what the report still needs copied out
+ * first: its mappings, its blocks folded into sums, its image's stacks
+ * the store keeps).  A process whose image cannot be traced is said,
+ * listed in the report, and still followed: what it forks and execs may
+ * be traceable, and -- CMD waits for it like any other. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "elf_symbols.h"
-#include "trace_preload.h"
-#include "trace_procs.h"
-#include "trace_stacks.h"
-#include "trace_target.h"
+#include "clock.h"
+#include "proc.h"
+#include "proc_notes.h"
+
+#define say(sv, level, ...) session_say((sv)->log, level, __VA_ARGS__)
+
+/* A new process PID, forked by PARENT (0: none traced), with an empty
+ * ledger and no slot, appended to PS.  NULL when out of memory. */
+static struct proc *proc_new(struct procs *ps, pid_t pid, pid_t parent)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->parent = parent;
+	p->slot = DWLEAK_NO_SLOT;
+	if (procs_append(ps, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Forgets P's preload sites (its image is gone, or they cannot serve). */
+static void sites_forget(struct proc *p)
+{
+	p->preload = false;
+	preload_sites_free(&p->sites);
+}
 
 /* Releases what P holds in the programs and the walker: no probe, no
  * slot, no stop is asked of it. */
-static void untraced_release(struct tracer *tr, struct proc *p)
+static void untraced_release(const struct proc_services *sv, struct proc *p)
 {
-	probes_proc_remove(tr->probes, &p->pp);
-	unwinder_slot_release(tr->uw, p->slot);
+	sv->remove(sv->ctx, &p->pp);
+	sv->slot_release(sv->ctx, p->slot);
 	p->slot = DWLEAK_NO_SLOT;
 	p->probed = false;
 	p->awaiting_linker = false;
@@ -38,8 +64,10 @@ static void untraced_release(struct tracer *tr, struct proc *p)
 
 /* P's image cannot be traced: said now, and in the report.  It stays
  * followed (ptrace is not let go): its children are traced when they can
- * be, its next exec is tried again, and -- CMD waits for its exit. */
-static void untraced(struct tracer *tr, struct proc *p, const char *fmt, ...)
+ * be, its next exec is tried again, and -- CMD waits for its exit.  FIRST:
+ * P is what -p was given, so nothing else is left to trace. */
+static void __attribute__((format(printf, 4, 5)))
+untraced(const struct proc_services *sv, struct proc *p, bool first, const char *fmt, ...)
 {
 	va_list ap;
 	char *why = NULL;
@@ -48,200 +76,225 @@ static void untraced(struct tracer *tr, struct proc *p, const char *fmt, ...)
 	if (vasprintf(&why, fmt, ap) < 0)
 		why = NULL;
 	va_end(ap);
-	/* -p PID itself: nothing else to trace, dwleak ends (trace_run) */
-	if (!tr->env->cmd && !tr->announced)
-		fprintf(stderr, "dwleak: cannot trace pid %d (%s): %s\n", p->pid, p->command ? p->command : "?",
-			why ? why : "out of memory");
+	if (first)
+		say(sv, SESSION_ERROR, "cannot trace pid %d (%s): %s", p->pid, p->command ? p->command : "?",
+		    why ? why : "out of memory");
 	else
-		fprintf(stderr, "dwleak: warning: not tracing pid %d (%s): %s; what it allocates is not in the "
-				"report%s\n", p->pid, p->command ? p->command : "?", why ? why : "out of memory",
-			tr->tracees ? " (what it starts is still followed)" : "");
+		say(sv, SESSION_WARNING, "not tracing pid %d (%s): %s; what it allocates is not in the report%s",
+		    p->pid, p->command ? p->command : "?", why ? why : "out of memory",
+		    sv->set->following ? " (what it starts is still followed)" : "");
 	free(p->untraced);
 	p->untraced = why ? why : strdup("?");
-	untraced_release(tr, p);
+	untraced_release(sv, p);
 }
 
-int proc_tables_refresh(struct tracer *tr, struct proc *p)
+/* Loads the tables of the objects P maps and republishes its mappings. */
+static int tables_refresh(const struct proc_services *sv, struct proc *p)
 {
 	uint32_t dropped = 0;
-	int err;
+	int err = sv->tables(sv->ctx, p->pid, p->slot, &dropped);
 
-	err = unwinder_add_process(tr->uw, p->pid);
-	if (err && err != -ENOENT)
-		return err;
-	err = unwinder_load_pending(tr->uw);
-	trace_tables_warn(tr->uw);
-	if (err < 0)
-		return err;
-	err = unwinder_publish(tr->uw, p->pid, p->slot, &dropped);
 	if (dropped > p->table_dropped)
 		p->table_dropped = dropped; /* the most any publish left out */
-	if (err == 1)
-		probes_tables_changed(tr->probes);
-	return err == -ENOENT || err == 1 ? 0 : err;
+	return err;
 }
 
-/* The first process probed: the line scripts wait for; a later one whose
- * allocator differs from the first's gets a line of its own. */
-static void announce(struct tracer *tr, const struct proc *p)
+/* P left its image (it exited or exec'd; its records are applied and its
+ * ledger sealed or emptied).  When it was the image's last process, ends
+ * the image: every walk moved into the store, the ids the ledgers of the
+ * image's processes name kept, the image's other stacks freed. */
+static void keep_id(void *ctx, uint64_t id)
 {
-	struct unwinder_stats us;
-
-	if (tr->announced && tr->first_alloc && p->alloc.description &&
-	    strcmp(tr->first_alloc, p->alloc.description))
-		fprintf(stderr, "dwleak: pid %d (%s) allocates with %s%s\n", p->pid, p->command,
-			p->preload ? "preload, " : "", p->alloc.description);
-	if (tr->announced)
-		return;
-	tr->announced = true;
-	tr->first_alloc = p->alloc.description ? strdup(p->alloc.description) : NULL;
-	tr->t_traced = tracer_now_s();
-	unwinder_stats(tr->uw, &us);
-	fprintf(stderr, "dwleak: tracing pid %d (%s%s; %u tables, %.0f ms to attach); Ctrl-C to stop\n", p->pid,
-		p->preload ? "preload, " : "", p->alloc.description, us.loaded, (tr->t_traced - tr->t_start) * 1e3);
+	stack_store_keep(ctx, id);
 }
 
-/* Says which allocator functions P calls that are not probed. */
-static void not_covered_say(const struct proc *p)
+static void image_leave(const struct proc_services *sv, struct procs *ps, struct proc *p)
 {
+	uint32_t img = p->image;
 	size_t i;
 
-	for (i = 0; i < p->alloc.nnot_covered; i++)
-		fprintf(stderr, "dwleak: warning: pid %d calls %s, which dwleak does not probe: what it "
-				"allocates is not traced\n", p->pid, p->alloc.not_covered[i]);
-}
-
-/* A Go program's own heap is the Go runtime's: nothing of it passes
- * through malloc.  Says so once per program, the first time it is probed. */
-static void go_heap_say(const struct proc *p)
-{
-	int fd = p->objs.n ? open(p->objs.paths[0], O_RDONLY | O_CLOEXEC) : -1;
-
-	if (fd < 0)
+	if (!stack_store_image_leave(sv->stacks, img))
 		return;
-	if (elf_has_section(fd, ".go.buildinfo") || elf_has_section(fd, ".gopclntab"))
-		fprintf(stderr, "dwleak: note: pid %d (%s) is a Go program: its Go heap is managed by the Go "
-				"runtime and is not traced; what its C code (cgo) allocates is\n", p->pid,
-			p->objs.names[0]);
-	close(fd);
+	/* no walk of IMG is on its way any more: what it stored is all in
+	 * the kernel map or the store */
+	sv->stacks_move(sv->ctx);
+	/* ids are seeded with the image: only its processes' ledgers name
+	 * them (a process that exec'd since has a new ledger, of its new one) */
+	for (i = 0; i < ps->n; i++)
+		if (ps->v[i]->image == img)
+			ledger_stack_ids(&ps->v[i]->ledger, keep_id, sv->stacks);
+	stack_store_image_end(sv->stacks, img);
 }
 
 /* --leak-check with ptrace: P stops at exit() for its check, before its
  * atexit handlers and destructors free what globals still hold. */
-static void exit_probe(struct tracer *tr, struct proc *p)
+static void exit_probe(const struct proc_services *sv, struct proc *p)
 {
 	const char *path;
 	uint64_t off;
 
-	if (!tr->env->leak_check || !tr->tracees)
+	if (!sv->set->leak_check || !sv->set->following)
 		return;
-	if (proc_objects_function(&p->objs, "exit", &path, &off) ||
-	    probes_proc_attach_exit(tr->probes, &p->pp, path, off))
-		fprintf(stderr, "dwleak: warning: cannot probe exit() in pid %d (%s): its leak check runs when it "
-				"exits, after its atexit handlers\n", p->pid, p->command);
+	if (proc_objects_function(&p->objs, "exit", &path, &off) || sv->attach_exit(sv->ctx, &p->pp, path, off))
+		say(sv, SESSION_WARNING, "cannot probe exit() in pid %d (%s): its leak check runs when it exits, after "
+		    "its atexit handlers", p->pid, p->command);
+}
+
+/* Writes P's control block and attaches its sites; on failure says why
+ * and leaves P for uprobes.  Returns 0 or 1. */
+static int sites_attach(const struct proc_services *sv, struct proc *p)
+{
+	int err = sv->attach_sites(sv->ctx, &p->pp, p->pid, &p->sites, &p->alloc);
+
+	if (!err) {
+		p->preload = true;
+		return 0;
+	}
+	sv->detach(sv->ctx, &p->pp);
+	say(sv, SESSION_NOTE, "pid %d: cannot use the sites of %s (%s): tracing it with uprobes", p->pid,
+	    p->sites.name, strerror(-err));
+	sites_forget(p);
+	return 1;
+}
+
+/* At P's preload library's sites, when its objects include the library
+ * and the sites see every allocator call.  Returns 0 (P->preload set), 1
+ * when P is for uprobes (no library, --no-preload, --mmap, or the sites
+ * cannot serve: said), or -ENOMEM. */
+static int preload_attach(const struct proc_services *sv, struct proc *p)
+{
+	char *why = NULL;
+	int err;
+
+	sites_forget(p);
+	/* --mmap tells the allocator's own mmaps from the program's by the
+	 * allocator calls pending in the kernel program: uprobes only */
+	if (sv->set->no_preload || sv->set->mmap)
+		return 1;
+	err = sv->sites_find(sv->ctx, &p->objs, &p->sites, &why);
+	if (err == -ENOENT)
+		return 1;
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		say(sv, SESSION_NOTE, "pid %d has %s, but its sites would not see every allocator call: %s; tracing it "
+		    "with uprobes", p->pid, DWLEAK_PRELOAD_NAME, why ? why : "?");
+		free(why);
+		sites_forget(p);
+		return 1;
+	}
+	return sites_attach(sv, p);
 }
 
 /* P's objects are all mapped: find its allocator, load the tables and
  * probe it.  Returns 0, or a negative errno after letting P go. */
-static int proc_probe(struct tracer *tr, struct proc *p)
+static int proc_probe(const struct proc_services *sv, struct proc *p, bool first)
 {
 	char what[PATH_MAX + 64] = "";
 	int err;
 
 	proc_objects_free(&p->objs);
 	allocator_free(&p->alloc);
-	err = proc_objects_of_pid(p->pid, &p->objs);
+	err = sv->objects(sv->ctx, p->pid, &p->objs);
 	if (err == -ENOENT || err == -ESRCH)
 		return err; /* gone: its exit comes next */
 	if (!err && p->objs.nreplaced)
-		fprintf(stderr, "dwleak: note: %zu file(s) pid %d maps were replaced on disk since it mapped "
-				"them (%s%s): dwleak reads and probes the copies the process maps\n",
-			p->objs.nreplaced, p->pid, p->objs.first_replaced, p->objs.nreplaced > 1 ? ", ..." : "");
-	err = err ?: allocator_detect(p->objs.paths, p->objs.names, p->objs.n, p->objs.npreload, &p->alloc);
+		say(sv, SESSION_NOTE, "%zu file(s) pid %d maps were replaced on disk since it mapped them (%s%s): "
+		    "dwleak reads and probes the copies the process maps", p->objs.nreplaced, p->pid,
+		    p->objs.first_replaced, p->objs.nreplaced > 1 ? ", ..." : "");
+	err = err ?: sv->allocator(sv->ctx, &p->objs, &p->alloc);
 	if (err == -ENOENT) {
-		untraced(tr, p, "no object it maps defines malloc (a static program without symbols?)");
+		untraced(sv, p, first, "no object it maps defines malloc (a static program without symbols?)");
 		return err;
 	}
 	if (err) {
-		untraced(tr, p, "cannot find its allocator: %s", strerror(-err));
+		untraced(sv, p, first, "cannot find its allocator: %s", strerror(-err));
 		return err;
 	}
-	not_covered_say(p);
-	go_heap_say(p);
-	err = proc_tables_refresh(tr, p);
+	proc_notes_probed(sv, p);
+	err = tables_refresh(sv, p);
 	if (err)
-		fprintf(stderr, "dwleak: warning: loading unwind tables for pid %d failed: %s\n", p->pid,
-			strerror(-err));
+		say(sv, SESSION_WARNING, "loading unwind tables for pid %d failed: %s", p->pid, strerror(-err));
 	/* at the preload library's sites when it can, else uprobes */
-	err = trace_preload_attach(tr, p);
+	err = preload_attach(sv, p);
 	if (err < 0)
 		return err;
-	err = err ? probes_proc_attach(tr->probes, &p->pp, &p->alloc, what, sizeof(what)) : 0;
+	err = err ? sv->attach_allocator(sv->ctx, &p->pp, &p->alloc, what, sizeof(what)) : 0;
 	if (err) {
-		untraced(tr, p, "cannot attach %s: %s", what, strerror(-err));
+		untraced(sv, p, first, "cannot attach %s: %s", what, strerror(-err));
 		return err;
 	}
 	p->probed = true;
 	p->awaiting_linker = false;
-	exit_probe(tr, p);
-	announce(tr, p);
+	exit_probe(sv, p);
+	sv->traced(sv->ctx, p);
 	return 0;
 }
 
 /* Registers P with the programs: its slot, its image (P->image, given by
  * the caller), its linker hook (stopping at it when followed with
  * ptrace). */
-static int proc_register(struct tracer *tr, struct proc *p)
+static int proc_register(const struct proc_services *sv, struct proc *p, bool first)
 {
 	unsigned int flags = 0;
 	int err;
 
 	/* stops need a tracer that resumes: ptrace */
-	if (tr->tracees)
-		flags = PROC_STOP_AT_DL_STATE | (tr->env->leak_check ? PROC_STOP_AT_EXIT : 0);
+	if (sv->set->following)
+		flags = PROC_STOP_AT_DL_STATE | (sv->set->leak_check ? PROC_STOP_AT_EXIT : 0);
 	if (p->slot == DWLEAK_NO_SLOT)
-		p->slot = unwinder_slot_take(tr->uw, p->pid);
+		p->slot = sv->slot_take(sv->ctx, p->pid);
 	if (p->slot == DWLEAK_NO_SLOT && !p->no_slot) {
 		p->no_slot = true;
-		fprintf(stderr, "dwleak: note: pid %d (%s): more than %d processes are alive at once, and it gets "
-				"no mapping table: its walks look each mapping up in the kernel (slower, and it fails "
-				"while another thread holds the mmap lock: walk_err_vma_busy)\n",
-			p->pid, p->command ? p->command : "?", DWLEAK_MAX_PROC_SLOTS);
+		say(sv, SESSION_NOTE, "pid %d (%s): more than %d processes are alive at once, and it gets no mapping "
+		    "table: its walks look each mapping up in the kernel (slower, and it fails while another "
+		    "thread holds the mmap lock: walk_err_vma_busy)", p->pid, p->command ? p->command : "?",
+		    DWLEAK_MAX_PROC_SLOTS);
 	}
-	err = probes_proc_add(tr->probes, &p->pp, p->pid, p->slot, p->image, &p->objs.dl, flags);
+	err = sv->add(sv->ctx, &p->pp, p->pid, p->slot, p->image, &p->objs.dl, flags);
 	if (err == -E2BIG)
-		untraced(tr, p, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
+		untraced(sv, p, first, "more than %d processes are traced at once", DWLEAK_MAX_PROCS);
 	else if (err)
-		untraced(tr, p, "cannot register it with the BPF programs: %s", strerror(-err));
+		untraced(sv, p, first, "cannot register it with the BPF programs: %s", strerror(-err));
 	return err;
 }
 
-int proc_attach_running(struct tracer *tr, pid_t pid)
+int proc_attach_running(const struct proc_services *sv, struct procs *ps, pid_t pid)
 {
-	struct proc *p = procs_add(&tr->procs, pid, 0);
+	struct proc *p = proc_new(ps, pid, 0);
 	int err;
 
 	if (!p)
 		return -ENOMEM;
-	p->command = target_cmdline(pid);
+	p->command = sv->cmdline(sv->ctx, pid);
 	p->ledger.partial = true; /* what it allocated before is not known */
-	err = proc_objects_of_pid(pid, &p->objs);
-	err = err ?: stack_store_image_new(tr->stacks, &p->image);
-	err = err ?: proc_register(tr, p);
+	err = sv->objects(sv->ctx, pid, &p->objs);
+	err = err ?: stack_store_image_new(sv->stacks, &p->image);
+	err = err ?: proc_register(sv, p, true);
 	if (err)
 		return err;
-	if (probes_proc_attach_linker(tr->probes, &p->pp, &p->objs.dl) && p->objs.dl.path)
-		fprintf(stderr, "dwleak: warning: cannot probe %s's _dl_debug_state; libraries pid %d loads "
-				"later are found by a rescan every second\n", p->objs.dl.path, pid);
-	return proc_probe(tr, p);
+	if (sv->attach_linker(sv->ctx, &p->pp, &p->objs.dl) && p->objs.dl.path)
+		say(sv, SESSION_WARNING, "cannot probe %s's _dl_debug_state; libraries pid %d loads later are found by "
+		    "a rescan every second", p->objs.dl.path, pid);
+	return proc_probe(sv, p, true);
 }
 
-int proc_on_exec(struct tracer *tr, pid_t pid)
+int proc_spawned(struct procs *ps, pid_t pid, const char *command)
 {
-	struct proc *p = procs_find(&tr->procs, pid);
+	struct proc *p = proc_new(ps, pid, 0);
+
+	if (!p)
+		return -ENOMEM;
+	p->command = strdup(command);
+	return p->command ? 0 : -ENOMEM;
+}
+
+int proc_on_exec(const struct proc_services *sv, struct procs *ps, pid_t pid)
+{
+	struct proc *p = procs_find(ps, pid);
 	int err;
 
-	if (!p && !(p = procs_add(&tr->procs, pid, 0)))
+	if (!p && !(p = proc_new(ps, pid, 0)))
 		return -ENOMEM;
 	/* a new image: what kept the old one from being traced (a static
 	 * shell) may not hold for it (the dynamic program it runs); and the
@@ -250,78 +303,79 @@ int proc_on_exec(struct tracer *tr, pid_t pid)
 	p->untraced = NULL;
 	/* the old image is gone, and with it every block it had, its
 	 * mappings and (when no other process has it) its stacks */
-	probes_proc_detach(tr->probes, &p->pp);
-	probes_thread_forget(tr->probes, pid);
+	sv->detach(sv->ctx, &p->pp);
+	sv->thread_forget(sv->ctx, pid);
 	ledger_free(&p->ledger);
 	memset(&p->ledger, 0, sizeof(p->ledger));
-	trace_stacks_leave(tr, p);
+	image_leave(sv, ps, p);
 	p->image = 0;
-	probes_mappings_take(tr->probes, (uint32_t)pid, NULL, NULL);
+	sv->mappings_take(sv->ctx, pid, NULL, NULL);
 	allocator_free(&p->alloc);
-	trace_preload_forget(p);
+	sites_forget(p);
 	p->probed = false;
 	p->vfork_child = false;
 	free(p->command);
-	p->command = target_cmdline(pid);
+	p->command = sv->cmdline(sv->ctx, pid);
 	/* the kernel mapped the program and its interpreter, nothing else yet */
 	proc_objects_free(&p->objs);
-	err = proc_objects_of_pid(pid, &p->objs);
+	err = sv->objects(sv->ctx, pid, &p->objs);
 	if (err)
-		return err == -ENOENT ? 0 : err;
-	err = stack_store_image_new(tr->stacks, &p->image);
+		return err == -ENOENT || err == -ESRCH ? 0 : err;
+	err = stack_store_image_new(sv->stacks, &p->image);
 	if (err)
 		return err;
-	err = proc_register(tr, p);
-	if (err)
+	if (proc_register(sv, p, false))
 		return 0;
 	if (!p->objs.dl.found) /* a static program: everything is mapped */
-		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
-	err = probes_proc_attach_linker(tr->probes, &p->pp, &p->objs.dl);
+		return proc_probe(sv, p, false) == -ENOMEM ? -ENOMEM : 0;
+	err = sv->attach_linker(sv->ctx, &p->pp, &p->objs.dl);
 	if (err) {
-		untraced(tr, p, "cannot probe its dynamic linker %s: %s", p->objs.dl.path, strerror(-err));
+		untraced(sv, p, false, "cannot probe its dynamic linker %s: %s", p->objs.dl.path, strerror(-err));
 		return 0;
 	}
 	p->awaiting_linker = true;
-	proc_tables_refresh(tr, p); /* the program's and the linker's, for the first walks */
+	tables_refresh(sv, p); /* the program's and the linker's, for the first walks */
 	return 0;
 }
 
-int proc_on_linker_stop(struct tracer *tr, pid_t pid)
+int proc_on_stop(const struct proc_services *sv, struct procs *ps, pid_t pid)
 {
-	struct proc *p = procs_find(&tr->procs, pid);
+	struct proc *p = procs_find(ps, pid);
 	int err;
 
 	if (!p || p->untraced)
 		return 0;
+	if (p->exit_called && !p->check.done) {
+		proc_leak_check(sv, p, "at exit()");
+		return 0;
+	}
 	if (p->awaiting_linker)
-		return proc_probe(tr, p) == -ENOMEM ? -ENOMEM : 0;
-	err = proc_tables_refresh(tr, p); /* dlopen, dlclose */
+		return proc_probe(sv, p, false) == -ENOMEM ? -ENOMEM : 0;
+	err = tables_refresh(sv, p); /* dlopen, dlclose */
 	if (err)
-		fprintf(stderr, "dwleak: warning: loading new unwind tables for pid %d failed: %s\n", pid,
-			strerror(-err));
+		say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", pid, strerror(-err));
 	return 0;
 }
 
-int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
+int proc_on_fork(const struct proc_services *sv, struct procs *ps, pid_t parent, pid_t child, bool vfork)
 {
-	struct proc *pp = procs_find(&tr->procs, parent), *c = procs_add(&tr->procs, child, parent);
+	struct proc *pp = procs_find(ps, parent), *c = proc_new(ps, child, parent);
 	char what[PATH_MAX + 64] = "";
 	int err;
 
 	if (!c)
 		return -ENOMEM;
 	c->command = strdup(pp && pp->command ? pp->command : "?");
+	c->vfork_child = vfork;
 	if (!pp || pp->untraced) {
 		/* its parent's image, untraced for the same reason; said in the
 		 * report if it ends so, not now: a shell's child usually execs
 		 * a program next, and that one is tried again */
 		c->untraced = strdup(pp && pp->untraced ? pp->untraced : "forked by a process dwleak does not know");
-		c->vfork_child = vfork;
 		return c->untraced ? 0 : -ENOMEM;
 	}
 	/* a vfork child borrows its parent's memory until it execs (its exec
 	 * is followed) or exits: it allocates nothing of its own */
-	c->vfork_child = vfork;
 	if (vfork)
 		return 0;
 	/* the child's break is its parent's; what the parent's allocator had
@@ -336,64 +390,195 @@ int proc_on_fork(struct tracer *tr, pid_t parent, pid_t child, bool vfork)
 	/* the same program at the same addresses: its walks make its
 	 * parent's stack ids, and the image lives while either does */
 	c->image = pp->image;
-	if (proc_register(tr, c)) {
+	if (proc_register(sv, c, false)) {
 		c->image = 0;
 		return 0;
 	}
-	stack_store_image_join(tr->stacks, c->image);
-	probes_proc_attach_linker(tr->probes, &c->pp, &c->objs.dl);
+	stack_store_image_join(sv->stacks, c->image);
+	sv->attach_linker(sv->ctx, &c->pp, &c->objs.dl);
 	c->awaiting_linker = pp->awaiting_linker;
 	if (pp->probed) {
-		err = trace_preload_fork(tr, pp, c);
-		if (err < 0)
-			return err;
-		err = err ? probes_proc_attach(tr->probes, &c->pp, &c->alloc, what, sizeof(what)) : 0;
+		/* the child's copy of the library needs its own links and control */
+		err = 1;
+		if (pp->preload) {
+			if (preload_sites_copy(&c->sites, &pp->sites))
+				return -ENOMEM;
+			err = sites_attach(sv, c);
+		}
+		err = err ? sv->attach_allocator(sv->ctx, &c->pp, &c->alloc, what, sizeof(what)) : 0;
 		if (err) {
-			untraced(tr, c, "cannot attach %s: %s", what, strerror(-err));
+			untraced(sv, c, false, "cannot attach %s: %s", what, strerror(-err));
 			return 0;
 		}
 		c->probed = true;
-		exit_probe(tr, c);
+		exit_probe(sv, c);
 	}
 	/* the same files mapped at the same places: the tables are loaded */
-	unwinder_publish(tr->uw, child, c->slot, NULL);
+	sv->tables(sv->ctx, child, c->slot, NULL);
 	return 0;
 }
 
-void proc_on_exit(struct tracer *tr, pid_t pid, int status)
+void proc_leak_check(const struct proc_services *sv, struct proc *p, const char *when)
 {
-	struct proc *p = procs_find(&tr->procs, pid);
+	const struct leak_scan_exit *exiting = p->exit_called && !p->check.done ? &p->exit_at : NULL;
+	int err;
+
+	if (!sv->set->leak_check || p->untraced || !p->probed)
+		return;
+	err = sv->leak_scan(sv->ctx, p->pid, p->exited, &p->alloc, &p->ledger, exiting, &p->check);
+	p->check_err = err;
+	if (err && err != -ESRCH)
+		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) %s failed: %s%s", p->pid, p->command, when,
+		    strerror(-err),
+		    err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)" : "");
+	/* what makes a verdict less sure is said, not only counted */
+	if (!err && p->check.read.unreadable_bytes)
+		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) could not read %llu bytes of its memory: a "
+		    "pointer held only there was missed, so blocks may be called lost that are not (--stats has "
+		    "the details)", p->pid, p->command, (unsigned long long)p->check.read.unreadable_bytes);
+	if (!err && p->check.scan.overlapping)
+		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) found %llu blocks overlapping others: frees "
+		    "were missed (dropped events?), each lower block was cut short", p->pid, p->command,
+		    (unsigned long long)p->check.scan.overlapping);
+}
+
+void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid, pid_t tid)
+{
+	struct proc *p = procs_find(ps, pid);
+
+	/* exiting without exit() (_exit, a signal): the memory is still
+	 * there, if not every thread's registers */
+	if (!p || p->check.done)
+		return;
+	p->exit_called = true;
+	p->exit_at = (struct leak_scan_exit){ .tid = tid };
+	proc_leak_check(sv, p, "as it exits");
+}
+
+void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, int status)
+{
+	struct proc *p = procs_find(ps, pid);
 	int err;
 
 	if (!p)
 		return;
 	p->exited = true;
 	p->exit_status = status;
-	probes_proc_remove(tr->probes, &p->pp);
-	unwinder_slot_release(tr->uw, p->slot);
+	sv->remove(sv->ctx, &p->pp);
+	sv->slot_release(sv->ctx, p->slot);
 	p->slot = DWLEAK_NO_SLOT;
 	if (p->untraced) {
 		/* nothing of it was traced since its image could not be: no
 		 * mappings nor blocks to keep, only its image to leave */
-		trace_stacks_leave(tr, p);
+		image_leave(sv, ps, p);
 		return;
 	}
 	/* what names its frames in the report, out of the kernel's map */
 	free(p->maps);
 	p->maps = NULL;
 	p->nmaps = 0;
-	err = probes_mappings_take(tr->probes, (uint32_t)pid, &p->maps, &p->nmaps);
+	err = sv->mappings_take(sv->ctx, pid, &p->maps, &p->nmaps);
 	p->maps_kept = !err;
 	if (err)
-		fprintf(stderr, "dwleak: warning: cannot read the mappings of pid %d (%s), which exited: %s; its "
-				"frames are reported as addresses\n", pid, p->command ? p->command : "?",
-			strerror(-err));
+		say(sv, SESSION_WARNING, "cannot read the mappings of pid %d (%s), which exited: %s; its frames are "
+		    "reported as addresses", pid, p->command ? p->command : "?", strerror(-err));
 	proc_objects_free(&p->objs);
 	/* its records are all applied and its leak check done: its blocks
 	 * are sums by stack from now on */
-	if (ledger_seal(&p->ledger, tracer_now_ns(), (uint64_t)(tr->env->min_age_s * 1e9),
-			(uint64_t)tr->env->sample_bytes))
-		fprintf(stderr, "dwleak: warning: out of memory folding the blocks of pid %d (%s), which exited: "
-				"they are kept one by one\n", pid, p->command ? p->command : "?");
-	trace_stacks_leave(tr, p);
+	if (ledger_seal(&p->ledger, session_now_ns(), sv->set->min_age_ns, sv->set->sample_bytes))
+		say(sv, SESSION_WARNING, "out of memory folding the blocks of pid %d (%s), which exited: they are kept "
+		    "one by one", pid, p->command ? p->command : "?");
+	image_leave(sv, ps, p);
+}
+
+bool proc_top_alive(struct procs *ps)
+{
+	struct proc *top = ps->n ? ps->v[0] : NULL;
+
+	if (top && !top->exited && kill(top->pid, 0) && errno == ESRCH)
+		top->exited = true;
+	return top && !top->exited;
+}
+
+void proc_record(struct procs *ps, uint64_t now_ns, const void *data, size_t size)
+{
+	const struct free_event *f = data;
+	struct proc *p;
+
+	if (size < sizeof(*f) || !(p = procs_find(ps, (pid_t)f->tgid)))
+		return;
+	p->ledger.now_ns = now_ns;
+	ledger_record(&p->ledger, data, size);
+}
+
+void proc_mmap(struct procs *ps, const struct mmap_event *e)
+{
+	struct proc *p = procs_find(ps, (pid_t)e->tgid);
+
+	if (p)
+		ledger_mmap(&p->ledger, e);
+}
+
+void proc_objects_changed(struct procs *ps, uint32_t tgid)
+{
+	struct proc *p = procs_find(ps, (pid_t)tgid);
+
+	if (p)
+		p->refresh = true;
+}
+
+void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp)
+{
+	struct proc *p = procs_find(ps, (pid_t)tgid);
+
+	if (p) {
+		p->exit_called = true;
+		p->exit_at = (struct leak_scan_exit){ .tid = tid, .sp = sp };
+	}
+}
+
+void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < ps->n; i++) {
+		struct proc *p = ps->v[i];
+
+		if (p->exited || p->untraced || !(p->refresh || all))
+			continue;
+		p->refresh = false;
+		err = tables_refresh(sv, p);
+		if (err)
+			say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", p->pid,
+			    strerror(-err));
+	}
+}
+
+void proc_release_all(const struct proc_services *sv, struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		sv->remove(sv->ctx, &ps->v[i]->pp);
+}
+
+void procs_free(struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct proc *p = ps->v[i];
+
+		proc_objects_free(&p->objs);
+		allocator_free(&p->alloc);
+		preload_sites_free(&p->sites);
+		ledger_free(&p->ledger);
+		free(p->maps);
+		free(p->command);
+		free(p->untraced);
+		free(p);
+	}
+	free(ps->v);
+	memset(ps, 0, sizeof(*ps));
 }

@@ -1,15 +1,15 @@
-/* The processes a trace follows, and the one place that holds what is
- * per process: its command, objects and allocator, its part of the BPF
- * programs (probes, mapping-table slot, image), its outstanding
- * allocations, and how it ended.  The tracer (trace.c, trace_procs.c)
- * drives them through their lives, and gives back at exit what only a
- * live process needs: its slot, procs entry and probes, its objects, its
- * entries of the mappings map (copied here first, to name its frames),
- * its ledger's blocks (folded into sums), its image's stacks when it was
- * the image's last process.  Records reach the right ledger by the
- * process id they carry. */
-#ifndef DWLEAK_PROCS_H
-#define DWLEAK_PROCS_H
+/* One traced process and its life: the one place that holds what is per
+ * process (its command, objects and allocator, its part of the BPF
+ * programs, its outstanding allocations, its leak checks, how it ended)
+ * and the only file that writes it (proc.c).  The session hands it
+ * events (attached, exec, the linker's stop, fork, exit() called, exit,
+ * records) and a table of services (the programs, the walker, the
+ * target's files) instead of itself, so a process's whole life runs in a
+ * unit test against fake services (tests/unit/test_proc.c), the way the
+ * OpenTelemetry profiler's processmanager is tested with a fake eBPF
+ * handler.  Outside proc.c a struct proc is read only. */
+#ifndef DWLEAK_SESSION_PROC_H
+#define DWLEAK_SESSION_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,9 +19,11 @@
 #include "allocator.h"
 #include "leak_scan.h"
 #include "ledger.h"
+#include "log.h"
 #include "objects.h"
 #include "preload_sites.h"
 #include "probes.h"
+#include "stack_store.h"
 
 struct proc {
 	pid_t pid;
@@ -43,7 +45,7 @@ struct proc {
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
 	bool no_slot;		  /* it was given none: all were taken (counted, said) */
 	uint32_t table_dropped;	  /* mappings left out of its table (> DWLEAK_MAX_PROC_MAPPINGS) */
-	uint32_t image;		  /* its program image (cli/stack_store.h); 0 = none yet */
+	uint32_t image;		  /* its program image (stack_store.h); 0 = none yet */
 	bool maps_kept;		  /* its exit was followed: MAPS were taken out of the map */
 	struct probes_mapping *maps; /* then: its file mappings, to name its frames */
 	size_t nmaps;
@@ -56,28 +58,155 @@ struct proc {
 				   * exit), and its next exec may be traced */
 };
 
+/* The processes a session follows: a growing list, searched newest first
+ * (a pid the kernel reused belongs to the newer process), the last hit
+ * kept, since records come in runs from one process. */
 struct procs {
 	struct proc **v;
 	size_t n, cap;
-	struct proc *last; /* the last one found: records come in runs */
+	struct proc *last;
 };
 
 /* The process PID (the newest, if a pid was reused), or NULL. */
 struct proc *procs_find(struct procs *ps, pid_t pid);
 
-/* A new process PID, forked by PARENT (0: none traced), with an empty
- * ledger and no slot.  NULL when out of memory. */
-struct proc *procs_add(struct procs *ps, pid_t pid, pid_t parent);
-
 /* How many are still alive, traced or not: the trace waits for them all. */
 size_t procs_alive(const struct procs *ps);
 
-/* How many are untraced (their image at exit, or now): what they
- * allocated is not in the report. */
+/* How many are untraced (their image at exit, or now). */
 size_t procs_untraced(const struct procs *ps);
 
-/* Frees every process's objects, allocator, ledger and strings (their
- * probes and slots are the tracer's to release first). */
+/* Appends P (made by proc_new) to PS, which owns it from then on.
+ * Returns 0 or -ENOMEM (P then still the caller's). */
+int procs_append(struct procs *ps, struct proc *p);
+
+/* What a process's life is told to do, from the session's settings. */
+struct proc_settings {
+	bool following;	     /* its forks and execs are followed with ptrace (stops work) */
+	bool leak_check;     /* --leak-check */
+	bool no_preload;     /* never at the preload library's sites */
+	bool mmap;	     /* --mmap (uprobes only) */
+	uint64_t sample_bytes; /* --sample-bytes: the library samples in the process */
+	uint64_t min_age_ns; /* --min-age: what a sealed ledger counts */
+};
+
+/*
+ * What a process's life needs from the rest of the session: the programs
+ * (bpf/probes), the walker (unwinder/), the target's files (target/) and
+ * the stack store.  session/services.c wires the real ones; a unit test
+ * fakes them.  Every function gets CTX back; int ones return 0 or a
+ * negative errno.
+ */
+struct proc_services {
+	void *ctx;
+	const struct proc_settings *set;
+	const struct session_log *log;
+	struct stack_store *stacks; /* images and walks (pure bookkeeping: real in tests too) */
+
+	/* the target: its command line (malloc'd, or NULL), its objects
+	 * (-ENOENT/-ESRCH: gone), the allocator they bind, its preload
+	 * library's sites (-ENOENT: none; another error with *WHY, malloc'd:
+	 * they would not see every call) */
+	char *(*cmdline)(void *ctx, pid_t pid);
+	int (*objects)(void *ctx, pid_t pid, struct proc_objects *out);
+	int (*allocator)(void *ctx, const struct proc_objects *objs, struct allocator *out);
+	int (*sites_find)(void *ctx, const struct proc_objects *objs, struct preload_sites *out, char **why);
+
+	/* the walker: a mapping-table slot (DWLEAK_NO_SLOT when all are
+	 * taken), the tables of PID's objects loaded and its mappings
+	 * published into SLOT (*DROPPED: mappings left out, may be NULL) */
+	uint32_t (*slot_take)(void *ctx, pid_t pid);
+	void (*slot_release)(void *ctx, uint32_t slot);
+	int (*tables)(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped);
+
+	/* the programs (see bpf/probes.h for each one's contract) */
+	int (*add)(void *ctx, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
+		   const struct dl_hook *dl, unsigned int flags);
+	void (*remove)(void *ctx, struct probes_proc *pp);
+	void (*detach)(void *ctx, struct probes_proc *pp);
+	int (*attach_linker)(void *ctx, struct probes_proc *pp, const struct dl_hook *dl);
+	int (*attach_allocator)(void *ctx, struct probes_proc *pp, const struct allocator *a, char *what, size_t len);
+	/* PID's control block written (the mode), the allocator functions the
+	 * library does not see probed, and its sites attached */
+	int (*attach_sites)(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *s,
+			    const struct allocator *a);
+	int (*attach_exit)(void *ctx, struct probes_proc *pp, const char *path, uint64_t off);
+	void (*thread_forget)(void *ctx, pid_t pid);
+	int (*mappings_take)(void *ctx, pid_t pid, struct probes_mapping **maps, size_t *n);
+	/* every walk in the kernel's stacks map into STACKS */
+	void (*stacks_move)(void *ctx);
+
+	/* one leak check of PID (see leak_scan_process): its LEDGER gets the
+	 * verdicts; EXITING as there */
+	int (*leak_scan)(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *ledger,
+			 const struct leak_scan_exit *exiting, struct leak_scan_result *out);
+
+	/* P is traced now (its allocator probed): the session says so */
+	void (*traced)(void *ctx, const struct proc *p);
+};
+
+/* --- A process's life (each returns 0 unless the session cannot go on:
+ * -ENOMEM; what the user must know is said through SV->log) --- */
+
+/* -p: PID runs already: registered, its objects, allocator, tables and
+ * probes.  Returns 0, or a negative errno (PID is then in PS, untraced,
+ * when it got that far). */
+int proc_attach_running(const struct proc_services *sv, struct procs *ps, pid_t pid);
+
+/* -- CMD: PID was spawned (held before its execve) as COMMAND: listed, to
+ * be probed at its exec.  Returns 0 or -ENOMEM. */
+int proc_spawned(struct procs *ps, pid_t pid, const char *command);
+
+/* PID exec'd (stopped there): its old image's probes and blocks dropped;
+ * a static program probed now, a dynamic one when its linker stops it. */
+int proc_on_exec(const struct proc_services *sv, struct procs *ps, pid_t pid);
+
+/* PID stopped as asked: at exit() for its leak check, or at its linker's
+ * stop (probed, if it was waiting for that, else its new objects' tables
+ * loaded). */
+int proc_on_stop(const struct proc_services *sv, struct procs *ps, pid_t pid);
+
+/* PARENT forked CHILD (both stopped): the child probed like its parent
+ * (a vfork child only registered: its exec is followed). */
+int proc_on_fork(const struct proc_services *sv, struct procs *ps, pid_t parent, pid_t child, bool vfork);
+
+/* Thread TID of PID is exiting without exit() (_exit, a signal): its leak
+ * check, unless one ran. */
+void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid, pid_t tid);
+
+/* PID is gone with wait status STATUS: its probes and slot released, its
+ * mappings kept to name its frames, its ledger sealed into sums. */
+void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, int status);
+
+/* Without ptrace (-p alone): whether PS's first process still lives
+ * (marked exited when the kernel no longer has it). */
+bool proc_top_alive(struct procs *ps);
+
+/* --- What the programs report --- */
+
+/* One alloc_events record (the process is found by its tgid), read at
+ * NOW_NS. */
+void proc_record(struct procs *ps, uint64_t now_ns, const void *data, size_t size);
+/* One memory syscall's event. */
+void proc_mmap(struct procs *ps, const struct mmap_event *e);
+/* TGID's objects changed (dlopen, dlclose): tables due. */
+void proc_objects_changed(struct procs *ps, uint32_t tgid);
+/* --leak-check: thread TID of TGID called exit(), with stack pointer SP
+ * there (it stops, and its check runs at the stop). */
+void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp);
+
+/* Loads the tables of objects the processes mapped since (or of every
+ * live one, with ALL) and republishes their mappings. */
+void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all);
+
+/* --leak-check of P now (WHEN says at what moment, for messages). */
+void proc_leak_check(const struct proc_services *sv, struct proc *p, const char *when);
+
+/* Frees every process (their probes and slots are the programs' to
+ * release first: proc_release_all). */
 void procs_free(struct procs *ps);
+
+/* Gives every process's programs entry back (the end of a session). */
+void proc_release_all(const struct proc_services *sv, struct procs *ps);
 
 #endif

@@ -10,7 +10,7 @@
  *   are in the kernel's stacks map or in this store, or both.
  *
  *   The kernel map is a staging area.  User space moves its entries here
- *   (a copy, then the delete; cli/trace_stacks.c) after every process
+ *   (a copy, then the delete; session/session.c) after every process
  *   exit or exec that ends an image, whenever the map is half full, and
  *   before each report.  The walkers' per-CPU caches (stack_seen,
  *   walk_memo) may then go on returning an id without storing it again:

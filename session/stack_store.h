@@ -2,7 +2,7 @@
  * their ids belong to: the one owner of a stack's frames once they have
  * left the kernel's stacks map, which is only where a walk waits to be
  * moved out (bpf/stacks.bpf.h).  Pure bookkeeping, no BPF: the tracer
- * feeds it (cli/trace_stacks.c), and tests feed it fake walks. */
+ * feeds it (session/session.c, session/proc.c), and tests feed it fake walks. */
 #ifndef DWLEAK_STACK_STORE_H
 #define DWLEAK_STACK_STORE_H
 

@@ -162,7 +162,7 @@ mimalloc) alloc_lib=$LIBDIR/libmimalloc.so.2 synonym='*mimalloc*' ;;
 esac
 [ -z "$alloc_lib" ] || [ -e "$alloc_lib" ] || die "$alloc_lib is missing (.ci/deps.sh installs it)"
 
-# LD_PRELOAD of each side: dwleak puts its library first (cli/trace_preload.c)
+# LD_PRELOAD of each side: dwleak puts its library first (session/preload_env.c)
 # (and for --attach, the target's on both sides)
 dw_ld=$alloc_lib vg_ld=$alloc_lib
 if [ $preload = 1 ]; then

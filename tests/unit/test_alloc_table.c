@@ -1,4 +1,4 @@
-/* Unit test for cli/alloc_table.c: a million random adds, removes and
+/* Unit test for session/alloc_table.c: a million random adds, removes and
  * resizes, on addresses crowded into few slots so that probe runs are long
  * and removal has to shift entries back, checked after every step against
  * a plain array indexed by address (the oracle). */

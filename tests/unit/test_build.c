@@ -1,4 +1,4 @@
-/* Unit test for cli/build.c, the report builder, with fake walks (no BPF,
+/* Unit test for session/build.c, the report builder, with fake walks (no BPF,
  * no root): a stack_source that serves stored walks from a table here and
  * names each pc after itself.  Checks that frames come innermost first
  * with the right "return address" flag, how each kind of walk end is

@@ -1,4 +1,4 @@
-/* Unit test for cli/ledger.c, no BPF and no root: ring records as the
+/* Unit test for session/ledger.c, no BPF and no root: ring records as the
  * probes write them (allocations, frees, in-place resizes, realloc as a
  * free then an allocation, --mmap regions) applied in order, then the
  * aggregation by stack checked against sums computed here: bytes and

@@ -1,4 +1,4 @@
-/* Unit test for cli/stack_store.c, no BPF and no root: walks put as the
+/* Unit test for session/stack_store.c, no BPF and no root: walks put as the
  * tracer moves them out of the kernel map, images joined and left as
  * processes fork, exec and exit, and what an image's end frees and keeps
  * (the invariant written in stack_store.c): an id shared by processes of

@@ -1,0 +1,169 @@
+/* A session's report of what is outstanding now: the running processes
+ * checked for leaks first (--leak-check), every record applied and every
+ * walk moved out of the kernel, then each process's ledger aggregated by
+ * stack and named through its mappings, and the report built (build.c)
+ * with what the trace lost and the limits it hit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "names.h"
+#include "session_private.h"
+
+/*
+ * --leak-check: why some of P's outstanding blocks have no kind, as the
+ * report says it (malloc'd), or NULL when every one has (or P is not
+ * traced, which the report says otherwise).
+ */
+static char *unchecked_why(const struct proc *p)
+{
+	const struct alloc_table *t = &p->ledger.allocs;
+	char *why = NULL;
+	size_t i, n = 0;
+	int r;
+
+	if (p->untraced || !p->probed)
+		return NULL;
+	for (i = 0; i < t->cap; i++)
+		n += t->slots[i].addr && !t->slots[i].leak;
+	if (!n)
+		return NULL;
+	if (p->check.done && p->check.index_in_pause)
+		r = asprintf(&why, "%zu blocks allocated after its leak check at its exit (by its atexit "
+				   "handlers or destructors)", n);
+	else if (p->check.done)
+		r = asprintf(&why, "%zu blocks allocated since its last leak check", n);
+	else if (p->check_err)
+		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", strerror(-p->check_err),
+			     n);
+	else if (p->exited)
+		r = asprintf(&why, "it ended before a leak check could run (dwleak -p does not stop it at its "
+				   "exit: run it under dwleak -- CMD, or check it with -i while it runs): %zu "
+				   "blocks not classified", n);
+	else
+		r = asprintf(&why, "%zu blocks not classified", n);
+	return r < 0 ? NULL : why;
+}
+
+/* Adds process check C's memory read, pause and RSS account to O. */
+static void leak_check_totals(struct build_opts *o, const struct leak_scan_result *c)
+{
+	static const enum report_rss_part part_of[PROC_RSS_PART_COUNT] = {
+		[PROC_RSS_TRACKED] = REPORT_RSS_TRACKED_BLOCKS,
+		[PROC_RSS_HEAP_UNTRACKED] = REPORT_RSS_ALLOCATOR_UNTRACKED,
+		[PROC_RSS_STACKS] = REPORT_RSS_STACKS,
+		[PROC_RSS_CODE] = REPORT_RSS_CODE_AND_DATA,
+		[PROC_RSS_DATA] = REPORT_RSS_CODE_AND_DATA,
+		[PROC_RSS_OTHER] = REPORT_RSS_OTHER_MAPPINGS,
+	};
+	size_t k;
+
+	if (!c->done)
+		return;
+	o->scanned_bytes += c->scanned_bytes;
+	if (c->pause_ms > o->pause_ms)
+		o->pause_ms = c->pause_ms; /* the longest any process was stopped */
+	if (!c->rss_known)
+		return;
+	o->rss.present = true;
+	o->rss.rss_bytes += c->rss.rss;
+	for (k = 0; k < PROC_RSS_PART_COUNT; k++)
+		o->rss.parts[part_of[k]] += c->rss.bytes[k];
+}
+
+/* What one report holds per process while it is built. */
+struct per_proc {
+	struct ledger_stacks stacks;
+	struct stack_names names;
+	struct stack_source src;
+};
+
+int session_report(struct session *s, struct session_report *out)
+{
+	const struct session_settings *set = s->set;
+	static const char *counter_names[CNT_COUNT];
+	uint64_t now = session_now_ns();
+	size_t n = s->procs.n, i;
+	struct per_proc *pp = calloc(n + 1, sizeof(*pp));
+	struct build_proc *bps = calloc(n + 1, sizeof(*bps));
+	char **notes = calloc(n + 1, sizeof(*notes));
+	struct build_opts o = {
+		.pid = s->tgt.pid,
+		.command = s->tgt.command,
+		.unwind_mode = set->unwind,
+		.unwind_name = set->unwind_name,
+		.sample_bytes = set->sample_bytes,
+		.now_s = (double)now / 1e9,
+		.now_ns = now,
+		.duration_s = (double)now / 1e9 - (s->t_traced ? s->t_traced : s->t_start),
+		.growth = set->growth ? &s->growth : NULL,
+		.supp = set->supp,
+		.counters = out->counters,
+		.counter_names = counter_names,
+		.leak_check = set->leak_check,
+	};
+	struct unwinder_stats limits;
+	int err = pp && bps && notes ? 0 : -ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	out->notes = notes;
+	out->nnotes = notes ? n : 0;
+	o.counters = out->counters;
+	for (i = 0; i < CNT_COUNT; i++)
+		counter_names[i] = probes_counter_name((unsigned int)i);
+	/* --leak-check: the processes still running are checked now (those
+	 * gone were checked when they exited) */
+	for (i = 0; i < n; i++)
+		if (!s->procs.v[i]->exited)
+			proc_leak_check(&s->sv, s->procs.v[i], "before the report");
+	session_drain(s);
+	session_stacks_move(s); /* every walk a record names, into the store */
+	probes_counters(s->probes, out->counters);
+	unwinder_stats(s->uw, &limits);
+	o.tables_dropped = limits.dropped_full;
+	o.procs_without_table = limits.slots_none;
+	o.mappings_unrecorded = limits.mappings_full;
+	for (i = 0; set->leak_check && i < n; i++)
+		leak_check_totals(&o, &s->procs.v[i]->check);
+	for (i = 0; !err && i < n; i++) {
+		const struct proc *p = s->procs.v[i];
+
+		/* counted where the records are applied */
+		out->counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
+		out->counters[CNT_REPLACED] += p->ledger.allocs.replaced;
+		out->counters[CNT_RESIZED] += p->ledger.allocs.resized;
+		err = ledger_aggregate(&p->ledger, now, set->min_age_ns, set->sample_bytes, &pp[i].stacks);
+		err = err ?: stack_names_open(&pp[i].names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid,
+					      p->maps_kept, p->maps, p->nmaps, &pp[i].src);
+		if (set->leak_check)
+			notes[i] = unchecked_why(p);
+		/* an untraced process is followed all the same: its state is
+		 * its life's, the reason says its allocations are missing */
+		bps[i] = (struct build_proc){ p->pid, p->command, &pp[i].stacks, &pp[i].src, p->parent,
+					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
+					      p->exit_status, p->untraced, notes[i], p->ledger.oom,
+					      p->table_dropped };
+	}
+	err = err ?: build_report(bps, n, &o, &out->b);
+	for (i = 0; pp && i < n; i++) {
+		stack_names_free(&pp[i].names);
+		ledger_stacks_free(&pp[i].stacks);
+	}
+	free(pp);
+	free(bps);
+	return err;
+}
+
+void session_report_free(struct session_report *r)
+{
+	size_t i;
+
+	build_free(&r->b);
+	for (i = 0; i < r->nnotes; i++)
+		free(r->notes[i]);
+	free(r->notes);
+	memset(r, 0, sizeof(*r));
+}

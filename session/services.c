@@ -1,0 +1,226 @@
+/* What a process's life is given (proc.h's struct proc_services), wired to
+ * the session's real parts: the target's files (target/), the walker
+ * (unwinder/), the BPF programs (bpf/probes), the leak check.  Each is a
+ * thin wrapper; proc.c decides, these only do. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "leak_scan.h"
+#include "session_private.h"
+
+static struct session *of(void *ctx)
+{
+	return ctx;
+}
+
+static char *sv_cmdline(void *ctx, pid_t pid)
+{
+	(void)ctx;
+	return target_cmdline(pid);
+}
+
+static int sv_objects(void *ctx, pid_t pid, struct proc_objects *out)
+{
+	(void)ctx;
+	return proc_objects_of_pid(pid, out);
+}
+
+static int sv_allocator(void *ctx, const struct proc_objects *o, struct allocator *out)
+{
+	(void)ctx;
+	return allocator_detect(o->paths, o->names, o->n, o->npreload, out);
+}
+
+static int sv_sites_find(void *ctx, const struct proc_objects *o, struct preload_sites *out, char **why)
+{
+	(void)ctx;
+	return preload_sites_find(o->paths, o->names, o->n, out, why);
+}
+
+static uint32_t sv_slot_take(void *ctx, pid_t pid)
+{
+	return unwinder_slot_take(of(ctx)->uw, pid);
+}
+
+static void sv_slot_release(void *ctx, uint32_t slot)
+{
+	unwinder_slot_release(of(ctx)->uw, slot);
+}
+
+/* Says, once each, which objects got no unwind table. */
+static void tables_warn(struct session *s)
+{
+	struct unwind_object *o;
+	size_t i;
+
+	for (i = 0; i < unwinder_count(s->uw); i++) {
+		o = unwinder_object(s->uw, i);
+		if (o->error && !o->loaded && o->error_msg && o->error != -ENODATA)
+			session_say(&s->log, SESSION_WARNING, "no unwind table for %s: %s; stacks through it will stop "
+				    "there", o->path, o->error_msg);
+		if (o->error_msg)
+			o->error = o->error ? o->error : -EIO; /* warn once */
+		free(o->error_msg);
+		o->error_msg = NULL;
+	}
+}
+
+static int sv_tables(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped)
+{
+	struct session *s = of(ctx);
+	int err = unwinder_add_process(s->uw, pid);
+
+	if (err && err != -ENOENT)
+		return err;
+	err = unwinder_load_pending(s->uw);
+	tables_warn(s);
+	if (err < 0)
+		return err;
+	err = unwinder_publish(s->uw, pid, slot, dropped);
+	if (err == 1)
+		probes_tables_changed(s->probes);
+	return err == -ENOENT || err == 1 ? 0 : err;
+}
+
+static int sv_add(void *ctx, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
+		  const struct dl_hook *dl, unsigned int flags)
+{
+	return probes_proc_add(of(ctx)->probes, pp, pid, slot, image, dl, flags);
+}
+
+static void sv_remove(void *ctx, struct probes_proc *pp)
+{
+	probes_proc_remove(of(ctx)->probes, pp);
+}
+
+static void sv_detach(void *ctx, struct probes_proc *pp)
+{
+	probes_proc_detach(of(ctx)->probes, pp);
+}
+
+static int sv_attach_linker(void *ctx, struct probes_proc *pp, const struct dl_hook *dl)
+{
+	return probes_proc_attach_linker(of(ctx)->probes, pp, dl);
+}
+
+static int sv_attach_allocator(void *ctx, struct probes_proc *pp, const struct allocator *a, char *what, size_t len)
+{
+	return probes_proc_attach(of(ctx)->probes, pp, a, what, len);
+}
+
+/* The allocator functions the library does not see (a pointer from
+ * dlsym): uprobes, as without the library. */
+static int complement_attach(struct session *s, struct probes_proc *pp, const struct allocator *a)
+{
+	char what[PATH_MAX + 64] = "";
+	struct allocator rest;
+	size_t i, n = 0;
+	int err = preload_complement(a, &rest);
+
+	if (err)
+		return err;
+	for (i = 0; i < rest.nobjs; i++)
+		n += rest.objs[i].nfuncs;
+	err = n ? probes_proc_attach(s->probes, pp, &rest, what, sizeof(what)) : 0;
+	allocator_free(&rest);
+	return err;
+}
+
+static int sv_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *sites,
+			   const struct allocator *a)
+{
+	struct session *s = of(ctx);
+	int err = preload_control_write(pid, sites, s->set->sample_bytes);
+
+	err = err ?: complement_attach(s, pp, a);
+	return err ?: probes_proc_attach_preload(s->probes, pp, sites, preload_control_addr(pid, sites));
+}
+
+static int sv_attach_exit(void *ctx, struct probes_proc *pp, const char *path, uint64_t off)
+{
+	return probes_proc_attach_exit(of(ctx)->probes, pp, path, off);
+}
+
+static void sv_thread_forget(void *ctx, pid_t pid)
+{
+	probes_thread_forget(of(ctx)->probes, pid);
+}
+
+static int sv_mappings_take(void *ctx, pid_t pid, struct probes_mapping **maps, size_t *n)
+{
+	return probes_mappings_take(of(ctx)->probes, (uint32_t)pid, maps, n);
+}
+
+static void sv_stacks_move(void *ctx)
+{
+	session_stacks_move(of(ctx));
+}
+
+static void drain_cb(void *ctx)
+{
+	session_drain(ctx);
+}
+
+static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *ledger,
+			const struct leak_scan_exit *exiting, struct leak_scan_result *out)
+{
+	struct session *s = of(ctx);
+
+	/* a process that exited is no tracee any more: seized for the check
+	 * (and gone: -ESRCH) */
+	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, drain_cb, s, out);
+}
+
+/* The first process traced: the line scripts wait for; a later one whose
+ * allocator differs from the first's gets a line of its own. */
+static void sv_traced(void *ctx, const struct proc *p)
+{
+	struct session *s = of(ctx);
+	struct unwinder_stats us;
+
+	if (s->announced && s->first_alloc && p->alloc.description && strcmp(s->first_alloc, p->alloc.description))
+		session_say(&s->log, SESSION_INFO, "pid %d (%s) allocates with %s%s", p->pid, p->command,
+			    p->preload ? "preload, " : "", p->alloc.description);
+	if (s->announced)
+		return;
+	s->announced = true;
+	s->first_alloc = p->alloc.description ? strdup(p->alloc.description) : NULL;
+	s->t_traced = session_now_s();
+	unwinder_stats(s->uw, &us);
+	session_say(&s->log, SESSION_INFO, "tracing pid %d (%s%s; %u tables, %.0f ms to attach); Ctrl-C to stop",
+		    p->pid, p->preload ? "preload, " : "", p->alloc.description, us.loaded,
+		    (s->t_traced - s->t_start) * 1e3);
+}
+
+void session_services_init(struct session *s)
+{
+	s->sv = (struct proc_services){
+		.ctx = s,
+		.set = &s->pset,
+		.log = &s->log,
+		.stacks = s->stacks,
+		.cmdline = sv_cmdline,
+		.objects = sv_objects,
+		.allocator = sv_allocator,
+		.sites_find = sv_sites_find,
+		.slot_take = sv_slot_take,
+		.slot_release = sv_slot_release,
+		.tables = sv_tables,
+		.add = sv_add,
+		.remove = sv_remove,
+		.detach = sv_detach,
+		.attach_linker = sv_attach_linker,
+		.attach_allocator = sv_attach_allocator,
+		.attach_sites = sv_attach_sites,
+		.attach_exit = sv_attach_exit,
+		.thread_forget = sv_thread_forget,
+		.mappings_take = sv_mappings_take,
+		.stacks_move = sv_stacks_move,
+		.leak_scan = sv_leak_scan,
+		.traced = sv_traced,
+	};
+}

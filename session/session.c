@@ -1,0 +1,392 @@
+/* The session's lifecycle: its parts made and loaded (the table cache,
+ * the walker, the symbolizer, the stack store, the BPF programs), the
+ * target found or started, the programs' and ptrace's events handed to
+ * the processes' lives (proc.c), walked stacks moved out of the kernel,
+ * tables refreshed, and everything given back at the end.
+ *
+ *   new: parts -> programs loaded (no process yet)
+ *   attach / spawn: a pid probed where it runs, or a command forked,
+ *     held, seized with ptrace and released (its exec is the first event)
+ *   poll: records into each process's ledger; forks, execs, the linker's
+ *     stops and exits; tables for new objects
+ *   free: every process's programs entry, the tracees let go (what still
+ *     runs runs on, untraced), the parts */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "preload_env.h"
+#include "session_private.h"
+
+/* Every live process's tables are looked at again this often. */
+#define RESCAN_INTERVAL_S 1.0
+
+extern char **environ;
+
+/* --- The programs' events --- */
+
+static void on_record(void *ctx, const void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	proc_record(&s->procs, s->records_now, data, size);
+}
+
+static void on_mmap(void *ctx, const struct mmap_event *e)
+{
+	struct session *s = ctx;
+
+	proc_mmap(&s->procs, e);
+}
+
+static void on_objects_changed(void *ctx, uint32_t tgid, bool stopped)
+{
+	struct session *s = ctx;
+
+	/* a stop is handled when ptrace reports it (TRACEE_STOP_ASKED) */
+	(void)stopped;
+	proc_objects_changed(&s->procs, tgid);
+}
+
+static void on_exiting(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp)
+{
+	struct session *s = ctx;
+
+	proc_exit_called(&s->procs, tgid, tid, sp);
+}
+
+void session_drain(struct session *s)
+{
+	s->records_now = session_now_ns();
+	probes_drain(s->probes);
+}
+
+static int stack_put(void *ctx, uint64_t id, const struct stack_trace *st)
+{
+	return stack_store_put(ctx, id, st);
+}
+
+int session_stacks_move(struct session *s)
+{
+	long n = probes_stacks_move(s->probes, stack_put, s->stacks);
+
+	if (n < 0 && !s->stacks_move_failed) {
+		/* what stays in the kernel map is moved at the next try; a walk
+		 * the store had no memory for is lost, and its allocations go
+		 * without a stack (counted at the report) */
+		session_say(&s->log, SESSION_WARNING, "moving walked stacks out of the BPF map failed: %s",
+			    strerror((int)-n));
+		s->stacks_move_failed = true;
+	}
+	return n < 0 ? (int)n : 0;
+}
+
+/* From the poll: moves the walks out when the kernel map is half full. */
+static void stacks_pressure(struct session *s)
+{
+	uint64_t cap, held = probes_stacks_held(s->probes, &cap, NULL);
+
+	if (2 * held >= cap)
+		session_stacks_move(s);
+}
+
+/* --- Setup --- */
+
+/* Opens, configures and loads the programs and the tables known now. */
+static int probes_setup(struct session *s)
+{
+	const struct session_settings *set = s->set;
+	struct probes_settings ps = {
+		.sample_bytes = set->sample_bytes,
+		.mmap = set->mmap,
+		.alloc_memory = set->leak_check,
+		.unwind_mode = set->unwind,
+		.session = set->uprobe_session,
+		.guard = set->preempt_guard,
+		.no_walk = set->bench_no_walk,
+		.preload = !set->no_preload,
+		.stacks_max = set->stacks_max,
+	};
+	struct probes_events ev = { s, on_record, on_mmap, on_objects_changed, on_exiting };
+	struct unwinder_maps maps;
+	int err;
+
+	unwinder_needs(s->uw, &ps.rows, &ps.rules);
+	err = probes_open(&ps, &ev, &s->probes);
+	if (err) {
+		session_say(&s->log, SESSION_ERROR, "cannot load the BPF program: %s; the kernel needs BTF, BPF and "
+			    "uprobes (run with DWLEAK_DEBUG=1 to see the verifier)", strerror(-err));
+		return err;
+	}
+	probes_unwinder_maps(s->probes, &maps);
+	unwinder_set_maps(s->uw, &maps);
+	err = probes_attach_syscalls(s->probes);
+	if (err)
+		session_say(&s->log, SESSION_ERROR, "cannot attach to the syscall tracepoints for %s: %s; the kernel "
+			    "needs BTF raw tracepoints", set->mmap ? "--mmap" : "--leak-check", strerror(-err));
+	return err;
+}
+
+int session_new(const struct session_settings *set, const struct session_log *log, struct session **out)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	sigset_t chld;
+	int err;
+
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	s->set = set;
+	s->log = *log;
+	s->tgt.release_fd = -1;
+	s->ep = s->sigfd = -1;
+	s->t_start = session_now_s();
+	s->pset = (struct proc_settings){
+		.following = false, /* until the target says (attach, spawn) */
+		.leak_check = set->leak_check,
+		.no_preload = set->no_preload,
+		.mmap = set->mmap,
+		.sample_bytes = set->sample_bytes,
+		.min_age_ns = set->min_age_ns,
+	};
+	/* tracees' stops come as SIGCHLD, read from a signalfd */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	if (table_cache_open(NULL, &s->cache))
+		session_say(&s->log, SESSION_WARNING, "not using the table cache: %s", table_cache_why());
+	err = unwinder_new(s->cache, set->debug_dirs, &s->uw);
+	err = err ?: symbolizer_new(set->debug_dirs, &s->sym);
+	err = err ?: stack_store_new(&s->stacks);
+	if (err) {
+		session_say(&s->log, SESSION_ERROR, "cannot set up: %s", strerror(-err));
+		return err;
+	}
+	session_services_init(s);
+	return probes_setup(s);
+}
+
+/* Starts following the target with ptrace (its forks and execs too when
+ * the settings say so; exit stops with --leak-check). */
+static int following(struct session *s)
+{
+	struct tracee_options to = { .follow = s->set->follow_forks, .exit_stops = s->set->leak_check };
+	int err;
+
+	if (s->tracees)
+		return 0;
+	err = tracee_set_new(&to, &s->tracees);
+	s->pset.following = !err;
+	return err;
+}
+
+int session_attach(struct session *s, pid_t pid)
+{
+	int err = 0;
+
+	if (s->set->follow_forks && (err = following(s)))
+		return err;
+	if (!s->tgt.pid && (err = target_attach(&s->tgt, pid)))
+		return err;
+	if (s->tracees && (err = tracee_seize_process(s->tracees, pid))) {
+		session_say(&s->log, SESSION_ERROR, "cannot follow pid %d's forks with ptrace: %s%s", pid,
+			    strerror(-err), err == -EPERM ? " (is a debugger attached? see TracerPid in /proc/PID/status)"
+							  : "");
+		return err;
+	}
+	return proc_attach_running(&s->sv, &s->procs, pid);
+}
+
+int session_spawn(struct session *s, char *const *argv)
+{
+	char **envp;
+	int err = following(s);
+
+	if (err)
+		return err;
+	/* LD_PRELOAD: the library first */
+	envp = session_preload_environ(argv[0], s->set->no_preload, s->set->mmap, environ, &s->log);
+	err = target_spawn(&s->tgt, (char **)argv, envp);
+	session_preload_environ_free(envp);
+	if (err)
+		return err;
+	err = proc_spawned(&s->procs, s->tgt.pid, s->tgt.command);
+	if (err)
+		return err;
+	err = tracee_seize_thread(s->tracees, s->tgt.pid, s->tgt.pid);
+	if (err) {
+		session_say(&s->log, SESSION_ERROR, "cannot follow %s with ptrace: %s (kernel.yama.ptrace_scope=3 "
+			    "forbids it)", argv[0], strerror(-err));
+		return err;
+	}
+	if (target_release(&s->tgt)) {
+		session_say(&s->log, SESSION_ERROR, "cannot start %s", argv[0]);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* --- Polling --- */
+
+/* Handles what ptrace reports until nothing is pending.  Returns 0, or a
+ * negative errno when the session cannot go on. */
+static int tracee_events(struct session *s)
+{
+	struct tracee_event ev;
+	int ret, err = 0;
+
+	while (!err && (ret = tracee_next(s->tracees, &ev)) > 0) {
+		switch (ev.kind) {
+		case TRACEE_FORK:
+			err = proc_on_fork(&s->sv, &s->procs, ev.pid, ev.child, ev.vfork);
+			/* traced or not, the child stays followed: it runs on */
+			if (procs_find(&s->procs, ev.child))
+				tracee_resume(s->tracees, ev.child);
+			tracee_resume(s->tracees, ev.tid);
+			break;
+		case TRACEE_EXEC:
+			session_drain(s); /* the old image's, dropped with it */
+			err = proc_on_exec(&s->sv, &s->procs, ev.pid);
+			tracee_resume(s->tracees, ev.tid);
+			break;
+		case TRACEE_STOP_ASKED:
+			session_drain(s); /* and the events: which stop this is */
+			err = proc_on_stop(&s->sv, &s->procs, ev.pid);
+			tracee_resume(s->tracees, ev.tid);
+			break;
+		case TRACEE_EXITING:
+			proc_on_exiting(&s->sv, &s->procs, ev.pid, ev.tid);
+			tracee_resume(s->tracees, ev.tid);
+			break;
+		case TRACEE_EXIT:
+			session_drain(s); /* its last records, before its pid can be reused */
+			proc_on_exit(&s->sv, &s->procs, ev.pid, ev.status);
+			break;
+		default:
+			tracee_resume(s->tracees, ev.tid);
+		}
+	}
+	return err ?: (ret < 0 ? ret : 0);
+}
+
+/* An epoll set of the programs' events and, when following, SIGCHLD (a
+ * tracee stopped or exited: it waits for us, so no timer delay). */
+static int wakeups_open(struct session *s)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	sigset_t chld;
+
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s->ep < 0)
+		return -errno;
+	e.data.fd = probes_epoll_fd(s->probes);
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, e.data.fd, &e))
+		return -errno;
+	if (s->tracees) {
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		s->sigfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+		e.data.fd = s->sigfd;
+		if (s->sigfd < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->sigfd, &e))
+			return -errno;
+	}
+	s->next_scan = session_now_s() + RESCAN_INTERVAL_S;
+	return 0;
+}
+
+int session_fd(const struct session *s)
+{
+	return s->ep;
+}
+
+int session_poll(struct session *s, int timeout_ms)
+{
+	struct epoll_event evs[4];
+	struct signalfd_siginfo si;
+	double now;
+	int err = 0;
+
+	if (s->ep < 0 && (err = wakeups_open(s)))
+		return err;
+	if (epoll_wait(s->ep, evs, 4, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	while (s->sigfd >= 0 && read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+		;
+	probes_poll(s->probes, 0);
+	session_drain(s); /* alloc_events records come without wakeups */
+	if (s->tracees)
+		err = tracee_events(s);
+	stacks_pressure(s);
+	now = session_now_s();
+	proc_tables_due(&s->sv, &s->procs, now >= s->next_scan);
+	if (now >= s->next_scan)
+		s->next_scan = now + RESCAN_INTERVAL_S;
+	if (err)
+		return err;
+	if (s->tracees)
+		return procs_alive(&s->procs) > 0;
+	return proc_top_alive(&s->procs);
+}
+
+/* --- What the host reads --- */
+
+bool session_traced(const struct session *s)
+{
+	return s->announced;
+}
+
+const struct procs *session_procs(const struct session *s)
+{
+	return &s->procs;
+}
+
+const struct target *session_target(const struct session *s)
+{
+	return &s->tgt;
+}
+
+double session_traced_since(const struct session *s)
+{
+	return s->t_traced;
+}
+
+void session_stats(const struct session *s, struct session_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	unwinder_stats(s->uw, &out->unwinder);
+	probes_info(s->probes, &out->probes);
+	probes_stacks_stats(s->probes, &out->kernel_stacks);
+	stack_store_stats(s->stacks, &out->stacks);
+}
+
+/* --- The end --- */
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->sigfd >= 0)
+		close(s->sigfd);
+	if (s->ep >= 0)
+		close(s->ep);
+	if (s->probes)
+		proc_release_all(&s->sv, &s->procs);
+	tracee_set_free(s->tracees); /* what still runs runs on, untraced */
+	probes_close(s->probes);
+	procs_free(&s->procs);
+	stack_store_free(s->stacks);
+	growth_free(&s->growth);
+	free(s->first_alloc);
+	symbolizer_free(s->sym);
+	unwinder_free(s->uw);
+	table_cache_close(s->cache);
+	target_abort(&s->tgt);
+	target_free(&s->tgt);
+	free(s);
+}

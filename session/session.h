@@ -1,0 +1,121 @@
+/* The live tracing session that `dwleak -p`, `dwleak -- CMD` and the agent
+ * run: it owns the processes and their ledgers, the BPF programs, the
+ * walker and its tables, the walked stacks, the report builder's inputs
+ * and the clock.  Its host (cli/, the agent) gives it settings and a
+ * sink for messages, drives it with session_poll, and asks it for
+ * reports; the session never prints and never reads the command line.
+ *
+ *   session_new -> session_attach / session_spawn -> session_poll ... ->
+ *   session_report (any number of times) -> session_free */
+#ifndef DWLEAK_SESSION_H
+#define DWLEAK_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "build.h"
+#include "log.h"
+#include "probes.h"
+#include "proc.h"
+#include "stack_store.h"
+#include "suppress.h"
+#include "target.h"
+#include "unwinder.h"
+
+/* What the session is asked to do, each with its meaning in SPEC.md. */
+struct session_settings {
+	uint64_t sample_bytes;	  /* --sample-bytes: 0 = every allocation */
+	bool mmap;		  /* --mmap */
+	bool leak_check;	  /* --leak-check */
+	bool follow_forks;	  /* follow forks and execs with ptrace (a spawned command
+				   * itself is always followed: its exec and exit) */
+	bool no_preload;	  /* --no-preload */
+	uint32_t unwind;	  /* enum unwind_mode */
+	const char *unwind_name;  /* its name, for reports */
+	uint64_t min_age_ns;	  /* --min-age */
+	bool growth;		  /* reports carry growth since the previous one (--interval) */
+	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL), borrowed */
+	struct suppressions *supp; /* applied to reports (borrowed; NULL = none) */
+	/* knobs for tests and bench/ (see cli/cmd_trace.c) */
+	int uprobe_session;
+	int preempt_guard;
+	bool bench_no_walk;
+	uint32_t stacks_max;
+};
+
+struct session;
+
+/*
+ * A new session in *OUT as SET says (SET and its strings are borrowed and
+ * must outlive it), telling LOG what the user must know: the table cache,
+ * the walker, the symbolizer, the stack store, the BPF programs loaded.
+ * No process yet.  Returns 0 or a negative errno (said through LOG); free
+ * with session_free either way.
+ */
+int session_new(const struct session_settings *set, const struct session_log *log, struct session **out);
+void session_free(struct session *s);
+
+/* -p: traces running process PID (seized with ptrace too when following
+ * forks).  Returns 0 once it is traced, or a negative errno (said). */
+int session_attach(struct session *s, pid_t pid);
+
+/* -- CMD: starts ARGV (ARGV[0] looked up in PATH) with the preload library
+ * in LD_PRELOAD unless told not to, followed from its first instruction.
+ * Returns 0 or a negative errno (said). */
+int session_spawn(struct session *s, char *const *argv);
+
+/*
+ * Waits up to TIMEOUT_MS for events and handles them all: records into
+ * the ledgers, forks, execs, the linker's stops, exits, leak checks at
+ * exit, tables for objects that came (all of them every second).
+ * Returns 1 while something is left to trace, 0 once every followed
+ * process has ended, or a negative errno when the session cannot go on.
+ * EINTR ends the wait early and is no error.
+ */
+int session_poll(struct session *s, int timeout_ms);
+
+/* The file descriptor session_poll waits on (readable when there is
+ * something to handle), for a host that waits on more than the session. */
+int session_fd(const struct session *s);
+
+/* Whether a process is traced yet (the "tracing" line was said). */
+bool session_traced(const struct session *s);
+
+/* The processes (read only), and the one dwleak started or attached to. */
+const struct procs *session_procs(const struct session *s);
+const struct target *session_target(const struct session *s);
+
+/* When the first process was traced (CLOCK_MONOTONIC s); 0: none yet. */
+double session_traced_since(const struct session *s);
+
+/*
+ * A report of what is outstanding now into *OUT (free with
+ * session_report_free, also after an error): with --leak-check the
+ * running processes are checked first; every record applied and every
+ * walk moved out of the kernel before it is built.  COUNTERS (CNT_COUNT
+ * values) gets the programs' counters with the ledgers' added.  Returns
+ * 0 or a negative errno.
+ */
+struct session_report {
+	struct built b;
+	uint64_t counters[CNT_COUNT];
+	char **notes; /* strings B borrows (why blocks have no kind), one per process */
+	size_t nnotes;
+};
+
+int session_report(struct session *s, struct session_report *out);
+void session_report_free(struct session_report *r);
+
+/* The parts' own statistics, for --stats. */
+struct session_stats {
+	struct unwinder_stats unwinder;
+	struct probes_info probes;
+	struct probes_stacks_stats kernel_stacks;
+	struct stack_store_stats stacks;
+};
+
+void session_stats(const struct session *s, struct session_stats *out);
+
+#endif
