@@ -45,16 +45,18 @@ FUZZ_OBJECTS_SECONDS ?= 10
 # --- Layers (ARCHITECTURE.md): one folder, one static library, and the
 # include list of the layers it may use, so that an include against the
 # arrows does not compile.  bpf/abi/ is the header-only contract between
-# the kernel program and user space.
+# the kernel program and user space.  base/ (constants only, header-only)
+# is below every layer: each list ends with it.
 LAYERS := tables target unwinder bpf report leakcheck cli
-INC_tables := -I tables
-INC_target := -I target -I bpf/abi
-INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
-INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
-INC_report := -I report
+INC_base := -I base
+INC_tables := -I tables $(INC_base)
+INC_target := -I target -I bpf/abi $(INC_base)
+INC_unwinder := -I unwinder -I tables -I target -I bpf/abi $(INC_base)
+INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD) $(INC_base)
+INC_report := -I report $(INC_base)
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
-INC_leakcheck := -I leakcheck
-INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
+INC_leakcheck := -I leakcheck $(INC_base)
+INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # Link order: each library before the ones it uses.
@@ -69,7 +71,7 @@ SRCS_leakcheck := $(wildcard leakcheck/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables $(INC_base)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 # The preload library (see its rules below).
 PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
@@ -115,7 +117,7 @@ dwleak: $(BUILD)/cli/main.o $(LIBS)
 # unit-tested with them (test_preload_*).
 
 PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
-	-fno-plt -fasynchronous-unwind-tables -I preload -I bpf/abi
+	-fno-plt -fasynchronous-unwind-tables -I preload -I bpf/abi $(INC_base)
 # The sampler, the set and the symbol lookup, which need nothing of the
 # rest of the library, also linked into their unit tests.
 PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
@@ -175,7 +177,7 @@ $(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 # alone (the sampler, the set, the symbol lookup), with ASan/UBSan.
 $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $(wildcard preload/*.h)
 	@mkdir -p $(@D)
-	$(CC) -I preload -I bpf/abi -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
+	$(CC) -I preload -I bpf/abi $(INC_base) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
 
 # --- Test programs ---

@@ -6,6 +6,7 @@
 #ifndef DWLEAK_MAPPINGS_BPF_H
 #define DWLEAK_MAPPINGS_BPF_H
 
+#include "constants.h"
 #include "maps.bpf.h"
 #include "walk_ctx.bpf.h"
 
@@ -58,7 +59,7 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct 
 
 	f->start = BPF_CORE_READ(vma, vm_start);
 	f->end = BPF_CORE_READ(vma, vm_end);
-	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << DWLEAK_PAGE_SHIFT;
 	if (!file)
 		return 0;
 	f->file.ino = BPF_CORE_READ(file, f_inode, i_ino);
