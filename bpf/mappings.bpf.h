@@ -255,6 +255,9 @@ static long row_search_step(__u64 i, struct search_ctx *c)
 	return 0;
 }
 
+_Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
+	       "binary search must cover a full page of rows");
+
 /* Index of the row in force at ELF address PC in table TABLE_ID, or -1. */
 __noinline long row_find(__u32 table_id, __u64 pc)
 {
