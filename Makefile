@@ -129,7 +129,7 @@ $(BUILD)/headers/%.ok: %.h
 
 # --- The preload library (preload/): its own shared object, which links
 # nothing of dwleak's (libc only; bpf/abi/ gives it the site contract and
-# the allocator kinds).  -fvisibility=hidden: only the interposed functions
+# the allocator kinds, base/ the page size).  -fvisibility=hidden: only the interposed functions
 # and the control block are exported.  -ffixed-rbp: no code of it ever
 # changes rbp, so at a site rbp is still the caller's, which the walk that
 # starts in the caller's frame needs (tests/preload_transparency.sh checks
