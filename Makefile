@@ -44,21 +44,26 @@ FUZZ_OBJECTS_SECONDS ?= 10
 
 # --- Layers (ARCHITECTURE.md): one folder, one static library, and the
 # include list of the layers it may use, so that an include against the
-# arrows does not compile.  bpf/abi/ is the header-only contract between
-# the kernel program and user space.
+# arrows does not compile.  Two folders hold headers only: bpf/abi/, the
+# contract between the kernel program, user space and the preload library,
+# and base/ (constants), which is below every layer: each list ends with it.
 LAYERS := tables target unwinder bpf report leakcheck session cli
-INC_tables := -I tables
-INC_target := -I target -I bpf/abi
-INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
-INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
-INC_report := -I report
+INC_base := -I base
+INC_abi := -I bpf/abi $(INC_base)
+INC_tables := -I tables $(INC_base)
+INC_target := -I target -I bpf/abi $(INC_base)
+INC_unwinder := -I unwinder -I tables -I target -I bpf/abi $(INC_base)
+INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD) $(INC_base)
+INC_report := -I report $(INC_base)
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
-INC_leakcheck := -I leakcheck
+INC_leakcheck := -I leakcheck $(INC_base)
 # The live session: the processes, their ledgers, the programs, reports.
-INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
-INC_cli := -I cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
+INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
+INC_cli := -I cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
+# The preload library's (see its rules below).
+INC_preload := -I preload -I bpf/abi $(INC_base)
 # Link order: each library before the ones it uses.
 LINK_LAYERS := cli session bpf unwinder report leakcheck target tables
 
@@ -72,14 +77,18 @@ SRCS_session := $(wildcard session/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables $(INC_base)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 # The preload library (see its rules below).
 PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
 PRELOAD_SRCS := $(wildcard preload/*.c) $(wildcard preload/*.S)
 PRELOAD_OBJS := $(patsubst preload/%,$(BUILD)/preload/%.o,$(PRELOAD_SRCS))
 
+# Every header but the kernel program's parts, each checked alone (below).
+HEADERS := $(filter-out %.bpf.h,$(foreach d,$(LAYERS) bpf/abi base preload,$(wildcard $(d)/*.h)))
+
 objs = $(patsubst %.c,$(1)/%.o,$(2))
+HEADER_CHECKS := $(patsubst %.h,$(BUILD)/headers/%.ok,$(HEADERS))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
@@ -87,7 +96,7 @@ ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory
 
-all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
+all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
 # --- Release build ---
 
@@ -107,9 +116,23 @@ $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer
 dwleak: $(BUILD)/cli/main.o $(LIBS)
 	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
+# --- Headers: each one compiles alone with its folder's include list.  A
+# header is otherwise compiled only inside the files that include it, with
+# their lists, which may find what its own layer must not include (a
+# bpf/abi/ header including a tables/ one compiles in every layer that may
+# include both); here that fails.  It also keeps every header whole.
+# (*.bpf.h are parts of the kernel program's one translation unit.)
+# bpf/abi/ is inside bpf/ but has a list of its own.
+header_inc = $(if $(filter bpf/abi/%,$(1)),$(INC_abi),$(call layer_inc,$(1)))
+
+$(BUILD)/headers/%.ok: %.h
+	@mkdir -p $(@D)
+	$(CC) $(call header_inc,$<) $(PKG_CFLAGS) $(CFLAGS) -fsyntax-only -MMD -MP -MF $(@:.ok=.d) -MT $@ -x c $<
+	@touch $@
+
 # --- The preload library (preload/): its own shared object, which links
 # nothing of dwleak's (libc only; bpf/abi/ gives it the site contract and
-# the allocator kinds).  -fvisibility=hidden: only the interposed functions
+# the allocator kinds, base/ the page size).  -fvisibility=hidden: only the interposed functions
 # and the control block are exported.  -ffixed-rbp: no code of it ever
 # changes rbp, so at a site rbp is still the caller's, which the walk that
 # starts in the caller's frame needs (tests/preload_transparency.sh checks
@@ -118,7 +141,7 @@ dwleak: $(BUILD)/cli/main.o $(LIBS)
 # unit-tested with them (test_preload_*).
 
 PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
-	-fno-plt -fasynchronous-unwind-tables -I preload -I bpf/abi
+	-fno-plt -fasynchronous-unwind-tables $(INC_preload)
 # The sampler, the set and the symbol lookup, which need nothing of the
 # rest of the library, also linked into their unit tests.
 PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
@@ -178,7 +201,7 @@ $(ASAN)/tests/%: tests/unit/%.c $(ASAN_LIBS) | $(SKELS)
 # alone (the sampler, the set, the symbol lookup), with ASan/UBSan.
 $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $(wildcard preload/*.h)
 	@mkdir -p $(@D)
-	$(CC) -I preload -I bpf/abi -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
+	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
 
 # --- Test programs ---

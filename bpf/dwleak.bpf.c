@@ -9,6 +9,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "dwleak.h"
+#include "unwind_format.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -4,9 +4,16 @@
 #ifndef DWLEAK_FP_WALK_BPF_H
 #define DWLEAK_FP_WALK_BPF_H
 
+#include "constants.h"
 #include "maps.bpf.h"
 #include "snap.bpf.h"
 #include "stacks.bpf.h"
+
+/* The FP walk's ids start from FNV-1a's offset basis with its halves
+ * swapped, so that with --unwind both its id for a stack differs from
+ * the DWARF walk's for the same frames: both go into the one stacks map,
+ * each entry saying which walk made it (stack_trace.fp). */
+#define FP_STACK_ID_SEED ((FNV64_OFFSET << 32) | (FNV64_OFFSET >> 32))
 
 struct fp_ctx {
 	__u64 bp;
@@ -45,7 +52,7 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 	}
 	st->pcs[n] = ra;
 	f->n = n + 1;
-	f->hash = (f->hash ^ ra) * 0x100000001b3ull;
+	f->hash = (f->hash ^ ra) * FNV64_PRIME;
 	if (!next) {
 		f->end = WALK_END_OK; /* rbp 0: the psABI's end of the frame chain (_start) */
 		return 1;
@@ -66,7 +73,7 @@ static long fp_step(__u64 i, struct fp_ctx *f)
  * IMAGE, as stack_walk's), or DWLEAK_STACK_NOT_STORED. */
 static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, struct snap_ctx *sn)
 {
-	struct fp_ctx f = { .bp = ctx->bp, .hash = 0x84222325cbf29ce4ull ^ kind ^ ((__u64)image << 32), .n = 2,
+	struct fp_ctx f = { .bp = ctx->bp, .hash = FP_STACK_ID_SEED ^ kind ^ ((__u64)image << 32), .n = 2,
 			    .snap = *sn };
 	struct stack_trace *st;
 	__u32 zero = 0;
@@ -78,7 +85,7 @@ static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, st
 	st->pcs[0] = PT_REGS_IP(ctx);
 	snap_read(&f.snap, &ra, PT_REGS_SP(ctx));
 	st->pcs[1] = ra;
-	f.hash = ((f.hash ^ st->pcs[0]) * 0x100000001b3ull ^ ra) * 0x100000001b3ull;
+	f.hash = ((f.hash ^ st->pcs[0]) * FNV64_PRIME ^ ra) * FNV64_PRIME;
 	f.end = WALK_END_TRUNCATED;
 	bpf_loop(DWLEAK_MAX_FRAMES, fp_step, &f, 0);
 	st = bpf_map_lookup_elem(&scratch, &zero);
@@ -89,7 +96,7 @@ static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, st
 	st->kind = kind;
 	st->fp = 1;
 	st->image = image;
-	f.hash = (f.hash ^ f.end) * 0x100000001b3ull;
+	f.hash = (f.hash ^ f.end) * FNV64_PRIME;
 	f.hash ^= f.hash >> 29;
 	count(CNT_FP_WALKS);
 	count_n(CNT_FP_FRAMES, f.n - 2); /* the walked ones, past ip and [rsp] */

@@ -6,6 +6,7 @@
 #ifndef DWLEAK_MAPPINGS_BPF_H
 #define DWLEAK_MAPPINGS_BPF_H
 
+#include "constants.h"
 #include "maps.bpf.h"
 #include "walk_ctx.bpf.h"
 
@@ -58,7 +59,7 @@ static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, struct 
 
 	f->start = BPF_CORE_READ(vma, vm_start);
 	f->end = BPF_CORE_READ(vma, vm_end);
-	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << 12;
+	f->pgoff = BPF_CORE_READ(vma, vm_pgoff) << DWLEAK_PAGE_SHIFT;
 	if (!file)
 		return 0;
 	f->file.ino = BPF_CORE_READ(file, f_inode, i_ino);
@@ -253,6 +254,9 @@ static long row_search_step(__u64 i, struct search_ctx *c)
 		c->hi = mid;
 	return 0;
 }
+
+_Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
+	       "binary search must cover a full page of rows");
 
 /* Index of the row in force at ELF address PC in table TABLE_ID, or -1. */
 __noinline long row_find(__u32 table_id, __u64 pc)

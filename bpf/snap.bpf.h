@@ -4,6 +4,7 @@
 #ifndef DWLEAK_SNAP_BPF_H
 #define DWLEAK_SNAP_BPF_H
 
+#include "constants.h"
 #include "maps.bpf.h"
 
 /* A read of user memory costs ~100 ns here whatever its size up to a few
@@ -39,7 +40,7 @@ static __always_inline int snap_take(struct snap_ctx *sn, __u64 addr)
 	if (!snap)
 		return -1;
 	count(CNT_STACK_READS);
-	len = (sn->limit > addr ? sn->limit : (addr | 4095) + 1) - addr;
+	len = (sn->limit > addr ? sn->limit : (addr | (DWLEAK_PAGE_SIZE - 1)) + 1) - addr;
 	if (sn->want && len > sn->want)
 		len = sn->want;
 	sn->want = 0; /* a walk that goes on past it reads as much as it can */
@@ -50,7 +51,7 @@ static __always_inline int snap_take(struct snap_ctx *sn, __u64 addr)
 	if (bpf_probe_read_user(snap->data, len, (void *)addr)) {
 		/* a mapped page not present (never touched): the page ADDR is
 		 * in is; read that, and go no further from now on */
-		sn->limit = (addr | 4095) + 1;
+		sn->limit = (addr | (DWLEAK_PAGE_SIZE - 1)) + 1;
 		sn->failed = 1;
 		len = sn->limit - addr;
 		if (len > STACK_SNAP)

@@ -6,6 +6,7 @@
 #ifndef DWLEAK_WALK_BPF_H
 #define DWLEAK_WALK_BPF_H
 
+#include "constants.h"
 #include "maps.bpf.h"
 #include "snap.bpf.h"
 #include "walk_ctx.bpf.h"
@@ -312,7 +313,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	}
 	st->pcs[n] = w->pc | (n && w->exact_pc ? DWLEAK_FRAME_EXACT : 0);
 	w->n = n + 1;
-	w->hash = (w->hash ^ w->pc) * 0x100000001b3ull;
+	w->hash = (w->hash ^ w->pc) * FNV64_PRIME;
 	lookup = w->exact_pc ? w->pc : w->pc - 1;
 	cs = rule_cache_get(lookup);
 	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
@@ -413,7 +414,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	w.exact_pc = 1;
 	w.tgid = s->tgid;
 	w.pslot = s->pslot;
-	w.hash = 0xcbf29ce484222325ull ^ kind ^ ((__u64)s->image << 32);
+	w.hash = FNV64_OFFSET ^ kind ^ ((__u64)s->image << 32);
 	w.tramp = uretprobe_trampoline();
 	w.end = WALK_END_TRUNCATED;
 	w.snap = *sn;
@@ -426,7 +427,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	st->kind = kind;
 	st->fp = 0;
 	st->image = s->image;
-	w.hash = (w.hash ^ w.end) * 0x100000001b3ull;
+	w.hash = (w.hash ^ w.end) * FNV64_PRIME;
 	w.hash ^= w.hash >> 29;
 	count(CNT_WALKS);
 	count_n(CNT_FRAMES, w.n); /* once a walk, not a map lookup per frame */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "constants.h"
 #include "leakcheck.h"
 
 #define NONE UINT32_MAX
@@ -18,7 +19,6 @@
  * keeps block numbers below it). */
 #define INTERIOR 0x80000000u
 #define WORD 8u
-#define PAGE_SHIFT 12
 /* A block spanning more pages than this is "large": the page index gets
  * only its first and last page, the region table covers the rest, so a
  * 1 GiB block costs a few hundred entries, not 262144. */
@@ -270,15 +270,15 @@ static inline __attribute__((always_inline)) uint32_t block_of(const struct leak
 
 	if (v - lc->lo >= lc->span)
 		return NONE;
-	s = range_find(&lc->dense, (v >> (PAGE_SHIFT + DENSE_SHIFT)) + 1);
+	s = range_find(&lc->dense, (v >> (DWLEAK_PAGE_SHIFT + DENSE_SHIFT)) + 1);
 	if (s) {
 		const struct page_entry *e = &lc->dense_pages[((size_t)s->first << DENSE_SHIFT) +
-							      ((v >> PAGE_SHIFT) & ((1u << DENSE_SHIFT) - 1))];
+							      ((v >> DWLEAK_PAGE_SHIFT) & ((1u << DENSE_SHIFT) - 1))];
 
 		if (e->first != NONE)
 			return range_search(lc, NULL, e->first, e->last, v);
 	} else {
-		s = range_find(&lc->pages, (v >> PAGE_SHIFT) + 1);
+		s = range_find(&lc->pages, (v >> DWLEAK_PAGE_SHIFT) + 1);
 		if (s)
 			return range_search(lc, NULL, s->first, s->last, v);
 	}
@@ -368,7 +368,7 @@ static struct sort_rec *sort_by_addr(struct sort_rec *recs, struct sort_rec *tmp
 
 static bool is_large(const struct leakcheck *lc, size_t i)
 {
-	return ((lc->lend[i] - 1) >> PAGE_SHIFT) - (lc->start[i] >> PAGE_SHIFT) >= LARGE_PAGES;
+	return ((lc->lend[i] - 1) >> DWLEAK_PAGE_SHIFT) - (lc->start[i] >> DWLEAK_PAGE_SHIFT) >= LARGE_PAGES;
 }
 
 static int range_table_init(struct range_table *t, size_t entries, unsigned shift)
@@ -411,7 +411,7 @@ static void keyed_pages(const struct leakcheck *lc, void (*fn)(void *ctx, uint64
 	size_t i;
 
 	for (i = 0; i < lc->n; i++) {
-		uint64_t p0 = lc->start[i] >> PAGE_SHIFT, p1 = (lc->lend[i] - 1) >> PAGE_SHIFT, p;
+		uint64_t p0 = lc->start[i] >> DWLEAK_PAGE_SHIFT, p1 = (lc->lend[i] - 1) >> DWLEAK_PAGE_SHIFT, p;
 
 		if (lc->lend[i] == lc->start[i])
 			continue; /* cut to nothing by an overlap */
@@ -516,9 +516,9 @@ static int build_pages(struct leakcheck *lc)
 	}
 	census_run(lc, &census); /* again, keeping the dense regions */
 	memset(lc->dense_pages, 0xff, entries * sizeof(*lc->dense_pages));
-	err = range_table_init(&lc->dense, census.ndense, PAGE_SHIFT + DENSE_SHIFT);
+	err = range_table_init(&lc->dense, census.ndense, DWLEAK_PAGE_SHIFT + DENSE_SHIFT);
 	if (!err)
-		err = range_table_init(&lc->pages, census.sparse_pages, PAGE_SHIFT);
+		err = range_table_init(&lc->pages, census.sparse_pages, DWLEAK_PAGE_SHIFT);
 	if (err) {
 		free(census.dense);
 		return err;

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "constants.h"
 #include "interpose.h"
 
 /* --- The control block dwleak writes (bpf/abi/preload.h) --- */
@@ -51,7 +52,7 @@ void *arena_alloc(size_t size, size_t align)
 		align = ARENA_HDR;
 	do {
 		start = (old + ARENA_HDR + align - 1) & ~(align - 1);
-		if (align > 4096 || size > ARENA_SIZE || start > ARENA_SIZE - size) {
+		if (align > DWLEAK_PAGE_SIZE || size > ARENA_SIZE || start > ARENA_SIZE - size) {
 			errno = ENOMEM;
 			return NULL;
 		}
@@ -242,12 +243,12 @@ uint32_t sites_seen_gen;
  * boot restores errno. */
 static void fork_token_setup(void)
 {
-	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, DWLEAK_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p == MAP_FAILED)
 		return;
-	if (madvise(p, 4096, MADV_WIPEONFORK)) {
-		munmap(p, 4096);
+	if (madvise(p, DWLEAK_PAGE_SIZE, MADV_WIPEONFORK)) {
+		munmap(p, DWLEAK_PAGE_SIZE);
 		return;
 	}
 	fork_token = p;
@@ -276,7 +277,7 @@ static bool site_stale(const volatile uint8_t *code)
 	if (code[0] != 0xe8) /* being rewritten: the kernel writes the opcode last */
 		return false;
 	target = (uintptr_t)code + 5 + (intptr_t)rel;
-	return mincore((void *)(target & ~(uintptr_t)4095), 4096, &v) && errno == ENOMEM;
+	return mincore((void *)DWLEAK_PAGE_DOWN(target), DWLEAK_PAGE_SIZE, &v) && errno == ENOMEM;
 }
 
 bool sites_check(uint32_t gen)

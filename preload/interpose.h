@@ -121,7 +121,7 @@ static inline bool in_arena(const void *p)
 }
 
 /* A block of SIZE bytes from the arena (zeroed: it is never reused),
- * aligned to ALIGN (a power of two, at most 4096), or NULL with ENOMEM;
+ * aligned to ALIGN (a power of two, at most the page), or NULL with ENOMEM;
  * and the size of one. */
 void *arena_alloc(size_t size, size_t align);
 size_t arena_size_of(const void *p);

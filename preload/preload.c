@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constants.h"
 #include "interpose.h"
 
 /* The C functions' bootstrap and traced paths, out of line: the wrappers
@@ -208,7 +209,7 @@ static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n,
 	bool fire;
 
 	if (!fn)
-		return boot_alloc(f, n, two ? align : 4096, false);
+		return boot_alloc(f, n, two ? align : DWLEAK_PAGE_SIZE, false);
 	fire = alloc_on() && call_fires(&c);
 	p = FORWARDED(two ? ((memalign_fn)fn)(align, n) : ((malloc_fn)fn)(n));
 	KEPT(p);
@@ -241,7 +242,7 @@ VISIBLE void *valloc(size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return align_slow(F_VALLOC, 4096, n, CFA());
+	return align_slow(F_VALLOC, DWLEAK_PAGE_SIZE, n, CFA());
 }
 
 VISIBLE void *pvalloc(size_t n)
@@ -250,7 +251,7 @@ VISIBLE void *pvalloc(size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return align_slow(F_PVALLOC, 4096, n, CFA());
+	return align_slow(F_PVALLOC, DWLEAK_PAGE_SIZE, n, CFA());
 }
 
 static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "constants.h"
 #include "interpose.h"
 
 /* Whether a call that returns to RA runs inside another allocator call:
@@ -74,7 +75,8 @@ static void *map_once(void **slot, size_t len)
 static struct ptrset *set_level(int i)
 {
 	struct ptrset *s = __atomic_load_n(&set_levels[i], __ATOMIC_ACQUIRE), *want = NULL;
-	size_t len = 4096 + (sizeof(uint64_t) << (SET_BITS + i));
+	/* the set's header has the first page; its slots start on the next */
+	size_t len = DWLEAK_PAGE_SIZE + (sizeof(uint64_t) << (SET_BITS + i));
 	uint32_t *filter;
 
 	if (likely(s))
@@ -83,7 +85,7 @@ static struct ptrset *set_level(int i)
 	s = filter ? map_zeroed(len) : NULL;
 	if (!s)
 		return NULL;
-	ptrset_init(s, (uint64_t *)((char *)s + 4096), SET_BITS + (uint32_t)i, filter);
+	ptrset_init(s, (uint64_t *)((char *)s + DWLEAK_PAGE_SIZE), SET_BITS + (uint32_t)i, filter);
 	if (!__atomic_compare_exchange_n(&set_levels[i], &want, s, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		munmap(s, len);
 		s = want;

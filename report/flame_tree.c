@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constants.h"
 #include "flame_tree.h"
 #include "report_internal.h"
 
@@ -91,12 +92,10 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 
 	for (i = 0; i < n; i++) {
 		h ^= s[i];
-		h *= 0x100000001b3ULL;
+		h *= FNV64_PRIME;
 	}
 	return h;
 }
-
-#define HASH_SEED 0xcbf29ce484222325ULL
 
 static uint64_t hash_str(uint64_t h, const char *s)
 {
@@ -106,7 +105,7 @@ static uint64_t hash_str(uint64_t h, const char *s)
 
 uint64_t flame_name_hash(const char *name)
 {
-	return hash_str(HASH_SEED, name);
+	return hash_str(FNV64_OFFSET, name);
 }
 
 /* ---- The tree ---- */
@@ -128,7 +127,7 @@ static bool str_eq(const char *a, const char *b)
 
 static uint64_t node_hash(size_t parent, const char *name, const char *module, bool inlined)
 {
-	uint64_t h = hash_bytes(HASH_SEED, &parent, sizeof(parent));
+	uint64_t h = hash_bytes(FNV64_OFFSET, &parent, sizeof(parent));
 
 	h = hash_str(h, name);
 	h = hash_str(h, module);

@@ -5,15 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constants.h"
 #include "intern.h"
 
+/* FNV-1a. */
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	uint64_t h = FNV64_OFFSET;
 
 	while (n--) {
 		h ^= *p++;
-		h *= 0x100000001b3ull;
+		h *= FNV64_PRIME;
 	}
 	return h;
 }

@@ -20,6 +20,7 @@
 #include <libelf.h>
 #include <zlib.h>
 
+#include "constants.h"
 #include "intern.h"
 #include "pprof.h"
 #include "protobuf.h"
@@ -46,8 +47,6 @@ enum line_field { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
 enum function_field { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
 
 /* Approximated mappings (see mapping_approximate()) cover whole pages. */
-#define PAGE_SIZE_BYTES 4096u
-#define PAGE_DOWN(x) ((x) & ~(uint64_t)(PAGE_SIZE_BYTES - 1))
 
 /* ---- The profile under construction ---- */
 
@@ -369,9 +368,9 @@ out:
  */
 static void mapping_approximate(struct mapping *m)
 {
-	m->start = m->bias + PAGE_DOWN(m->elf_min);
-	m->limit = m->bias + PAGE_DOWN(m->elf_max + PAGE_SIZE_BYTES);
-	m->offset = PAGE_DOWN(m->elf_min);
+	m->start = m->bias + DWLEAK_PAGE_DOWN(m->elf_min);
+	m->limit = m->bias + DWLEAK_PAGE_DOWN(m->elf_max + DWLEAK_PAGE_SIZE);
+	m->offset = DWLEAK_PAGE_DOWN(m->elf_min);
 }
 
 /* pprof's notion of a shared library (its libRx): "x.so" or "x.so.N...". */

@@ -18,6 +18,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "constants.h"
 #include "demangle.h"
 #include "symbol_alias.h"
 #include "fd_snapshot.h"
@@ -92,13 +93,13 @@ static uint64_t hash_bytes(const void *p, size_t len, uint64_t h)
 	const unsigned char *b = p;
 
 	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL; /* FNV-1a */
+		h = (h ^ b[i]) * FNV64_PRIME; /* FNV-1a */
 	return h;
 }
 
 static uint64_t hash_path(const char *path)
 {
-	return hash_bytes(path, strlen(path), 0xcbf29ce484222325ULL);
+	return hash_bytes(path, strlen(path), FNV64_OFFSET);
 }
 
 static uint64_t hash_addr(uint64_t addr, bool return_addr)

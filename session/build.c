@@ -11,6 +11,7 @@
 
 #include "build.h"
 #include "compare.h"
+#include "constants.h"
 #include "preload.h"
 #include "probes.h"
 
@@ -306,7 +307,7 @@ static int stacks_merge(struct built *b, const size_t *proc)
 		uint64_t h = 0x9e3779b97f4a7c15ull * (proc[i] + 1);
 
 		for (j = 0; j < s[i].nframes; j++)
-			h = (h ^ s[i].frames[j].address) * 0x100000001b3ull;
+			h = (h ^ s[i].frames[j].address) * FNV64_PRIME;
 		for (j = h & (cap - 1); slots[j] != SIZE_MAX; j = (j + 1) & (cap - 1)) {
 			struct report_stack *t = &s[keep[slots[j]]];
 

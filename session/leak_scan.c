@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "constants.h"
 #include "leak_scan.h"
 
 static double now_ms(void)
@@ -339,7 +340,7 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	size_t nholes = 0, nunsure = 0;
 	int err;
 
-	err = leakcheck_holes(lc, alloc, nalloc, 4096, &holes, &nholes);
+	err = leakcheck_holes(lc, alloc, nalloc, DWLEAK_PAGE_SIZE, &holes, &nholes);
 	/* the blocks are never cut as stack: a stack the program allocated */
 	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks,
 					 (const struct proc_mem_range *)holes, nholes, &plan);

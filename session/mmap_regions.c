@@ -4,13 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constants.h"
 #include "mmap_regions.h"
-
-#define PAGE 4096ull
 
 static uint64_t page_up(uint64_t v)
 {
-	return (v + PAGE - 1) & ~(PAGE - 1);
+	return DWLEAK_PAGE_DOWN(v + DWLEAK_PAGE_SIZE - 1);
 }
 
 static int reserve(struct mmap_regions *m, size_t extra)

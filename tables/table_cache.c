@@ -19,11 +19,10 @@
 #include <unistd.h>
 
 #include "cache_entry.h"
+#include "constants.h"
 #include "table_cache.h"
 #include "table_input.h"
 
-#define FNV64_OFFSET 0xcbf29ce484222325ull /* FNV-1a: file names from identities */
-#define FNV64_PRIME 0x100000001b3ull
 #define CACHE_MAX_LINKS 40	  /* symbolic links one walk follows, as the kernel's limit */
 #define CACHE_TMP_TRIES 16	  /* temporary names tried before a store gives up */
 #define CACHE_DIR_MODE 0700	  /* created directories: ours alone */
@@ -63,6 +62,7 @@ static int __attribute__((format(printf, 2, 3))) refuse(int err, const char *fmt
 	return err;
 }
 
+/* FNV-1a: cache file names from identities. */
 static uint64_t fnv1a64(uint64_t h, const void *data, size_t len)
 {
 	const uint8_t *p = data;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cfi.h"
+#include "constants.h"
 #include "elf_image.h"
 #include "table.h"
 #include "table_input.h"
@@ -61,14 +62,16 @@ struct compile {
 	int err;
 };
 
+/* FNV-1a over the rule's bytes, folded to 32 bits.  Only the rule set's
+ * slots depend on it: rule numbers are given in order of first use. */
 static uint32_t rule_hash(const struct unwind_rule *r)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = FNV64_OFFSET;
 	const uint8_t *p = (const uint8_t *)r;
 	size_t i;
 
 	for (i = 0; i < sizeof(*r); i++)
-		h = (h ^ p[i]) * 1099511628211ull;
+		h = (h ^ p[i]) * FNV64_PRIME;
 	return (uint32_t)(h ^ (h >> 32));
 }
 

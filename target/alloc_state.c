@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "alloc_state.h"
+#include "constants.h"
 #include "proc_maps.h"
 
 /* struct malloc_state's fields (glibc 2.26+, x86_64): an int mutex, int
@@ -316,12 +317,12 @@ static bool emap_slot_of(int fd, const struct proc_map *maps, size_t n, uint64_t
 	uint64_t entry, edata, ext[2];
 
 	if (!leaf || leaf % 8 || !anon_rw(maps, n, leaf) ||
-	    mem_read(fd, leaf + 8 * ((block >> 12) & (RTREE_ENTRIES - 1)), &entry, sizeof(entry)))
+	    mem_read(fd, leaf + 8 * ((block >> DWLEAK_PAGE_SHIFT) & (RTREE_ENTRIES - 1)), &entry, sizeof(entry)))
 		return false;
 	edata = jemalloc_leaf_edata(entry);
 	if (!edata || !anon_rw(maps, n, edata) || mem_read(fd, edata + 8, ext, sizeof(ext)))
 		return false;
-	return ext[0] <= block && block - ext[0] < (ext[1] & ~0xfffull);
+	return ext[0] <= block && block - ext[0] < DWLEAK_PAGE_DOWN(ext[1]);
 }
 
 /*
@@ -355,7 +356,7 @@ static int extents_find(int fd, const struct proc_map *maps, size_t n, const str
 			continue;
 		/* the root slot of a block's gigabyte is at its index in the root */
 		for (b = 0; b < h->nblocks && b < 8 && !root; b++) {
-			uint64_t i = (h->blocks[b] >> 30) & (RTREE_ENTRIES - 1);
+			uint64_t i = (h->blocks[b] >> (DWLEAK_PAGE_SHIFT + JEMALLOC_RTREE_BITS)) & (RTREE_ENTRIES - 1);
 
 			for (k = 0; k + RTREE_ENTRIES <= nw && !root; k++)
 				if (words[k + i] && emap_slot_of(fd, maps, n, words[k + i], h->blocks[b]))

@@ -64,10 +64,12 @@ int64_t glibc_arena_find(const unsigned char *bytes, size_t len, uint64_t base);
 size_t jemalloc_cache_bins_at(const unsigned char *bytes, size_t len, uint64_t *start, uint64_t *end);
 
 /*
- * jemalloc's extent map (emap, an rtree of two levels of 2^18 entries)
- * and its extents' metadata (edata_t, 128 bytes, the extent's address at
- * 8): a leaf entry is the edata's address in its low 48 bits (its low 7
- * bits are flags) below a 16-bit size class.
+ * jemalloc's extent map (emap, an rtree of two levels of 2^18 entries,
+ * keyed by page number: jemalloc's page, LG_PAGE, is the system's on
+ * x86-64) and its extents' metadata (edata_t, 128 bytes, the extent's
+ * address at 8, then its size with a serial number in the bits below the
+ * page): a leaf entry is the edata's address in its low 48 bits (its low
+ * 7 bits are flags) below a 16-bit size class.
  */
 #define JEMALLOC_RTREE_BITS 18
 #define JEMALLOC_EDATA_SIZE 128

@@ -18,10 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "constants.h"
 #include "proc_mem.h"
-
-#define PAGE_SHIFT 12
-#define PAGE_SIZE (1ull << PAGE_SHIFT)
 
 /* pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst) */
 #define PM_PRESENT (1ull << 63)
@@ -445,7 +443,7 @@ static int dead_stacks_find(int pid, const struct proc_map *maps, const enum pro
 			    const struct proc_mem_thread *threads, size_t nthreads, struct proc_mem_thread **all,
 			    size_t *nall)
 {
-	const size_t page = 4096, min_stack = 16384;
+	const size_t page = DWLEAK_PAGE_SIZE, min_stack = 16384;
 	unsigned char *buf = malloc(page);
 	struct proc_mem_thread *v = malloc((nthreads + n + 1) * sizeof(*v));
 	size_t i, j, k = nthreads;
@@ -560,7 +558,7 @@ static int pagemap_read(int fd, uint64_t first, size_t n, uint64_t *e)
  * a page of our own that was only read maps it. */
 static uint64_t zero_pfn(void)
 {
-	volatile char *p = mmap(NULL, PAGE_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	volatile char *p = mmap(NULL, DWLEAK_PAGE_SIZE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint64_t e = 0;
 	int fd;
 
@@ -569,11 +567,11 @@ static uint64_t zero_pfn(void)
 	(void)p[0];
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		if (pagemap_read(fd, (uint64_t)(uintptr_t)p >> PAGE_SHIFT, 1, &e))
+		if (pagemap_read(fd, (uint64_t)(uintptr_t)p >> DWLEAK_PAGE_SHIFT, 1, &e))
 			e = 0;
 		close(fd);
 	}
-	munmap((void *)p, PAGE_SIZE);
+	munmap((void *)p, DWLEAK_PAGE_SIZE);
 	return e & PM_PRESENT ? e & PM_PFN_MASK : 0;
 }
 
@@ -762,7 +760,7 @@ static int read_mem(const struct reader *r, struct batch *b, uint64_t addr, size
 			continue;
 		if (got <= 0) {
 			/* the first page cannot be read: skip it */
-			size_t skip = (size_t)min_u64(len, PAGE_SIZE - (addr & (PAGE_SIZE - 1)));
+			size_t skip = (size_t)min_u64(len, DWLEAK_PAGE_SIZE - (addr & (DWLEAK_PAGE_SIZE - 1)));
 
 			if (got < 0 && errno == ESRCH)
 				return -ESRCH;
@@ -940,7 +938,7 @@ static int read_run(struct reader *r, uint64_t addr, uint64_t len, enum page_sta
  * hold data by pagemap: runs of pages in one state, cut to the range. */
 static int read_pages(struct reader *r, uint64_t start, uint64_t end)
 {
-	uint64_t page = start >> PAGE_SHIFT, last = (end - 1) >> PAGE_SHIFT;
+	uint64_t page = start >> DWLEAK_PAGE_SHIFT, last = (end - 1) >> DWLEAK_PAGE_SHIFT;
 
 	while (page <= last) {
 		size_t n = (size_t)min_u64(last - page + 1, PM_WINDOW), i = 0;
@@ -957,8 +955,8 @@ static int read_pages(struct reader *r, uint64_t start, uint64_t end)
 
 			while (j < n && page_state(r->pm[j], r->zero) == s)
 				j++;
-			a = max_u64((page + i) << PAGE_SHIFT, start);
-			b = min_u64((page + j) << PAGE_SHIFT, end);
+			a = max_u64((page + i) << DWLEAK_PAGE_SHIFT, start);
+			b = min_u64((page + j) << DWLEAK_PAGE_SHIFT, end);
 			if (s != PAGE_UNTOUCHED) {
 				ret = read_run(r, a, b - a, s);
 				if (ret)
@@ -980,8 +978,8 @@ static int scan_region(struct reader *r, uint64_t start, uint64_t end)
 {
 	struct pm_scan_arg arg = {
 		.size = sizeof(arg),
-		.start = start & ~(PAGE_SIZE - 1),
-		.end = (end + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1),
+		.start = DWLEAK_PAGE_DOWN(start),
+		.end = DWLEAK_PAGE_DOWN(end + DWLEAK_PAGE_SIZE - 1),
 		.vec = (uint64_t)(uintptr_t)r->vec,
 		.vec_len = SCAN_VEC,
 		.category_anyof_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
@@ -1026,7 +1024,7 @@ static int reader_open(struct reader *r, int pid, const struct proc_mem_read_opt
 	r->pid = pid;
 	r->pagemap_fd = r->mem_fd = -1;
 	r->cap = opts && opts->buffer_bytes ? opts->buffer_bytes : DEFAULT_BUFFER;
-	r->piece_cap = IOV_BATCH + r->cap / PAGE_SIZE + 2;
+	r->piece_cap = IOV_BATCH + r->cap / DWLEAK_PAGE_SIZE + 2;
 	r->pm = malloc(PM_WINDOW * sizeof(*r->pm));
 	r->vec = malloc(SCAN_VEC * sizeof(*r->vec));
 	if (!r->pm || !r->vec)
@@ -1182,17 +1180,17 @@ static int residency_of(struct pm_window *w, const struct sorted_range *r, const
 	uint64_t a = r->addr;
 
 	while (a < r->end) {
-		uint64_t page = a >> PAGE_SHIFT, b = min_u64((page + 1) << PAGE_SHIFT, r->end);
+		uint64_t page = a >> DWLEAK_PAGE_SHIFT, b = min_u64((page + 1) << DWLEAK_PAGE_SHIFT, r->end);
 
 		if (page < w->first || page >= w->first + w->n) {
 			/* a new window from this page, over the ranges that follow
 			 * within PM_WINDOW pages */
-			uint64_t last = (r->end - 1) >> PAGE_SHIFT;
+			uint64_t last = (r->end - 1) >> DWLEAK_PAGE_SHIFT;
 			size_t k;
 			int err;
 
-			for (k = 0; k < nrest && ((rest[k].end - 1) >> PAGE_SHIFT) < page + PM_WINDOW; k++)
-				last = max_u64(last, (rest[k].end - 1) >> PAGE_SHIFT);
+			for (k = 0; k < nrest && ((rest[k].end - 1) >> DWLEAK_PAGE_SHIFT) < page + PM_WINDOW; k++)
+				last = max_u64(last, (rest[k].end - 1) >> DWLEAK_PAGE_SHIFT);
 			w->first = page;
 			w->n = (size_t)min_u64(last - page + 1, PM_WINDOW);
 			err = pagemap_read(w->fd, w->first, w->n, w->e);

@@ -158,4 +158,4 @@ for fam in tcmalloc jemalloc; do
 	run_pid "${fam}_pid" "$fam" "$lib"
 done
 
-lt_finish
+check_finish

@@ -12,7 +12,7 @@
 lt_require_bpf
 T=$LT_TMP
 PLAIN=${DWLEAK_PLAIN:-$ROOT/dwleak}
-[ -x "$PLAIN" ] || { echo "FAIL: $PLAIN is missing (make)"; exit 1; }
+[ -x "$PLAIN" ] || fail_now "$PLAIN is missing (make)"
 
 TOOLS="bare own_floor exact_min dwleak dwleak_session dwleak_nowalk dwleak_sample preload_idle preload_sample preload_exact"
 BENCH_NO_INSTALL=1 TOOLS=$TOOLS REPS=1 THREADS=1 TRACED_PAIRS=5000 PAIRS=200000 PRELOAD_PAIRS=5000 \
@@ -53,4 +53,4 @@ if not bad:
     print("ok: the goals lines: " + goals[0][:80] + "...; " + issue16[0][:80] + "...")
 sys.exit(1 if bad else 0)
 PY
-lt_finish
+check_finish

@@ -24,8 +24,8 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 unset DWLEAK_NO_CACHE
-errors=0
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 
 # tables CACHE_HOME FILE: root's `dwleak tables FILE` with that cache;
 # rows (without the first line, the path) in $tmp/out, stderr in $tmp/err.
@@ -41,7 +41,7 @@ tables() {
 entries() { find "$1" -mindepth 1 2> /dev/null | wc -l; }
 
 DWLEAK_NO_CACHE=1 "$DWLEAK" tables "$LIBC" | tail -n +2 > "$tmp/libc.rows"
-[ -s "$tmp/libc.rows" ] || { echo "FAIL: cannot compile $LIBC"; exit 1; }
+[ -s "$tmp/libc.rows" ] || fail_now "cannot compile $LIBC"
 
 # --- 1. The user's copy of libc, same build id, every CFA moved by 8 ---
 mkdir "$tmp/home"
@@ -57,7 +57,7 @@ as_nobody bash -c '
 		awk "{ for (i = 1; i + 2 <= NF; i++) if (\$i == \"0c\" && \$(i+1) == \"07\" && \$(i+2) == \"08\") { print i - 1; exit } }")
 	[ -n "$at" ]
 	printf "\x10" | dd of="$copy" bs=1 seek=$((off + at + 2)) conv=notrunc status=none
-' _ "$tmp/home" "$LIBC" || { echo "FAIL: nobody could not make the doctored copy"; exit 1; }
+' _ "$tmp/home" "$LIBC" || fail_now "nobody could not make the doctored copy"
 copy=$tmp/home/libc.so.6
 [ "$(readelf -n "$copy" | grep 'Build ID')" = "$(readelf -n "$LIBC" | grep 'Build ID')" ] ||
 	fail "the copy lost libc's build id"
@@ -127,5 +127,4 @@ tables "$tmp/shared3" "$LIBC"
 cmp -s "$tmp/out" "$tmp/libc.rows" || fail "FIFO entry in nobody's dir: wrong table"
 echo "checked: a FIFO entry planted by nobody"
 
-[ $errors -eq 0 ] || { echo "$errors check(s) failed"; exit 1; }
-echo "all cache attacks refused"
+check_finish "all cache attacks refused"

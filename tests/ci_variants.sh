@@ -105,4 +105,4 @@ else:
     ok("--no-default-suppressions reports stdout's buffer and the rest")
 EOF
 
-lt_finish
+check_finish

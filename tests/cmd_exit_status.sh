@@ -288,4 +288,4 @@ if lt_part f; then
 	fi
 fi
 
-lt_finish
+check_finish

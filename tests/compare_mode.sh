@@ -119,4 +119,4 @@ else:
         ok("--min-age 1: %d allocations over %.2f s (all older than 1 s)" % (s["allocations"], d))
 PYEOF
 
-lt_finish
+check_finish

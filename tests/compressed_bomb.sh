@@ -18,8 +18,8 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 export DWLEAK_NO_CACHE=1
-errors=0
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 
 as_user() {
 	if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
@@ -49,7 +49,7 @@ as_user bash -c '
 	shoff=$(readelf -hW bomb.so | sed -n "s/.*Start of section headers: *\([0-9]*\).*/\1/p")
 	printf "\x00\x08\x00\x00\x00\x00\x00\x00" |
 		dd of=bomb.so bs=1 seek=$((shoff + idx * 64 + 8)) conv=notrunc status=none
-' _ "$tmp/u" "$CLAIM" || { echo "FAIL: cannot build the bomb"; exit 1; }
+' _ "$tmp/u" "$CLAIM" || fail_now "cannot build the bomb"
 bomb=$tmp/u/bomb.so
 readelf -SW "$bomb" | grep -q '\.debug_frame .* C ' || fail "the bomb's .debug_frame is not SHF_COMPRESSED"
 echo "bomb: $(stat -c %s "$bomb") bytes, .debug_frame claims $CLAIM"
@@ -71,5 +71,4 @@ grep -q "claims $CLAIM bytes" "$tmp/err" || fail "bomb: the refusal does not say
 [ "$kb" -lt $((base_kb + RSS_SLACK_KB)) ] || fail "bomb: peak RSS $kb KiB (baseline $base_kb KiB)"
 awk -v s="$secs" -v m="$MAX_SECONDS" 'BEGIN { exit !(s + 0 < m) }' || fail "bomb: took $secs s"
 
-[ $errors -eq 0 ] || { echo "$errors check(s) failed"; exit 1; }
-echo "the 1 GiB claim was refused"
+check_finish "the 1 GiB claim was refused"

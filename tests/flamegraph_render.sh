@@ -24,10 +24,8 @@ WIN_W=1200   # the SVG's width; the height is the SVG's too, read from it below
 T=$(mktemp -d /tmp/flamegraph_render.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-fail() {
-	echo "FAIL: $*"
-	exit 1
-}
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 
 skip() {
 	echo "skip: $*"
@@ -72,24 +70,24 @@ if [ "$(id -u)" -eq 0 ] &&
 	echo "svg from a real trace: $DWLEAK --format svg -- seed_O2 --iterations 2000"
 	"$DWLEAK" --no-default-suppressions --format svg -o "$SVG" -- "$TESTDATA/seed_O2" \
 		--iterations 2000 --interval-ms 1 \
-		> "$T/dwleak.out" 2>&1 || { cat "$T/dwleak.out"; fail "dwleak --format svg failed"; }
+		> "$T/dwleak.out" 2>&1 || { cat "$T/dwleak.out"; fail_now "dwleak --format svg failed"; }
 	# The seed chain, as XML text (none of these names needs escaping).
 	for name in malloc "operator new(unsigned long)" "LeakLib::slowMemoryLeak()" main; do
-		grep -qF "data-n=\"$name\"" "$SVG" || fail "the SVG has no box for $name"
+		grep -qF "data-n=\"$name\"" "$SVG" || fail_now "the SVG has no box for $name"
 	done
 else
 	HELPER=$BUILD/asan/tests/test_flamegraph
-	[ -x "$HELPER" ] || fail "$HELPER not built (make check-build)"
+	[ -x "$HELPER" ] || fail_now "$HELPER not built (make check-build)"
 	echo "svg from the unit test's seed report (dwleak does not write svg yet, or not root)"
-	"$HELPER" --write-seed "$SVG" || fail "$HELPER --write-seed failed"
+	"$HELPER" --write-seed "$SVG" || fail_now "$HELPER --write-seed failed"
 fi
 WIN_H=$(python3 -c 'import sys, xml.dom.minidom, math
 svg = xml.dom.minidom.parse(sys.argv[1]).documentElement
-print(math.ceil(float(svg.getAttribute("height"))))' "$SVG") || fail "the SVG is not well-formed XML"
-[ "$WIN_H" -ge 100 ] && [ "$WIN_H" -le 4000 ] || fail "the SVG is $WIN_H px high"
+print(math.ceil(float(svg.getAttribute("height"))))' "$SVG") || fail_now "the SVG is not well-formed XML"
+[ "$WIN_H" -ge 100 ] && [ "$WIN_H" -le 4000 ] || fail_now "the SVG is $WIN_H px high"
 
 # A copy whose extra script drives the graph's own: zoom, search, hover.
-python3 - "$SVG" "$T/driven.svg" << 'PY' || fail "cannot make the driven copy"
+python3 - "$SVG" "$T/driven.svg" << 'PY' || fail_now "cannot make the driven copy"
 import sys
 svg = open(sys.argv[1], encoding="utf-8").read()
 driver = """<script type="text/ecmascript"><![CDATA[
@@ -110,9 +108,9 @@ PNG=$T/seed.png
 	skip "chromium cannot run headless here: $(grep -v dbus "$T/chromium.log" | tail -n 1)"
 [ -s "$PNG" ] || skip "chromium wrote no screenshot: $(grep -v dbus "$T/chromium.log" | tail -n 1)"
 ( cd "$T" && chromium_run --screenshot="$T/driven.png" "$T/driven.svg" ) > /dev/null ||
-	fail "chromium failed on the driven copy"
+	fail_now "chromium failed on the driven copy"
 ( cd "$T" && chromium_run --dump-dom "$T/driven.svg" ) > "$T/driven.dom" ||
-	fail "chromium --dump-dom failed on the driven copy"
+	fail_now "chromium --dump-dom failed on the driven copy"
 
 # ---- Check the pictures ----
 
@@ -186,13 +184,13 @@ for k in need:
 PY
 }
 
-check_png "$PNG" plain || fail "the flame graph did not render"
-check_png "$T/driven.png" driven || fail "the driven flame graph did not render"
+check_png "$PNG" plain || fail_now "the flame graph did not render"
+check_png "$T/driven.png" driven || fail_now "the driven flame graph did not render"
 grep -q 'id="matched"[^>]*>Matched: [0-9.]*% (' "$T/driven.dom" ||
-	fail "search did not report a matched share: $(grep -o '<text id="matched"[^<]*' "$T/driven.dom")"
+	fail_now "search did not report a matched share: $(grep -o '<text id="matched"[^<]*' "$T/driven.dom")"
 grep -q 'id="details"[^>]*>main in [^<]*: [0-9.]* [KMG]*i*B (' "$T/driven.dom" ||
-	fail "hover did not fill the details line: $(grep -o '<text id="details"[^<]*' "$T/driven.dom")"
-grep -q 'id="reset" class="button"' "$T/driven.dom" || fail "zooming did not show the reset button"
+	fail_now "hover did not fill the details line: $(grep -o '<text id="details"[^<]*' "$T/driven.dom")"
+grep -q 'id="reset" class="button"' "$T/driven.dom" || fail_now "zooming did not show the reset button"
 echo "script: $(grep -o '<text id="matched"[^<]*' "$T/driven.dom" | sed 's/.*>//'); details: $(
 	grep -o '<text id="details"[^<]*' "$T/driven.dom" | sed 's/.*>//')"
 

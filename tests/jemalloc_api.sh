@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 
 JEMALLOC=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
-[ -f "$JEMALLOC" ] || { fail "$JEMALLOC is not installed (.ci/deps.sh installs libjemalloc2)"; lt_finish; }
+[ -f "$JEMALLOC" ] || { fail "$JEMALLOC is not installed (.ci/deps.sh installs libjemalloc2)"; check_finish; }
 lt_preload_dwleak
 
 LD_PRELOAD=$JEMALLOC "$DWLEAK_PRELOAD" --format json -o "$LT_TMP/je.json" -t 0 -- \
@@ -27,4 +27,4 @@ check_sites(ledger, got)
 if r["counters"].get("allocs_resized", 0) != 3:
     fail("xallocx resizes seen: %r, want 3" % r["counters"].get("allocs_resized"))
 EOF2
-lt_finish
+check_finish

@@ -115,7 +115,7 @@ if len(want) < 10:
 # (at the preload library's sites, the default, and with uprobes)
 for path in preload uprobes; do
 	lt_part a || break
-	before=$lt_errors
+	before=$check_errors
 	opt=() oracle=$tmp/oracle_preload.json
 	[ $path = uprobes ] && opt=(--no-preload) oracle=$tmp/oracle.json
 	timeout -k 5 120 "$DWLEAK" --leak-check "${opt[@]}" -t 0 --format json -o "$tmp/cmd_$path.json" -- "$PROG" \
@@ -148,12 +148,12 @@ rss = r.get("rss")
 if not rss or abs(sum(v["share"] for k, v in rss.items() if k != "rss_bytes") - 1) > 0.01:
     fail("rss account %s does not add up to 1" % rss)
 PY
-	[ $lt_errors -eq $before ] && pass "-- CMD ($path): every site's kind, bytes and blocks equal memcheck's"
+	[ $check_errors -eq $before ] && pass "-- CMD ($path): every site's kind, bytes and blocks equal memcheck's"
 done
 
 # --- b: the text report's summary against memcheck's ---
 if lt_part b; then
-	before=$lt_errors
+	before=$check_errors
 	# the text report in a file (with -- CMD it would be on stderr)
 	timeout -k 5 120 "$DWLEAK" --leak-check -o "$tmp/text.out" -- "$PROG" > /dev/null 2> "$tmp/text.err"
 	for kind in "definitely lost" "indirectly lost" "possibly lost" "still reachable"; do
@@ -166,12 +166,12 @@ if lt_part b; then
 	[ "$n" -eq 4 ] || fail "text: $n definitely lost loss records, want 4 (site_lost x2, tree root, cycle)"
 	grep -q "the target was stopped for [0-9.]* ms" "$tmp/text.out" || fail "text: no pause figure"
 	grep -q "^RSS explained:" "$tmp/text.out" || fail "text: no RSS account"
-	[ $lt_errors -eq $before ] && pass "text: LEAK SUMMARY equals memcheck's; lost records kept by --top"
+	[ $check_errors -eq $before ] && pass "text: LEAK SUMMARY equals memcheck's; lost records kept by --top"
 fi
 
 # --- c: -p on a running process ---
 if lt_part c; then
-	before=$lt_errors
+	before=$check_errors
 	lt_start target "$tmp/wait.out" "$PROG" --wait
 	if lt_trace dw "$tmp/p.err" --leak-check -t 0 --format json -o "$tmp/p.json" -p "$target"; then
 		kill -USR1 "$target"
@@ -205,12 +205,12 @@ PY
 	fi
 	kill -KILL "$target" 2> /dev/null
 	wait "$target" 2> /dev/null
-	[ $lt_errors -eq $before ] && pass "-p: every site equals memcheck's, the pre-attach block is a root, the target runs on"
+	[ $check_errors -eq $before ] && pass "-p: every site equals memcheck's, the pre-attach block is a root, the target runs on"
 fi
 
 # --- d: --fail-on-leak counts lost bytes only ---
 if lt_part d; then
-	before=$lt_errors
+	before=$check_errors
 	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak -- "$PROG" > /dev/null 2> "$tmp/d1.err"
 	rc=$?
 	[ $rc -eq 1 ] || fail "--fail-on-leak --leak-check with lost blocks: exit $rc, want 1"
@@ -226,12 +226,12 @@ if lt_part d; then
 	rc=$?
 	[ $rc -eq 2 ] && grep -q "drop one of the two" "$tmp/d4.err" ||
 		fail "--leak-check --sample-bytes: exit $rc, want 2 and why: $(cat "$tmp/d4.err")"
-	[ $lt_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check"
+	[ $check_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check"
 fi
 
 # --- e: dwleak killed while the target is stopped for a check ---
 if lt_part e; then
-	before=$lt_errors
+	before=$check_errors
 	# 512 MiB to read: the check takes long enough to be caught
 	lt_start target "$tmp/big.out" "$PROG" --wait --heap-mb 512
 	if lt_trace dw "$tmp/e.err" --leak-check --interval 0.5 -p "$target"; then
@@ -266,12 +266,12 @@ if lt_part e; then
 	fi
 	kill -KILL "$target" 2> /dev/null
 	wait "$target" 2> /dev/null
-	[ $lt_errors -eq $before ] && pass "SIGKILL of dwleak mid-check: the target runs on"
+	[ $check_errors -eq $before ] && pass "SIGKILL of dwleak mid-check: the target runs on"
 fi
 
 # --- f: folded carries the kind ---
 if lt_part f; then
-	before=$lt_errors
+	before=$check_errors
 	timeout -k 5 120 "$DWLEAK" --leak-check -t 0 --format folded -o "$tmp/f.folded" -- "$PROG" > /dev/null 2>&1
 	[ -s "$tmp/cmd_preload.json" ] || "$DWLEAK" --leak-check -t 0 --format json -o "$tmp/cmd_preload.json" \
 		-- "$PROG" > /dev/null 2>&1
@@ -286,12 +286,12 @@ want = {k: v["bytes"] for k, v in r["totals"]["leak_check"].items() if isinstanc
 if dict(got) != want:
     fail("folded kinds %s, the JSON's %s" % (dict(got), want))
 PY
-	[ $lt_errors -eq $before ] && pass "folded: the kind is a frame, its bytes equal the JSON's"
+	[ $check_errors -eq $before ] && pass "folded: the kind is a frame, its bytes equal the JSON's"
 fi
 
 # --- g: checks of a process that changes its blocks all the time ---
 if lt_part g; then
-	before=$lt_errors
+	before=$check_errors
 	lt_start target "$tmp/churn.out" "$PROG" --wait --churn
 	if lt_trace dw "$tmp/g.err" --leak-check --stats -t 0 --interval 0.5 --format json -o "$tmp/g.json" -p "$target" > "$tmp/g.text"; then
 		kill -USR1 "$target"
@@ -325,7 +325,7 @@ PY
 	fi
 	kill -KILL "$target" 2> /dev/null
 	wait "$target" 2> /dev/null
-	[ $lt_errors -eq $before ] && pass "-p on a churning process: its ring never lost, the rest as memcheck says, $changed blocks changed mid-check"
+	[ $check_errors -eq $before ] && pass "-p on a churning process: its ring never lost, the rest as memcheck says, $changed blocks changed mid-check"
 fi
 
-lt_finish
+check_finish

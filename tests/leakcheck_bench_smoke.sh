@@ -12,7 +12,7 @@ T=$LT_TMP
 TOOLS="dwleak lsan"
 command -v valgrind > /dev/null && TOOLS="$TOOLS memcheck"
 for p in leakcheck_bench leakcheck_bench_lsan; do
-	[ -x "$BUILD/bench/$p" ] || { echo "FAIL: $BUILD/bench/$p is missing (make check builds it)"; exit 1; }
+	[ -x "$BUILD/bench/$p" ] || fail_now "$BUILD/bench/$p is missing (make check builds it)"
 done
 BENCH_NO_INSTALL=1 TOOLS=$TOOLS SHAPES=1e4-100MiB REPS=2 ROUNDS=1 OUT=$T/leakcheck.md ROOT=$ROOT BUILD=$BUILD \
 	timeout -k 5 240 bash "$ROOT/bench/run_leakcheck_bench.sh" > "$T/out" 2> "$T/err"
@@ -44,4 +44,4 @@ if not re.search(r"^- 1e4-100MiB: the scanner's pause \(index included\) [0-9.]+
     bad += 1
 sys.exit(1 if bad else 0)
 PY
-lt_finish
+check_finish

@@ -137,4 +137,4 @@ lt_part j && run jemalloc jemalloc "$LIBDIR/libjemalloc.so.2" "$DWLEAK_PRELOAD" 
 lt_part e && run glibc_no_session glibc "" "$DWLEAK" 0
 lt_part p && run glibc_guard glibc "" "$DWLEAK" 1 1
 
-lt_finish
+check_finish

@@ -1,6 +1,8 @@
 # Shared helpers for the tests that trace real programs with real BPF
-# (tests/trace_*.sh).  Source it; it expects DWLEAK, TESTDATA and ROOT from
-# tests/run.sh (it falls back to the usual places when run by hand).
+# (tests/trace_*.sh and most other tests/*.sh).  Source it; it expects
+# DWLEAK, TESTDATA and ROOT from tests/run.sh (it falls back to the usual
+# places when run by hand).  It sources tests/lib_check.sh: fail, fail_now,
+# pass, check_finish and check_errors come from there.
 #
 #   lt_require_bpf           exit 77 unless BPF can really be used (root);
 #                            FAIL without libc's debug file (libc6-dbg)
@@ -17,10 +19,11 @@
 #                            calls fail("...") for each failed check
 #   lt_part X                true unless LT_ONLY is set and lacks X (run by
 #                            hand: LT_ONLY=ce bash tests/trace_targets.sh)
-#   fail MSG / pass MSG      count and print a check's result
 # LT_KEEP=1 keeps the reports and logs (the temporary directory).
-#   lt_finish                exit 1 if any check failed, else 0
 set -uo pipefail
+
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_check.sh"
 
 ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
@@ -35,7 +38,6 @@ else
 	LT_PYTHON=python3
 fi
 
-lt_errors=0
 lt_pids=()
 LT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/dwleak-trace.XXXXXX")
 
@@ -53,26 +55,8 @@ lt_cleanup() {
 }
 trap lt_cleanup EXIT
 
-fail() {
-	echo "FAIL: $*"
-	lt_errors=$((lt_errors + 1))
-}
-
-pass() {
-	echo "ok: $*"
-}
-
 lt_part() {
 	[ -z "${LT_ONLY:-}" ] || [[ $LT_ONLY == *"$1"* ]]
-}
-
-lt_finish() {
-	if [ "$lt_errors" -gt 0 ]; then
-		echo "$lt_errors check(s) failed"
-		exit 1
-	fi
-	echo "all checks passed"
-	exit 0
 }
 
 # lt_preload_dwleak : sets DWLEAK_PRELOAD to a dwleak that can run with an
@@ -97,10 +81,7 @@ lt_preload_dwleak() {
 # fails the test when it was not built.
 lt_testdata() {
 	PROG=$TESTDATA/$1
-	if [ ! -x "$PROG" ]; then
-		echo "FAIL: $PROG is missing (make testdata)"
-		exit 1
-	fi
+	[ -x "$PROG" ] || fail_now "$PROG is missing (make testdata)"
 }
 
 lt_require_bpf() {
@@ -108,14 +89,8 @@ lt_require_bpf() {
 		echo "skip: needs root for BPF uprobes"
 		exit 77
 	fi
-	if [ ! -x "$DWLEAK" ]; then
-		echo "FAIL: $DWLEAK is missing (make check)"
-		exit 1
-	fi
-	if [ ! -d "$TESTDATA" ] || [ ! -x "$TESTDATA/seed_O2" ]; then
-		echo "FAIL: $TESTDATA has no test programs (make testdata)"
-		exit 1
-	fi
+	[ -x "$DWLEAK" ] || fail_now "$DWLEAK is missing (make check)"
+	[ -x "$TESTDATA/seed_O2" ] || fail_now "$TESTDATA has no test programs (make testdata)"
 	lt_require_libc_names
 }
 
@@ -316,7 +291,7 @@ lt_check() {
 $snippet
 sys.exit(1 if _failed else 0)" "$json" "$@"
 	local rc=$?
-	[ $rc -eq 0 ] || lt_errors=$((lt_errors + 1))
+	[ $rc -eq 0 ] || check_errors=$((check_errors + 1))
 	return $rc
 }
 
@@ -353,11 +328,11 @@ assert names(r["stacks"][1]) == [None] and "unwind_error=x" in show(r["stacks"][
 fail("(expected: the self-test checks that fail() is reported)")
 PY
 	rc=$?
-	if [ $rc -ne 1 ] || [ "$lt_errors" -ne 1 ]; then
-		echo "FAIL: lt_check did not report the snippet's failure (rc $rc, errors $lt_errors)"
+	if [ $rc -ne 1 ] || [ "$check_errors" -ne 1 ]; then
+		echo "FAIL: lt_check did not report the snippet's failure (rc $rc, errors $check_errors)"
 		exit 1
 	fi
-	lt_errors=0
+	check_errors=0
 	# A passing snippet; only_stack_with's failures are caught, not counted.
 	lt_check "$LT_TMP/self.json" << 'PY' || fail "lt_check failed a passing snippet"
 caught = []
@@ -374,5 +349,5 @@ PY
 		fail "lt_start: pid $pid is not the started program"
 	lt_wait "$pid" 1
 	[ $? -eq 124 ] || fail "lt_wait did not time out a running program"
-	lt_finish
+	check_finish
 fi

@@ -89,7 +89,7 @@ def leak_here(stacks):
 
 # --- a: a long tree, then the leaking program ---
 if lt_part a; then
-	before=$lt_errors
+	before=$check_errors
 	start=$SECONDS
 	timeout -k 5 120 "$DWLEAK" --leak-check --stats -t 0 --format json -o "$tmp/tree.json" -- \
 		bash -c "for i in \$(seq 200); do $MANY; done; $MANY --fork 3; $KINDS" \
@@ -167,13 +167,13 @@ if wrong:
 else:
     ok("%d many_stacks processes: each one's leaks under 10 named stacks, definitely lost" % len(many))
 PY
-	[ $lt_errors -eq $before ] &&
+	[ $check_errors -eq $before ] &&
 		pass "a tree of 200+ short-lived processes in ${secs} s: ${stored} stacks stored, at most ${peak} of ${cap} in the map at once, none lost"
 fi
 
 # --- b: the stacks map filled on purpose ---
 if lt_part b; then
-	before=$lt_errors
+	before=$check_errors
 	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --leak-check --stats -t 0 --format json -o "$tmp/small.json" \
 		-- "$MANY" > /dev/null 2> "$tmp/small.err"
 	rc=$?
@@ -208,12 +208,12 @@ PY
 	grep -q "^Lost: [0-9]* walks could not store their stack: the stacks map was full" "$tmp/small.txt" ||
 		fail "the text report has no Lost: line for the walks"
 	grep -q "^Dropped events: 0," "$tmp/small.txt" || fail "text: $(grep '^Dropped' "$tmp/small.txt")"
-	[ $lt_errors -eq $before ] && pass "a full stacks map is said per process and cause; every allocation counted"
+	[ $check_errors -eq $before ] && pass "a full stacks map is said per process and cause; every allocation counted"
 fi
 
 # --- c: a process recording under ids its exited children shared, the map emptied meanwhile ---
 if lt_part c; then
-	before=$lt_errors
+	before=$check_errors
 	DWLEAK_STACKS_MAX=1024 timeout -k 5 60 "$DWLEAK" --leak-check --unwind both --stats -t 0 --format json \
 		-o "$tmp/fork.json" -- "$MANY" --fork 3 --pause-ms 400 > /dev/null 2> "$tmp/fork.err"
 	rc=$?
@@ -240,7 +240,7 @@ for p in procs:
              % (p["pid"], n, b, k, lost, want, "".join(bad[:1]), "".join(nofp[:1])))
 ok("the parent's 40 leaks and each child's 10, DWARF and FP stacks named after the map was emptied")
 PY
-	[ $lt_errors -eq $before ] && pass "ids shared by a fork's processes outlive the children and the map's emptying"
+	[ $check_errors -eq $before ] && pass "ids shared by a fork's processes outlive the children and the map's emptying"
 fi
 
-lt_finish
+check_finish

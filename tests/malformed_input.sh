@@ -12,8 +12,8 @@ SMALL=/usr/bin/true
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export DWLEAK_NO_CACHE=1
-errors=0
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 
 # run NAME WANT_EXIT FILE...: runs `dwleak tables FILE...`, checks the exit
 # status and that stderr is one `dwleak:` line (exit 2) or free of errors.
@@ -100,5 +100,4 @@ grep -q 'mismatches=0$' "$tmp/out" || fail "FDE outside the object, --verify: $(
 run "good and bad together" 2 "$SMALL" "$tmp/text"
 grep -q "^$SMALL:" "$tmp/out" || fail "good and bad together: the good file was not printed"
 
-[ $errors -eq 0 ] || { echo "$errors check(s) failed"; exit 1; }
-echo "all malformed inputs handled"
+check_finish "all malformed inputs handled"

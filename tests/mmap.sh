@@ -29,4 +29,4 @@ check_sites(ledger, got)
 if r["counters"].get("mmap_calls_in_allocator", 0) < 3:
     fail("the big mallocs' own mmaps were not recognised as the allocator's")
 EOF2
-lt_finish
+check_finish

@@ -229,8 +229,8 @@ oracle "git log" -- git -C "$repo" log --stat
 
 if [ ${#failed_cases[@]} -gt 0 ]; then
 	echo "${#failed_cases[@]} of $cases cases failed: $(IFS=,; echo "${failed_cases[*]}")"
-	lt_errors=$((lt_errors + 1))
+	check_errors=$((check_errors + 1))
 else
 	echo "all $cases cases agree with memcheck"
 fi
-lt_finish
+check_finish

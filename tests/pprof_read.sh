@@ -28,12 +28,8 @@ export HOME=$T GOCACHE=$T/gocache GOFLAGS= GOTOOLCHAIN=local GOPROXY=off
 # keep it from looking anywhere but the mapping's own path.
 export PPROF_BINARY_PATH=$T/none
 
-errors=0
-fail() {
-	echo "FAIL: $*"
-	errors=$((errors + 1))
-}
-pass() { echo "ok: $*"; }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 
 if ! command -v go > /dev/null 2>&1; then
 	if [ "$(id -u)" = 0 ]; then
@@ -46,10 +42,7 @@ if ! command -v go > /dev/null 2>&1; then
 		exit 77
 	fi
 fi
-if [ ! -x "$DRIVER" ]; then
-	echo "FAIL: $DRIVER is missing (make check)"
-	exit 1
-fi
+[ -x "$DRIVER" ] || fail_now "$DRIVER is missing (make check)"
 
 # pprof_run OUT ARGS...: go tool pprof ARGS into OUT; fails the test on error.
 pprof_run() {
@@ -193,8 +186,4 @@ else
 	fi
 fi
 
-if [ $errors -gt 0 ]; then
-	echo "$errors check(s) failed"
-	exit 1
-fi
-echo "pprof_read: all checks passed"
+check_finish "pprof_read: all checks passed"

@@ -20,7 +20,7 @@
 lt_require_bpf
 T=$LT_TMP
 lt_testdata preload_probe
-LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; check_finish; }
 
 # sites JSON WANT_CHILD_STACKS: per-site totals against forktree's
 sites() {
@@ -77,4 +77,4 @@ for mode in b c; do
 		sites "$T/$mode.json" children
 	fi
 done
-lt_finish
+check_finish

@@ -20,7 +20,7 @@ LIBDIR=/usr/lib/x86_64-linux-gnu
 lt_testdata ledger
 lt_preload_dwleak
 OPS=${LEDGER_OPS:-2000}
-LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; check_finish; }
 
 # check NAME FAMILY: the tracing line, then the report against the ledger
 check() {
@@ -104,4 +104,4 @@ if r["counters"].get("alloc_calls", 0) * 4 > led["calls"]:
 PY
 fi
 
-lt_finish
+check_finish

@@ -32,7 +32,7 @@
 T=$LT_TMP
 lt_testdata no_hang
 NO_HANG=$PROG
-LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; check_finish; }
 
 # Nothing of the user's configuration is read or written: gpg's home,
 # git's configuration, curl's .curlrc (-q), wget's HSTS file (--no-hsts).
@@ -168,9 +168,9 @@ check preload
 
 if [ "$(id -u)" != 0 ]; then
 	echo "skip: c needs root for BPF"
-	lt_finish
+	check_finish
 fi
 lt_require_bpf
 echo "== c. under dwleak -- CMD"
 check dwleak
-lt_finish
+check_finish

@@ -20,7 +20,7 @@
 lt_require_bpf
 T=$LT_TMP
 lt_testdata red_zone
-command -v bpftrace > /dev/null || { fail "bpftrace is not installed (.ci/deps.sh installs it)"; lt_finish; }
+command -v bpftrace > /dev/null || { fail "bpftrace is not installed (.ci/deps.sh installs it)"; check_finish; }
 
 # The compiled code is what the test says it is: the control stores below
 # rsp without moving it; user_site moves rsp before its words.
@@ -42,10 +42,10 @@ lt_wait "$pid" 30
 rc=$?
 line=$(cat "$T/out")
 echo "    $line"
-[ $rc -eq 0 ] || { fail "red_zone exited $rc: $line; bpftrace: $(head -5 "$T/bt")"; lt_finish; }
+[ $rc -eq 0 ] || { fail "red_zone exited $rc: $line; bpftrace: $(head -5 "$T/bt")"; check_finish; }
 read -r calls bad_inline bad_site tramp < <(sed -n \
 	's/^red_zone: \([0-9]*\) calls each; words changed: inline NOP \([0-9]*\) calls, site function \([0-9]*\) calls; trampoline \(.*\)$/\1 \2 \3 \4/p' "$T/out")
-[ -n "$calls" ] || { fail "cannot read '$line'"; lt_finish; }
+[ -n "$calls" ] || { fail "cannot read '$line'"; check_finish; }
 [ "$tramp" = mapped ] && pass "the sites were optimized: [uprobes-trampoline] mapped" ||
 	fail "no trampoline: the sites were trapped, not called (is this Linux 6.18+?)"
 [ "$bad_site" = 0 ] && pass "user_site: its words intact in all $calls calls through the hot site" ||
@@ -56,4 +56,4 @@ else
 	echo "note: the inline NOP's red zone changed in only $bad_inline of $calls calls: this kernel's" \
 		"trampoline does not write below rsp (a jmp?)"
 fi
-lt_finish
+check_finish

@@ -34,4 +34,4 @@ n = sum(s["allocations"] for s in st)
 (ok if (b, n) == (96000, 2000) else fail)("site_seccomp_leak: %d B in %d, want 96000 B in 2000" % (b, n))
 PY
 done
-lt_finish
+check_finish

@@ -28,7 +28,7 @@
 T=$LT_TMP
 LIBDIR=/usr/lib/x86_64-linux-gnu
 lt_testdata preload_probe
-LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; lt_finish; }
+LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; check_finish; }
 CHECKS="dlerror errno usable realloc align fork signal dlopen libc cxx init threads"
 
 echo "== a. the object"
@@ -80,7 +80,7 @@ done
 
 if [ "$(id -u)" != 0 ]; then
 	echo "skip: c, d and e need root for BPF"
-	lt_finish
+	check_finish
 fi
 lt_require_bpf
 echo "== c. traced at the sites"
@@ -152,4 +152,4 @@ else:
     ok("240 B in 10 from dlleak_leak_one, the same frames both ways: " + " <- ".join(str(f[0]) for f in a[0][2][:4]))
 PY
 
-lt_finish
+check_finish

@@ -227,4 +227,4 @@ PY
 	fi
 fi
 
-lt_finish
+check_finish

@@ -51,4 +51,4 @@ else:
     ok("the allocation site fired %d times for the program's %d calls" % (c.get("alloc_calls", 0), ledger_all["calls"]))
 EOF2
 done
-lt_finish
+check_finish

@@ -557,4 +557,4 @@ PY
 	fi
 fi
 
-lt_finish
+check_finish

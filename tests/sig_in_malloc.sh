@@ -78,4 +78,4 @@ else:
     ok("the program's own frames agree with addr2line: %s" % " <- ".join(oracle))
 PY
 done
-lt_finish
+check_finish

@@ -163,4 +163,4 @@ else
 	fi
 fi
 
-lt_finish
+check_finish

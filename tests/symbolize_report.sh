@@ -14,7 +14,7 @@ run_seed() { # NAME PROG : a JSON report of PROG in $LT_TMP/NAME.json
 	if ! "$DWLEAK" --format json -o "$LT_TMP/$1.json" -t 0 -- "$2" --iterations 10 \
 		--interval-ms 5 > /dev/null 2> "$LT_TMP/$1.err"; then
 		fail "$1: dwleak failed: $(tail -3 "$LT_TMP/$1.err")"
-		lt_finish
+		check_finish
 	fi
 }
 
@@ -26,7 +26,7 @@ run_seed full "$TESTDATA/seed_O2"
 bid=$(readelf -n "$TESTDATA/seed_O2" | awk '/Build ID:/ { print $3 }')
 if [ -z "$bid" ]; then
 	fail "seed_O2 has no build id"
-	lt_finish
+	check_finish
 fi
 dbg=$LT_TMP/debug
 mkdir -p "$dbg/.build-id/${bid:0:2}"
@@ -134,4 +134,4 @@ else
 	pass "JSON that is not a report: exit 2"
 fi
 
-lt_finish
+check_finish

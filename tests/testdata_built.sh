@@ -5,8 +5,8 @@
 # a DYN without INTERP, and the seed variants run and exit.
 set -uo pipefail
 td=${TESTDATA:?}
-errors=0
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 has_section() { local s; s=$(readelf -SW "$1" 2>/dev/null); grep -q " $2 " <<< "$s"; }
 build_id() { readelf -n "$1" 2>/dev/null | awk '/Build ID/ { print $3 }'; }
 
@@ -112,5 +112,4 @@ done
 timeout 10 "$td/dlopen_main" --lib "$td/libdlleak_split.so" --iterations 2 --interval-ms 1 > /dev/null ||
 	fail "dlopen_main --lib libdlleak_split.so: exit $?"
 
-[ $errors -eq 0 ] || { echo "$errors check(s) failed"; exit 1; }
-echo "all testdata checks passed"
+check_finish "all testdata checks passed"

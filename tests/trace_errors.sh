@@ -480,4 +480,4 @@ if lt_part h; then
 		--fail-on-leak=1000000 -- "$SEED" --iterations 5 --interval-ms 10
 fi
 
-lt_finish
+check_finish

@@ -217,4 +217,4 @@ if names(s)[-1] not in ROOTS:
 PY
 done
 
-lt_finish
+check_finish

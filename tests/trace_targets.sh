@@ -284,4 +284,4 @@ PY
 fi
 fi
 
-lt_finish
+check_finish

@@ -21,8 +21,8 @@ for f in "$TESTDATA"/*; do
 	[ -f "$f" ] && [ "$(head -c 4 "$f" | od -An -c | tr -d ' ')" = '177ELF' ] && files+=("$f")
 done
 
-errors=0
-fail() { echo "FAIL: $*"; errors=$((errors + 1)); }
+# shellcheck source=tests/lib_check.sh
+. "$(dirname "$0")/lib_check.sh"
 export DWLEAK_NO_CACHE=1 # verify what the compiler makes now, not a cached table
 
 for f in "${files[@]}"; do
@@ -58,5 +58,4 @@ for f in "${files[@]}"; do
 	fi
 done
 
-[ $errors -eq 0 ] || { echo "$errors check(s) failed"; exit 1; }
-echo "all ${#files[@]} objects verify clean"
+check_finish "all ${#files[@]} objects verify clean"

@@ -43,4 +43,4 @@ mixed = [s for s in r["stacks"] if "leaf" in names(s) and not ({"from_left", "fr
 for s in mixed:
     fail("a leaf stack with neither caller:\n" + show(s))
 PY
-lt_finish
+check_finish

@@ -121,4 +121,4 @@ if [ $rc -ne 0 ] && grep -q "DWLEAK_PREEMPT_GUARD=bogus: want 0, 1 or busy" "$T/
 else
 	fail "bogus: exit $rc, stderr: $(head -n 2 "$T/bogus.err")"
 fi
-lt_finish
+check_finish

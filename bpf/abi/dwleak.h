@@ -2,20 +2,28 @@
  * (bpf/, unwinder/, session/): map keys and values, events, counters and limits,
  * and the lists that give the counters and walk ends the names users see
  * (the BPF side uses only the enums).  Fixed-width types only; every
- * struct's size is asserted. */
+ * struct's size is asserted.  The unwind tables' own rows, rules and pages
+ * (values of the walker's maps) are the table compiler's format,
+ * tables/unwind_format.h, which both sides include beside this one:
+ * bpf/abi/ includes nothing outside itself. */
 #ifndef DWLEAK_SHARED_H
 #define DWLEAK_SHARED_H
 
+#ifndef __bpf__
+#include <linux/types.h>
+#endif
+
 #include "alloc_kind.h"
 #include "stop_signal.h"
-#include "unwind_format.h"
 
 /* --- Limits ---------------------------------------------------------- */
 
 /* Frames per stack: 127 like perf's default user stack depth; a deeper
  * walk is counted as truncated, never silently cut. */
 #define DWLEAK_MAX_FRAMES 127
-/* Steps of the binary search in one 64 KiB page: rows per page <= 65536. */
+/* Steps of the binary search in one 64 KiB page: rows per page <= 65536
+ * (asserted against UNWIND_PAGE_SIZE where the search is, in
+ * bpf/mappings.bpf.h). */
 #define DWLEAK_ROW_SEARCH_STEPS 17
 /* Allocator calls pending on one thread at once (outer call, a nested
  * allocator call, a signal handler that allocates while one is pending). */
@@ -71,9 +79,6 @@ enum preempt_guard {
 	PREEMPT_GUARD_ON = 1,	 /* it may: count the programs in the buffers */
 	PREEMPT_GUARD_BUSY = 2,	 /* tests: every walk finds the buffers busy */
 };
-
-_Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
-	       "binary search must cover a full page of rows");
 
 /* --- Allocator functions (enum alloc_kind: alloc_kind.h) ------------- */
 
@@ -179,9 +184,10 @@ struct mapping_seen {
 
 struct page_key {
 	__u32 table_id;
-	__u32 page; /* ELF address >> UNWIND_PAGE_SHIFT */
+	__u32 page; /* ELF address >> UNWIND_PAGE_SHIFT (tables/unwind_format.h) */
 };
-/* page value: struct unwind_page, first_row indexing the global rows array */
+/* page value: struct unwind_page (tables/unwind_format.h), first_row
+ * indexing the global rows array */
 
 /* --- Stacks and allocations ----------------------------------------- */
 

@@ -12,6 +12,7 @@
 
 #include "alloc_state.h"
 #include "check.h"
+#include "constants.h"
 
 /* struct malloc_state fields the test reads (see alloc_state.c). */
 #define TOP 96
@@ -218,7 +219,7 @@ static void test_jemalloc_process(void)
 		for (at = st.ranges[i].addr; at < st.ranges[i].addr + st.ranges[i].size && !in_extent;
 		     at += JEMALLOC_EDATA_SIZE) {
 			read_mem(c.pid, at + 8, e, sizeof(e));
-			in_extent = e[0] <= block && block - e[0] < (e[1] & ~0xfffull);
+			in_extent = e[0] <= block && block - e[0] < DWLEAK_PAGE_DOWN(e[1]);
 		}
 	}
 	EXPECT(in_extent, "the block's extent metadata is not among those found");

@@ -1,13 +1,15 @@
 /* Unit test for leakcheck/: memcheck's classification on synthetic memory
- * (no root, no process).  Hand-made cases for each rule (chains, cycles,
- * interior pointers, self pointers, lost trees, one-past-the-end, zero-size
- * blocks, unaligned pointers and chunk ends, large blocks, overlaps), then
- * random heaps checked against a naive oracle written straight from
- * memcheck's description, scanned whole and in shuffled chunks, and a
- * million-block sanity run that prints its rate (timed for real by
- * `make bench`). */
+ * (no root, no process).  A table of hand-made cases for each rule (chains,
+ * cycles, interior pointers, self pointers, lost trees, one-past-the-end,
+ * zero-size blocks, unaligned pointers, odd block ends), then cases the
+ * table cannot say (chunk ends, registers, overlaps, large blocks, kept
+ * blocks, unsure roots, holes), random heaps checked against a naive oracle
+ * written straight from memcheck's description, scanned whole and in
+ * shuffled chunks, and a million-block sanity run that prints its rate
+ * (timed for real by `make bench`). */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,317 +69,288 @@ static enum leak_kind kind(const struct leakcheck *lc, size_t i)
 	EXPECT(kind(lc, i) == (k), "block %d is %s, want %s", (int)(i), leak_kind_name(kind(lc, i)), \
 	       leak_kind_name(k))
 
-/* Blocks at BASE + 0x1000 * (i + 1), SIZE bytes each. */
-static uint64_t at(int i)
-{
-	return BASE + 0x1000ull * (uint64_t)(i + 1);
-}
+/* Block I of the hand-made cases is at BASE + 0x1000 * (I + 1). */
+#define AT(i) (BASE + 0x1000ull * (uint64_t)((i) + 1))
 
-static void blocks_spaced(struct leak_block *b, int n, uint64_t size)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		b[i] = (struct leak_block){ .addr = at(i), .size = size };
-}
+/* The blocks most of them have: N of SIZE bytes each, at AT(0) on. */
+#define SPACED2(size) { AT(0), size }, { AT(1), size }
+#define SPACED3(size) SPACED2(size), { AT(2), size }
+#define SPACED4(size) SPACED3(size), { AT(3), size }
+#define SPACED5(size) SPACED4(size), { AT(4), size }
+#define SPACED6(size) SPACED5(size), { AT(5), size }
 
 /* Root words live at BASE..BASE+0x1000, outside every block. */
 #define ROOT(k) (BASE + 8ull * (k))
 
-static void test_chains(void)
-{
-	struct leak_block b[4];
-	struct leakcheck_totals t;
-	struct leakcheck *lc;
-	struct leak_verdict v;
-	struct arena a;
+static void oracle(const struct leak_block *b, size_t n, const struct arena *a, enum leak_kind *out);
 
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 4, 64);
-	/* root -> 0 -> 1 -> 2; 3 unreferenced */
-	poke(&a, ROOT(0), at(0));
-	poke(&a, at(0) + 8, at(1));
-	poke(&a, at(1) + 56, at(2));
-	lc = check_of(b, 4, &a, &t);
-	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 2, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 3, LEAK_DEFINITELY_LOST);
-	EXPECT(t.blocks[LEAK_REACHABLE] == 3 && t.bytes[LEAK_REACHABLE] == 192);
-	EXPECT(t.blocks[LEAK_DEFINITELY_LOST] == 1 && t.bytes[LEAK_DEFINITELY_LOST] == 64);
-	leakcheck_free(lc);
+/* ---------------------------------------------------------------------
+ * Hand-made cases: blocks, the pointers in memory, the kinds memcheck
+ * gives the blocks (and, where a case is about them, a verdict's
+ * details, pointer tests and scan statistics).  Each case's memory is
+ * scanned whole; its kinds are checked as written, against the naive
+ * oracle below, and in the totals.
+ * ------------------------------------------------------------------ */
 
-	/* the same chain without its root: a lost chain, its head definitely
-	 * lost carrying the rest as indirect bytes */
-	poke(&a, ROOT(0), 0);
-	lc = check_of(b, 4, &a, &t);
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_INDIRECTLY_LOST);
-	CHECK(leakcheck_verdict(lc, 0, &v) == 0);
-	EXPECT(v.indirect_bytes == 128 && v.via == SIZE_MAX, "indirect %llu", (unsigned long long)v.indirect_bytes);
-	CHECK(leakcheck_verdict(lc, 2, &v) == 0);
-	EXPECT(v.via == 1 && v.indirect_bytes == 0, "block 2 reached via %zu", v.via);
-	EXPECT(t.blocks[LEAK_INDIRECTLY_LOST] == 2 && t.blocks[LEAK_DEFINITELY_LOST] == 2);
-	leakcheck_free(lc);
-	free(a.w);
-}
+#define CASE_BLOCKS 6 /* blocks a case may have */
+#define CASE_WORDS 8  /* words it may store */
 
-static void test_cycles(void)
-{
-	struct leak_block b[5];
-	struct leak_verdict v;
-	struct leakcheck *lc;
-	struct arena a;
+/* What leakcheck_verdict must say of a block beyond its kind. */
+struct verdict_want {
+	bool checked;
+	uint64_t indirect_bytes; /* 0 unless definitely lost */
+	size_t via;		 /* SIZE_MAX unless indirectly lost */
+};
+#define VERDICT(indirect, via_block) { .checked = true, .indirect_bytes = (indirect), .via = (via_block) }
 
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 5, 32);
-	/* 0 <-> 1, and 2 -> 3 -> 4 -> 2: no pointer from outside either */
-	poke(&a, at(0), at(1));
-	poke(&a, at(1), at(0));
-	poke(&a, at(2) + 16, at(3));
-	poke(&a, at(3) + 16, at(4));
-	poke(&a, at(4) + 16, at(2));
-	lc = check_of(b, 5, &a, NULL);
+/* What leakcheck_find must answer for ADDR: BLOCK (-1: none), reached at
+ * its START or not. */
+struct find_want {
+	uint64_t addr;
+	int64_t block;
+	bool start;
+};
+
+/* A field of struct leakcheck_scan_stats and the value it must have. */
+struct stat_want {
+	const char *name;
+	size_t offset;
+	uint64_t value;
+};
+#define STAT(field, v) { #field, offsetof(struct leakcheck_scan_stats, field), (v) }
+
+struct kind_case {
+	const char *what; /* what the case shows: failures name it */
+	/* in address order, one per letter of KINDS; 0x10000 bytes of zeros
+	 * from BASE hold them, and the words of MEMORY (up to one whose AT is
+	 * 0), stored at any alignment */
+	struct leak_block blocks[CASE_BLOCKS];
+	struct {
+		uint64_t at, value;
+	} memory[CASE_WORDS];
+	/* each block's kind: R reachable, P possibly lost, I indirectly lost,
+	 * D definitely lost */
+	const char *kinds;
+	struct verdict_want verdicts[CASE_BLOCKS]; /* by block, where checked */
+	struct find_want finds[4];		   /* up to one whose ADDR is 0 */
+	struct stat_want stats[2];		   /* up to one whose NAME is NULL */
+};
+
+/* The memory of the chain, the cycles and the interior pointers that
+ * several cases start from. */
+#define CHAIN { AT(0) + 8, AT(1) }, { AT(1) + 56, AT(2) }
+#define CYCLES { AT(0), AT(1) }, { AT(1), AT(0) }, { AT(2) + 16, AT(3) }, { AT(3) + 16, AT(4) }, { AT(4) + 16, AT(2) }
+/* root -?-> 0 ---> 1 -?-> 2 (memcheck's cases 5 and 7), and
+ * root ---> 3 -?-> 4 ---> 5 */
+#define INTERIOR                                                                                   \
+	{ ROOT(0), AT(0) + 8 }, { AT(0), AT(1) }, { AT(1), AT(2) + 63 }, { ROOT(1), AT(3) },      \
+		{ AT(3) + 8, AT(4) + 32 }, { AT(4) + 8, AT(5) }
+#define SELF_POINTERS { AT(0), AT(0) }, { AT(1) + 8, AT(1) + 8 }
+
+static const struct kind_case kind_cases[] = {
+	{ "a chain from a root is reachable, a block nothing points to lost",
+	  .blocks = { SPACED4(64) },
+	  .memory = { { ROOT(0), AT(0) }, CHAIN },
+	  .kinds = "RRRD" },
+	{ "the chain without its root: its head definitely lost, carrying the rest as indirect bytes",
+	  .blocks = { SPACED4(64) },
+	  .memory = { CHAIN },
+	  .kinds = "DIID",
+	  .verdicts = { [0] = VERDICT(128, SIZE_MAX), [2] = VERDICT(0, 1) } },
 	/* memcheck: one block of a lost cycle leads its clique (the lowest:
 	 * leaders are tried in address order), the rest are indirect */
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 3, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 4, LEAK_INDIRECTLY_LOST);
-	CHECK(leakcheck_verdict(lc, 2, &v) == 0);
-	EXPECT(v.indirect_bytes == 64);
-	leakcheck_free(lc);
-
-	/* a cycle with a root pointer into it is reachable all round */
-	poke(&a, ROOT(3), at(3));
-	lc = check_of(b, 5, &a, NULL);
-	EXPECT_KIND(lc, 2, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 3, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 4, LEAK_REACHABLE);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-/* Cliques never overlap (mc_leakcheck.c): a block that led a clique and
- * is reached from a later leader joins it; one reached only through
- * another clique's member stays a leader. */
-static void test_clique_merging(void)
-{
-	struct leak_block b[3];
-	struct leak_verdict v;
-	struct leakcheck *lc;
-	struct arena a;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 3, 32);
-	/* 0 <-> 1 and 2 -> 1: leader 0 takes 1; 2 finds 1 taken */
-	poke(&a, at(0), at(1));
-	poke(&a, at(1), at(0));
-	poke(&a, at(2), at(1));
-	lc = check_of(b, 3, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
-	leakcheck_free(lc);
-
-	/* 0 -> 1 and 2 -> 0: leader 0 takes 1, then leader 2 takes 0 and its
-	 * clique's bytes */
-	memset(a.w, 0, a.words * 8);
-	poke(&a, at(0), at(1));
-	poke(&a, at(2), at(0));
-	lc = check_of(b, 3, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_INDIRECTLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
-	CHECK(leakcheck_verdict(lc, 2, &v) == 0);
-	EXPECT(v.indirect_bytes == 64, "indirect %llu", (unsigned long long)v.indirect_bytes);
-	CHECK(leakcheck_verdict(lc, 0, &v) == 0);
-	EXPECT(v.indirect_bytes == 0 && v.via == 2);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-static void test_interior(void)
-{
-	struct leak_block b[6];
-	struct leakcheck *lc;
-	struct arena a;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 6, 64);
-	/* root -?-> 0 ---> 1 -?-> 2 (memcheck's cases 5 and 7) */
-	poke(&a, ROOT(0), at(0) + 8);
-	poke(&a, at(0), at(1));
-	poke(&a, at(1), at(2) + 63);
-	/* root ---> 3 -?-> 4 ---> 5, and a later root start pointer to 1
-	 * upgrades it and what it points to by start pointers only */
-	poke(&a, ROOT(1), at(3));
-	poke(&a, at(3) + 8, at(4) + 32);
-	poke(&a, at(4) + 8, at(5));
-	lc = check_of(b, 6, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 3, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 4, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 5, LEAK_POSSIBLY_LOST);
-	leakcheck_free(lc);
-
-	poke(&a, ROOT(2), at(1));
-	lc = check_of(b, 6, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 2, LEAK_POSSIBLY_LOST); /* reached by an interior pointer only */
-	leakcheck_free(lc);
-
+	{ "lost cycles 0 <-> 1 and 2 -> 3 -> 4 -> 2",
+	  .blocks = { SPACED5(32) },
+	  .memory = { CYCLES },
+	  .kinds = "DIDII",
+	  .verdicts = { [2] = VERDICT(64, SIZE_MAX) } },
+	{ "a cycle with a root pointer into it is reachable all round",
+	  .blocks = { SPACED5(32) },
+	  .memory = { CYCLES, { ROOT(3), AT(3) } },
+	  .kinds = "DIRRR" },
+	/* Cliques never overlap (mc_leakcheck.c): a block that led a clique
+	 * and is reached from a later leader joins it; one reached only
+	 * through another clique's member stays a leader. */
+	{ "0 <-> 1 and 2 -> 1: leader 0 takes 1, 2 finds 1 taken",
+	  .blocks = { SPACED3(32) },
+	  .memory = { { AT(0), AT(1) }, { AT(1), AT(0) }, { AT(2), AT(1) } },
+	  .kinds = "DID" },
+	{ "0 -> 1 and 2 -> 0: leader 0 takes 1, then leader 2 takes 0 and its clique's bytes",
+	  .blocks = { SPACED3(32) },
+	  .memory = { { AT(0), AT(1) }, { AT(2), AT(0) } },
+	  .kinds = "IID",
+	  .verdicts = { [0] = VERDICT(0, 2), [2] = VERDICT(64, SIZE_MAX) } },
+	{ "interior pointers: the blocks they reach possibly lost, and what those point to",
+	  .blocks = { SPACED6(64) },
+	  .memory = { INTERIOR },
+	  .kinds = "PPPRPP" },
+	/* a later root start pointer to 1 upgrades it and what it points
+	 * to by start pointers only: 2 is reached by an interior pointer */
+	{ "a root start pointer to 1 as well",
+	  .blocks = { SPACED6(64) },
+	  .memory = { INTERIOR, { ROOT(2), AT(1) } },
+	  .kinds = "PRPRPP" },
 	/* the same upgrade with the block pointing on to a start pointer:
 	 * 4 -> 5 becomes reachable once 4 is (scan order must not matter) */
-	poke(&a, ROOT(4), at(4));
-	lc = check_of(b, 6, &a, NULL);
-	EXPECT_KIND(lc, 4, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 5, LEAK_REACHABLE);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-static void test_self_pointer(void)
-{
-	struct leak_block b[2];
-	struct leakcheck_scan_stats st;
-	struct leakcheck *lc;
-	struct arena a;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 2, 48);
-	poke(&a, at(0), at(0));	     /* a list head pointing at itself */
-	poke(&a, at(1) + 8, at(1) + 8); /* and an interior self pointer */
-	lc = check_of(b, 2, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_DEFINITELY_LOST);
-	leakcheck_stats(lc, &st);
-	EXPECT(st.edges == 0, "self pointers kept as %llu edges", (unsigned long long)st.edges);
-	leakcheck_free(lc);
-
-	poke(&a, ROOT(0), at(0));
-	lc = check_of(b, 2, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-static void test_lost_tree(void)
-{
-	struct leak_block b[6];
-	struct leakcheck_totals t;
-	struct leak_verdict v;
-	struct leakcheck *lc;
-	struct arena a;
-	int i;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 6, 64);
-	/* 2 is the root of a lost tree: 2 -> 0, 2 -> 4, 0 -> 1, 0 -> 3 (interior),
-	 * 4 -> 5; the children lie on both sides of it */
-	poke(&a, at(2), at(0));
-	poke(&a, at(2) + 8, at(4));
-	poke(&a, at(0), at(1));
-	poke(&a, at(0) + 8, at(3) + 24);
-	poke(&a, at(4), at(5));
-	lc = check_of(b, 6, &a, &t);
-	for (i = 0; i < 6; i++)
-		EXPECT_KIND(lc, i, i == 2 ? LEAK_DEFINITELY_LOST : LEAK_INDIRECTLY_LOST);
-	CHECK(leakcheck_verdict(lc, 2, &v) == 0);
-	EXPECT(v.indirect_bytes == 5 * 64);
-	CHECK(leakcheck_verdict(lc, 3, &v) == 0);
-	EXPECT(v.via == 0, "3 via %zu", v.via);
-	EXPECT(t.bytes[LEAK_INDIRECTLY_LOST] == 5 * 64 && t.bytes[LEAK_DEFINITELY_LOST] == 64);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-static void test_block_end(void)
-{
-	struct leak_block b[4];
-	struct leakcheck *lc;
-	struct arena a;
-	int start;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 3, 40);
-	/* one past the end of 0 is not a pointer into it; the last byte is */
-	poke(&a, ROOT(0), at(0) + 40);
-	poke(&a, ROOT(1), at(1) + 39);
-	/* a block right after another: one past 2's end is 3's start */
-	b[3] = (struct leak_block){ .addr = at(2) + 40, .size = 8 };
-	poke(&a, ROOT(2), at(2) + 40);
-	lc = check_of(b, 4, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_POSSIBLY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 3, LEAK_REACHABLE);
-	EXPECT(leakcheck_find(lc, at(0) + 40, NULL) == -1);
-	EXPECT(leakcheck_find(lc, at(0), &start) == 0 && start);
-	EXPECT(leakcheck_find(lc, at(2) + 40, &start) == 3 && start);
-	EXPECT(leakcheck_find(lc, at(2) + 39, &start) == 2 && !start);
-	leakcheck_free(lc);
-	free(a.w);
-}
-
-static void test_zero_size(void)
-{
-	struct leak_block b[4];
-	struct leakcheck *lc;
-	struct arena a;
-	int start;
-
-	arena_init(&a, 0x10000);
-	blocks_spaced(b, 4, 0);
+	{ "root start pointers to 1 and 4 as well",
+	  .blocks = { SPACED6(64) },
+	  .memory = { INTERIOR, { ROOT(2), AT(1) }, { ROOT(4), AT(4) } },
+	  .kinds = "PRPRRR" },
+	{ "a list head pointing at itself and an interior self pointer are no edges",
+	  .blocks = { SPACED2(48) },
+	  .memory = { SELF_POINTERS },
+	  .kinds = "DD",
+	  .stats = { STAT(edges, 0) } },
+	{ "a self-pointing block reached from a root",
+	  .blocks = { SPACED2(48) },
+	  .memory = { SELF_POINTERS, { ROOT(0), AT(0) } },
+	  .kinds = "RD" },
+	/* 2 -> 0, 2 -> 4, 0 -> 1, 0 -> 3 (interior), 4 -> 5 */
+	{ "a lost tree rooted at 2, its children on both sides of it",
+	  .blocks = { SPACED6(64) },
+	  .memory = { { AT(2), AT(0) }, { AT(2) + 8, AT(4) }, { AT(0), AT(1) }, { AT(0) + 8, AT(3) + 24 },
+		      { AT(4), AT(5) } },
+	  .kinds = "IIDIII",
+	  .verdicts = { [2] = VERDICT(5 * 64, SIZE_MAX), [3] = VERDICT(0, 0) } },
+	/* one past the end of 0 is not a pointer into it; the last byte of
+	 * 1 is; one past 2's end is the start of 3, right after it */
+	{ "block ends",
+	  .blocks = { SPACED3(40), { AT(2) + 40, 8 } },
+	  .memory = { { ROOT(0), AT(0) + 40 }, { ROOT(1), AT(1) + 39 }, { ROOT(2), AT(2) + 40 } },
+	  .kinds = "DPDR",
+	  .finds = { { AT(0) + 40, -1, false }, { AT(0), 0, true }, { AT(2) + 40, 3, true },
+		     { AT(2) + 39, 2, false } } },
 	/* malloc(0): a start pointer reaches it (memcheck counts it as one
-	 * byte), one past its address does not */
-	poke(&a, ROOT(0), at(0));
-	poke(&a, ROOT(1), at(1) + 1);
-	poke(&a, at(0), at(2)); /* holds no words: this is root memory */
-	lc = check_of(b, 4, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 1, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 2, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 3, LEAK_DEFINITELY_LOST);
-	EXPECT(leakcheck_find(lc, at(3), &start) == 3 && start);
-	EXPECT(leakcheck_find(lc, at(3) + 1, NULL) == -1);
+	 * byte), one past its address does not; it holds no words, so what
+	 * is stored at its address is root memory */
+	{ "zero-size blocks",
+	  .blocks = { SPACED4(0) },
+	  .memory = { { ROOT(0), AT(0) }, { ROOT(1), AT(1) + 1 }, { AT(0), AT(2) } },
+	  .kinds = "RDRD",
+	  .finds = { { AT(3), 3, true }, { AT(3) + 1, -1, false } } },
+	/* The documented choice: aligned words only, like memcheck and LSan. */
+	{ "pointers at unaligned addresses are not seen; an unaligned value is an interior pointer",
+	  .blocks = { SPACED4(64) },
+	  .memory = { { ROOT(0) + 4, AT(0) }, /* a root pointer at an unaligned offset */
+		      { AT(1) + 3, AT(2) },   /* and one inside a reachable block */
+		      { ROOT(8), AT(1) },
+		      { AT(3) + 16, AT(3) + 1 },
+		      { ROOT(9), AT(3) + 1 } },
+	  .kinds = "DRDP" },
+	/* a block at an odd address holds the whole words inside it; the
+	 * word across its end is nobody's (its last bytes are the
+	 * allocator's slack, as memcheck's scan rounds a block's end down),
+	 * neither its pointer nor a root */
+	{ "a block at [3, 13) of its page: no whole word",
+	  .blocks = { { AT(0) + 3, 10 }, { AT(1), 64 }, { AT(2), 64 }, { AT(3), 64 } },
+	  .memory = { { AT(0) + 8, AT(1) }, { ROOT(0), AT(0) + 3 } },
+	  .kinds = "RDDD",
+	  .stats = { STAT(tail_bytes, 8), STAT(root_hits, 1) } },
+	{ "a block at [3, 16) of its page: the word at 8 is whole inside it",
+	  .blocks = { { AT(0) + 3, 13 }, { AT(1), 64 }, { AT(2), 64 }, { AT(3), 64 } },
+	  .memory = { { AT(0) + 8, AT(1) }, { ROOT(0), AT(0) + 3 } },
+	  .kinds = "RRDD" },
+};
+
+static enum leak_kind kind_of_letter(char c)
+{
+	switch (c) {
+	case 'R':
+		return LEAK_REACHABLE;
+	case 'P':
+		return LEAK_POSSIBLY_LOST;
+	case 'I':
+		return LEAK_INDIRECTLY_LOST;
+	case 'D':
+		return LEAK_DEFINITELY_LOST;
+	}
+	CHECK(0, "kind letter '%c'", c);
+	return LEAK_KIND_COUNT;
+}
+
+static void kind_case_run(const struct kind_case *c)
+{
+	size_t n = strlen(c->kinds), i;
+	uint64_t want_blocks[LEAK_KIND_COUNT] = { 0 }, want_bytes[LEAK_KIND_COUNT] = { 0 };
+	enum leak_kind oracle_kinds[CASE_BLOCKS];
+	struct leakcheck_scan_stats st;
+	struct leakcheck_totals t;
+	const struct find_want *f;
+	const struct stat_want *s;
+	struct leakcheck *lc;
+	struct arena a;
+	int k;
+
+	CHECK(n >= 1 && n <= CASE_BLOCKS && (n == CASE_BLOCKS || !c->blocks[n].addr), "%s: %zu kinds for its blocks",
+	      c->what, n);
+	arena_init(&a, 0x10000);
+	for (i = 0; i < CASE_WORDS && c->memory[i].at; i++)
+		poke(&a, c->memory[i].at, c->memory[i].value);
+	lc = check_of(c->blocks, n, &a, &t);
+	oracle(c->blocks, n, &a, oracle_kinds);
+	for (i = 0; i < n; i++) {
+		enum leak_kind want = kind_of_letter(c->kinds[i]), got = kind(lc, i);
+		const struct verdict_want *vw = &c->verdicts[i];
+		struct leak_verdict v;
+
+		EXPECT(got == want, "%s: block %zu is %s, want %s", c->what, i, leak_kind_name(got),
+		       leak_kind_name(want));
+		EXPECT(oracle_kinds[i] == want, "%s: the oracle makes block %zu %s, the case %s", c->what, i,
+		       leak_kind_name(oracle_kinds[i]), leak_kind_name(want));
+		want_blocks[want]++;
+		want_bytes[want] += c->blocks[i].size;
+		if (!vw->checked)
+			continue;
+		CHECK(leakcheck_verdict(lc, i, &v) == 0);
+		EXPECT(v.indirect_bytes == vw->indirect_bytes && v.via == vw->via,
+		       "%s: block %zu carries %llu indirect bytes (want %llu), reached via %zu (want %zu)", c->what,
+		       i, (unsigned long long)v.indirect_bytes, (unsigned long long)vw->indirect_bytes, v.via, vw->via);
+	}
+	for (k = 0; k < LEAK_KIND_COUNT; k++)
+		EXPECT(t.blocks[k] == want_blocks[k] && t.bytes[k] == want_bytes[k],
+		       "%s: %s totals %llu blocks, %llu bytes; want %llu, %llu", c->what, leak_kind_name(k),
+		       (unsigned long long)t.blocks[k], (unsigned long long)t.bytes[k],
+		       (unsigned long long)want_blocks[k], (unsigned long long)want_bytes[k]);
+	for (f = c->finds; f < c->finds + N(c->finds) && f->addr; f++) {
+		int start = -1;
+		int64_t got = leakcheck_find(lc, f->addr, f->block >= 0 ? &start : NULL);
+
+		EXPECT(got == f->block && (f->block < 0 || start == f->start),
+		       "%s: leakcheck_find(%#llx) is %lld (start %d), want %lld (start %d)", c->what,
+		       (unsigned long long)f->addr, (long long)got, start, (long long)f->block, f->start);
+	}
+	leakcheck_stats(lc, &st);
+	for (s = c->stats; s < c->stats + N(c->stats) && s->name; s++) {
+		uint64_t got;
+
+		memcpy(&got, (const char *)&st + s->offset, sizeof(got));
+		EXPECT(got == s->value, "%s: %s %llu, want %llu", c->what, s->name, (unsigned long long)got,
+		       (unsigned long long)s->value);
+	}
 	leakcheck_free(lc);
 	free(a.w);
 }
 
-/* The documented choice: aligned words only, like memcheck and LSan. */
-static void test_unaligned(void)
+static void test_kind_cases(void)
 {
-	struct leak_block b[4];
+	size_t i;
+
+	for (i = 0; i < N(kind_cases); i++)
+		kind_case_run(&kind_cases[i]);
+}
+
+/* Chunks that start and end off word bounds: only whole aligned words
+ * inside a chunk are read, the rest is counted. */
+static void test_unaligned_chunks(void)
+{
+	struct leak_block b[4] = { SPACED4(64) };
 	struct leakcheck_scan_stats st;
 	struct leakcheck *lc;
 	struct arena a;
-	int i;
 
 	arena_init(&a, 0x10000);
-	blocks_spaced(b, 4, 64);
-	poke(&a, ROOT(0) + 4, at(0));	   /* root pointer at an unaligned offset */
-	poke(&a, at(1) + 3, at(2));	   /* and inside a reachable block */
-	poke(&a, ROOT(8), at(1));
-	poke(&a, at(3) + 16, at(3) + 1);   /* an unaligned value is fine: interior */
-	poke(&a, ROOT(9), at(3) + 1);
-	lc = check_of(b, 4, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 2, LEAK_DEFINITELY_LOST);
-	EXPECT_KIND(lc, 3, LEAK_POSSIBLY_LOST);
-	leakcheck_free(lc);
-
-	/* chunks that start and end off word bounds: only whole aligned
-	 * words inside a chunk are read, the rest is counted */
-	memset(a.w, 0, a.words * 8);
-	poke(&a, ROOT(1), at(0));
-	poke(&a, ROOT(3), at(1));
+	poke(&a, ROOT(1), AT(0));
+	poke(&a, ROOT(3), AT(1));
 	CHECK(leakcheck_new(b, 4, &lc) == 0);
 	CHECK(leakcheck_scan(lc, ROOT(1) + 3, (char *)a.w + 8 + 3, 8) == 0); /* no whole word */
 	CHECK(leakcheck_scan(lc, ROOT(2) + 5, (char *)a.w + 16 + 5, 16) == 0); /* ROOT(3) whole */
@@ -390,49 +363,26 @@ static void test_unaligned(void)
 	EXPECT(leakcheck_scan(lc, BASE, a.w, 64) == -EINVAL);
 	EXPECT(leakcheck_classify(lc, NULL) == -EINVAL);
 	leakcheck_free(lc);
-
-	/* a block at an odd address: it holds the whole words inside it; the
-	 * word across its end is nobody's (its last bytes are the allocator's
-	 * slack, as memcheck's scan rounds a block's end down), neither its
-	 * pointer nor a root */
-	b[0] = (struct leak_block){ .addr = at(0) + 3, .size = 10 }; /* [3, 13): no whole word */
-	memset(a.w, 0, a.words * 8);
-	poke(&a, at(0) + 8, at(1));
-	poke(&a, ROOT(0), at(0) + 3);
-	lc = check_of(b, 4, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 1, LEAK_DEFINITELY_LOST);
-	leakcheck_stats(lc, &st);
-	EXPECT(st.tail_bytes == 8 && st.root_hits == 1, "tail %llu, root hits %llu",
-	       (unsigned long long)st.tail_bytes, (unsigned long long)st.root_hits);
-	leakcheck_free(lc);
-	b[0].size = 13; /* [3, 16): the word at +8 is whole inside */
-	lc = check_of(b, 4, &a, NULL);
-	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
-	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
-	for (i = 2; i < 4; i++)
-		EXPECT_KIND(lc, i, LEAK_DEFINITELY_LOST);
-	leakcheck_free(lc);
 	free(a.w);
 }
 
 static void test_registers_and_overlap(void)
 {
 	struct leak_block b[3] = {
-		{ .addr = at(0), .size = 64 },
-		{ .addr = at(0) + 32, .size = 64 }, /* overlaps 0: a free the tracer missed */
-		{ .addr = at(2), .size = 64 },
+		{ .addr = AT(0), .size = 64 },
+		{ .addr = AT(0) + 32, .size = 64 }, /* overlaps 0: a free the tracer missed */
+		{ .addr = AT(2), .size = 64 },
 	};
 	struct leakcheck_scan_stats st;
 	struct leakcheck *lc;
 
 	CHECK(leakcheck_new(b, 3, &lc) == 0);
-	leakcheck_scan_value(lc, at(2) + 8);
-	leakcheck_scan_value(lc, at(0));
+	leakcheck_scan_value(lc, AT(2) + 8);
+	leakcheck_scan_value(lc, AT(0));
 	leakcheck_scan_value(lc, 42);
 	leakcheck_stats(lc, &st);
 	EXPECT(st.overlapping == 1 && st.values == 3 && st.root_hits == 2);
-	EXPECT(leakcheck_find(lc, at(0) + 40, NULL) == 1, "the overlap belongs to the upper block");
+	EXPECT(leakcheck_find(lc, AT(0) + 40, NULL) == 1, "the overlap belongs to the upper block");
 	CHECK(leakcheck_classify(lc, NULL) == 0);
 	EXPECT_KIND(lc, 0, LEAK_REACHABLE);
 	EXPECT_KIND(lc, 1, LEAK_DEFINITELY_LOST);
@@ -440,7 +390,7 @@ static void test_registers_and_overlap(void)
 	leakcheck_free(lc);
 
 	CHECK(leakcheck_new(NULL, 0, &lc) == 0); /* nothing tracked */
-	leakcheck_scan_value(lc, at(0));
+	leakcheck_scan_value(lc, AT(0));
 	CHECK(leakcheck_classify(lc, NULL) == 0);
 	leakcheck_free(lc);
 }
@@ -767,18 +717,17 @@ static void test_million_blocks(void)
  * block starts is refused. */
 static void test_keep(void)
 {
-	struct leak_block b[3];
+	struct leak_block b[3] = { SPACED3(64) };
 	struct leakcheck_totals t;
 	struct leakcheck *lc;
 	struct arena a;
 
 	arena_init(&a, 0x10000);
-	blocks_spaced(b, 3, 64);
 	/* nothing points to 0; 0 -> 1; 2 alone */
-	poke(&a, at(0) + 16, at(1));
+	poke(&a, AT(0) + 16, AT(1));
 	CHECK(leakcheck_new(b, 3, &lc) == 0);
-	EXPECT(leakcheck_keep(lc, at(0)) == 0);
-	EXPECT(leakcheck_keep(lc, at(2) + 8) == -ENOENT, "an interior address is not a block's start");
+	EXPECT(leakcheck_keep(lc, AT(0)) == 0);
+	EXPECT(leakcheck_keep(lc, AT(2) + 8) == -ENOENT, "an interior address is not a block's start");
 	EXPECT(leakcheck_keep(lc, BASE + 8) == -ENOENT, "no block there");
 	CHECK(scan_all(lc, &a) == 0);
 	CHECK(leakcheck_classify(lc, &t) == 0);
@@ -802,27 +751,26 @@ static bool unsure(const struct leakcheck *lc, size_t i)
  * reached only through them, or reached further by them, is flagged. */
 static void test_blocks_only_and_unsure(void)
 {
-	struct leak_block b[6];
+	struct leak_block b[6] = { SPACED6(64) };
 	struct leakcheck_totals t;
 	struct leakcheck *lc;
 	struct arena a;
 
 	arena_init(&a, 0x8000);
-	blocks_spaced(b, 6, 64);
-	poke(&a, ROOT(0), at(4));		  /* sure: 4 */
-	poke(&a, ROOT(1), at(2) + 8);		  /* sure, interior: 2 possibly */
-	poke(&a, BASE + 0x800, at(1));		  /* unsure: 1 */
-	poke(&a, BASE + 0x808, at(2));		  /* unsure: 2 reachable, not possibly */
-	poke(&a, BASE + 0x810, at(4));		  /* unsure too: 4 stays sure */
-	poke(&a, at(1) + 8, at(3));		  /* 1 -> 3: unsure as 1 */
-	poke(&a, at(5) - 0x100, at(5));		  /* the allocator's: no root for 5 */
-	poke(&a, at(5) + 8, at(0));		  /* a lost block's pointer: 0 indirectly lost */
+	poke(&a, ROOT(0), AT(4));		  /* sure: 4 */
+	poke(&a, ROOT(1), AT(2) + 8);		  /* sure, interior: 2 possibly */
+	poke(&a, BASE + 0x800, AT(1));		  /* unsure: 1 */
+	poke(&a, BASE + 0x808, AT(2));		  /* unsure: 2 reachable, not possibly */
+	poke(&a, BASE + 0x810, AT(4));		  /* unsure too: 4 stays sure */
+	poke(&a, AT(1) + 8, AT(3));		  /* 1 -> 3: unsure as 1 */
+	poke(&a, AT(5) - 0x100, AT(5));		  /* the allocator's: no root for 5 */
+	poke(&a, AT(5) + 8, AT(0));		  /* a lost block's pointer: 0 indirectly lost */
 	CHECK(leakcheck_new(b, 6, &lc) == 0);
 	/* any order: the allocator's page first, then the roots */
-	CHECK(leakcheck_scan_blocks(lc, at(4) + 0x1000 - 0x1000, (char *)a.w + (at(4) - BASE), 0x2000) == 0);
+	CHECK(leakcheck_scan_blocks(lc, AT(4) + 0x1000 - 0x1000, (char *)a.w + (AT(4) - BASE), 0x2000) == 0);
 	CHECK(leakcheck_scan(lc, BASE, a.w, 0x800) == 0);
 	CHECK(leakcheck_scan_unsure(lc, BASE + 0x800, (char *)a.w + 0x800, 0x800) == 0);
-	CHECK(leakcheck_scan(lc, at(0), (char *)a.w + (at(0) - BASE), at(4) - at(0)) == 0);
+	CHECK(leakcheck_scan(lc, AT(0), (char *)a.w + (AT(0) - BASE), AT(4) - AT(0)) == 0);
 	CHECK(leakcheck_classify(lc, &t) == 0);
 	EXPECT_KIND(lc, 0, LEAK_INDIRECTLY_LOST);
 	EXPECT_KIND(lc, 1, LEAK_REACHABLE);
@@ -842,22 +790,22 @@ static void test_blocks_only_and_unsure(void)
 /* The pages of the allocator's memory no block touches: never read. */
 static void test_holes(void)
 {
-	struct leak_block b[3] = { { at(0), 64 }, { at(1) + 0xff0, 0x20 }, { at(4), 0 } };
-	const struct leak_block mem[] = { { BASE, at(5) + 0x2000 - BASE }, { at(9), 0x800 } };
+	struct leak_block b[3] = { { AT(0), 64 }, { AT(1) + 0xff0, 0x20 }, { AT(4), 0 } };
+	const struct leak_block mem[] = { { BASE, AT(5) + 0x2000 - BASE }, { AT(9), 0x800 } };
 	struct leak_block *h;
 	struct leakcheck *lc;
 	size_t n;
 
 	CHECK(leakcheck_new(b, 3, &lc) == 0);
 	CHECK(leakcheck_holes(lc, mem, 2, 0x1000, &h, &n) == 0);
-	/* [BASE, at(0)); at(0)'s page has block 0, at(1) and at(2) block 1
-	 * (across their boundary); at(3); at(4)'s page has the empty block 2;
-	 * then from at(5) on; the second range has no whole page */
+	/* [BASE, AT(0)); AT(0)'s page has block 0, AT(1) and AT(2) block 1
+	 * (across their boundary); AT(3); AT(4)'s page has the empty block 2;
+	 * then from AT(5) on; the second range has no whole page */
 	EXPECT(n == 3, "%zu holes", n);
 	EXPECT(n > 0 && h[0].addr == BASE && h[0].size == 0x1000, "hole 0");
-	EXPECT(n > 1 && h[1].addr == at(3) && h[1].size == 0x1000, "hole 1 %#llx+%#llx",
+	EXPECT(n > 1 && h[1].addr == AT(3) && h[1].size == 0x1000, "hole 1 %#llx+%#llx",
 	       n > 1 ? (unsigned long long)h[1].addr : 0ull, n > 1 ? (unsigned long long)h[1].size : 0ull);
-	EXPECT(n > 2 && h[2].addr == at(5) && h[2].size == 0x2000, "hole 2");
+	EXPECT(n > 2 && h[2].addr == AT(5) && h[2].size == 0x2000, "hole 2");
 	free(h);
 	leakcheck_free(lc);
 }
@@ -866,15 +814,8 @@ int main(void)
 {
 	EXPECT(leak_kind_name(LEAK_DEFINITELY_LOST) && !strcmp(leak_kind_name(LEAK_DEFINITELY_LOST), "definitely_lost"));
 	EXPECT(leak_kind_name(LEAK_KIND_COUNT) == NULL);
-	test_chains();
-	test_cycles();
-	test_clique_merging();
-	test_interior();
-	test_self_pointer();
-	test_lost_tree();
-	test_block_end();
-	test_zero_size();
-	test_unaligned();
+	test_kind_cases();
+	test_unaligned_chunks();
 	test_registers_and_overlap();
 	test_large_blocks();
 	test_find_random();
