@@ -108,7 +108,7 @@ static int report_now(const struct env *env, struct session *s, FILE *f, bool fi
 {
 	struct session_report sr;
 	const struct report *r = &sr.b.r;
-	int err = session_report(s, &sr);
+	int err = session_report(s, NULL, &sr);
 
 	if (!err) {
 		err = report_write(f, final ? env->format : REPORT_FORMAT_TEXT, r, (unsigned int)env->top);

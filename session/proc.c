@@ -563,22 +563,45 @@ void proc_release_all(const struct proc_services *sv, struct procs *ps)
 		sv->remove(sv->ctx, &ps->v[i]->pp);
 }
 
+static void proc_free(struct proc *p)
+{
+	proc_objects_free(&p->objs);
+	allocator_free(&p->alloc);
+	preload_sites_free(&p->sites);
+	ledger_free(&p->ledger);
+	free(p->maps);
+	free(p->command);
+	free(p->untraced);
+	free(p);
+}
+
+int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid)
+{
+	struct proc *p = procs_find(ps, pid);
+	uint32_t img;
+	size_t i;
+
+	if (!p)
+		return -ENOENT;
+	if (!p->exited)
+		return -EBUSY;
+	img = p->image;
+	procs_remove(ps, p);
+	proc_free(p);
+	for (i = 0; i < ps->n && img; i++)
+		if (ps->v[i]->image == img)
+			img = 0;
+	if (img)
+		stack_store_image_forget(sv->stacks, img);
+	return 0;
+}
+
 void procs_free(struct procs *ps)
 {
 	size_t i;
 
-	for (i = 0; i < ps->n; i++) {
-		struct proc *p = ps->v[i];
-
-		proc_objects_free(&p->objs);
-		allocator_free(&p->alloc);
-		preload_sites_free(&p->sites);
-		ledger_free(&p->ledger);
-		free(p->maps);
-		free(p->command);
-		free(p->untraced);
-		free(p);
-	}
+	for (i = 0; i < ps->n; i++)
+		proc_free(ps->v[i]);
 	free(ps->v);
 	memset(ps, 0, sizeof(*ps));
 }

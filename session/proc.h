@@ -80,6 +80,9 @@ size_t procs_untraced(const struct procs *ps);
  * Returns 0 or -ENOMEM (P then still the caller's). */
 int procs_append(struct procs *ps, struct proc *p);
 
+/* Takes P out of PS (its list order kept); P is then the caller's. */
+void procs_remove(struct procs *ps, const struct proc *p);
+
 /* What a process's life is told to do, from the session's settings. */
 struct proc_settings {
 	bool following;	     /* its forks and execs are followed with ptrace (stops work) */
@@ -177,6 +180,11 @@ void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid
 /* PID is gone with wait status STATUS: its probes and slot released, its
  * mappings kept to name its frames, its ledger sealed into sums. */
 void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, int status);
+
+/* Forgets PID, which exited (its last report is out): freed, and with
+ * it its image's stacks when no process of that image is left in PS.
+ * Returns 0, or -ENOENT (no such process) or -EBUSY (still alive). */
+int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid);
 
 /* Without ptrace (-p alone): whether PS's first process still lives
  * (marked exited when the kernel no longer has it). */

@@ -4,6 +4,7 @@
  * themselves are proc.c's to make, change and free. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "proc.h"
 
@@ -34,6 +35,22 @@ int procs_append(struct procs *ps, struct proc *p)
 	ps->v[ps->n++] = p;
 	ps->last = p;
 	return 0;
+}
+
+void procs_remove(struct procs *ps, const struct proc *p)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		if (ps->v[i] != p)
+			continue;
+		/* in order: the first stays the process dwleak attached to first */
+		memmove(&ps->v[i], &ps->v[i + 1], (ps->n - i - 1) * sizeof(*ps->v));
+		ps->n--;
+		break;
+	}
+	if (ps->last == p)
+		ps->last = NULL;
 }
 
 size_t procs_alive(const struct procs *ps)

@@ -81,12 +81,13 @@ struct per_proc {
 	struct stack_source src;
 };
 
-int session_report(struct session *s, struct session_report *out)
+int session_report(struct session *s, const struct session_report_opts *opts, struct session_report *out)
 {
+	static const struct session_report_opts whole = { .check_first = true };
 	const struct session_settings *set = s->set;
 	static const char *counter_names[CNT_COUNT];
 	uint64_t now = session_now_ns();
-	size_t n = s->procs.n, i;
+	size_t n = s->procs.n, i, k = 0;
 	struct per_proc *pp = calloc(n + 1, sizeof(*pp));
 	struct build_proc *bps = calloc(n + 1, sizeof(*bps));
 	char **notes = calloc(n + 1, sizeof(*notes));
@@ -109,6 +110,18 @@ int session_report(struct session *s, struct session_report *out)
 	int err = pp && bps && notes ? 0 : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
+	if (!opts)
+		opts = &whole;
+	if (opts->pid) {
+		const struct proc *only = procs_find(&s->procs, opts->pid);
+
+		if (!only)
+			err = -ENOENT;
+		else {
+			o.pid = only->pid;
+			o.command = only->command;
+		}
+	}
 	out->notes = notes;
 	out->nnotes = notes ? n : 0;
 	o.counters = out->counters;
@@ -116,8 +129,8 @@ int session_report(struct session *s, struct session_report *out)
 		counter_names[i] = probes_counter_name((unsigned int)i);
 	/* --leak-check: the processes still running are checked now (those
 	 * gone were checked when they exited) */
-	for (i = 0; i < n; i++)
-		if (!s->procs.v[i]->exited)
+	for (i = 0; !err && opts->check_first && i < n; i++)
+		if (!s->procs.v[i]->exited && (!opts->pid || s->procs.v[i]->pid == opts->pid))
 			proc_leak_check(&s->sv, s->procs.v[i], "before the report");
 	session_drain(s);
 	session_stacks_move(s); /* every walk a record names, into the store */
@@ -127,27 +140,31 @@ int session_report(struct session *s, struct session_report *out)
 	o.procs_without_table = limits.slots_none;
 	o.mappings_unrecorded = limits.mappings_full;
 	for (i = 0; set->leak_check && i < n; i++)
-		leak_check_totals(&o, &s->procs.v[i]->check);
+		if (!opts->pid || s->procs.v[i]->pid == opts->pid)
+			leak_check_totals(&o, &s->procs.v[i]->check);
 	for (i = 0; !err && i < n; i++) {
 		const struct proc *p = s->procs.v[i];
 
+		if (opts->pid && p->pid != opts->pid)
+			continue;
 		/* counted where the records are applied */
 		out->counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
 		out->counters[CNT_REPLACED] += p->ledger.allocs.replaced;
 		out->counters[CNT_RESIZED] += p->ledger.allocs.resized;
-		err = ledger_aggregate(&p->ledger, now, set->min_age_ns, set->sample_bytes, &pp[i].stacks);
-		err = err ?: stack_names_open(&pp[i].names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid,
-					      p->maps_kept, p->maps, p->nmaps, &pp[i].src);
+		err = ledger_aggregate(&p->ledger, now, set->min_age_ns, set->sample_bytes, &pp[k].stacks);
+		err = err ?: stack_names_open(&pp[k].names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid,
+					      p->maps_kept, p->maps, p->nmaps, &pp[k].src);
 		if (set->leak_check)
-			notes[i] = unchecked_why(p);
+			notes[k] = unchecked_why(p);
 		/* an untraced process is followed all the same: its state is
 		 * its life's, the reason says its allocations are missing */
-		bps[i] = (struct build_proc){ p->pid, p->command, &pp[i].stacks, &pp[i].src, p->parent,
+		bps[k] = (struct build_proc){ p->pid, p->command, &pp[k].stacks, &pp[k].src, p->parent,
 					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
-					      p->exit_status, p->untraced, notes[i], p->ledger.oom,
+					      p->exit_status, p->untraced, notes[k], p->ledger.oom,
 					      p->table_dropped };
+		k++;
 	}
-	err = err ?: build_report(bps, n, &o, &out->b);
+	err = err ?: build_report(bps, k, &o, &out->b);
 	for (i = 0; pp && i < n; i++) {
 		stack_names_free(&pp[i].names);
 		ledger_stacks_free(&pp[i].stacks);

@@ -334,6 +334,31 @@ int session_poll(struct session *s, int timeout_ms)
 	return proc_top_alive(&s->procs);
 }
 
+void session_exited(struct session *s, pid_t pid, int status)
+{
+	const struct proc *p = procs_find(&s->procs, pid);
+
+	if (!p || p->exited)
+		return;
+	session_drain(s); /* its last records, before its pid can be reused */
+	proc_on_exit(&s->sv, &s->procs, pid, status);
+}
+
+int session_forget(struct session *s, pid_t pid)
+{
+	return proc_forget(&s->sv, &s->procs, pid);
+}
+
+int session_leak_check(struct session *s, pid_t pid)
+{
+	struct proc *p = procs_find(&s->procs, pid);
+
+	if (!p)
+		return -ENOENT;
+	proc_leak_check(&s->sv, p, "asked for");
+	return p->check_err;
+}
+
 /* --- What the host reads --- */
 
 bool session_traced(const struct session *s)

@@ -90,13 +90,35 @@ const struct target *session_target(const struct session *s);
 /* When the first process was traced (CLOCK_MONOTONIC s); 0: none yet. */
 double session_traced_since(const struct session *s);
 
+/* PID (not followed with ptrace: the agent learns of exits from its
+ * watcher) exited with wait status STATUS (0 when not known): its last
+ * records applied, its probes and slot given back, its mappings kept to
+ * name its frames, its ledger sealed.  Its leak check, if one is due, must
+ * have run before.  Nothing happens for a pid the session does not have. */
+void session_exited(struct session *s, pid_t pid, int status);
+
+/* Forgets PID, which exited, once its last report is out: its ledger,
+ * mappings and (when no process of its image is left) its stacks freed.
+ * Returns 0, -ENOENT or -EBUSY (it has not exited). */
+int session_forget(struct session *s, pid_t pid);
+
+/* --leak-check of PID now (it runs: stopped for the check).  Returns 0,
+ * -ENOENT, or what the check failed with (also said). */
+int session_leak_check(struct session *s, pid_t pid);
+
+/* What a report covers. */
+struct session_report_opts {
+	bool check_first; /* with --leak-check, check the running processes first */
+	pid_t pid;	  /* only this process (0: every one) */
+};
+
 /*
  * A report of what is outstanding now into *OUT (free with
- * session_report_free, also after an error): with --leak-check the
- * running processes are checked first; every record applied and every
- * walk moved out of the kernel before it is built.  COUNTERS (CNT_COUNT
- * values) gets the programs' counters with the ledgers' added.  Returns
- * 0 or a negative errno.
+ * session_report_free, also after an error), as O says (NULL: check first,
+ * every process): every record applied and every walk moved out of the
+ * kernel before it is built.  COUNTERS (CNT_COUNT values) gets the
+ * programs' counters with the ledgers' added.  Returns 0, -ENOENT (O's pid
+ * is not traced) or another negative errno.
  */
 struct session_report {
 	struct built b;
@@ -105,7 +127,7 @@ struct session_report {
 	size_t nnotes;
 };
 
-int session_report(struct session *s, struct session_report *out);
+int session_report(struct session *s, const struct session_report_opts *o, struct session_report *out);
 void session_report_free(struct session_report *r);
 
 /* The parts' own statistics, for --stats. */

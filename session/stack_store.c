@@ -285,6 +285,25 @@ size_t stack_store_image_end(struct stack_store *s, uint32_t img)
 	return freed;
 }
 
+size_t stack_store_image_forget(struct stack_store *s, uint32_t img)
+{
+	struct image_state *i = image_of(s, img);
+	size_t k = 0, freed = 0;
+
+	if (!i || !i->ended)
+		return 0;
+	while (k < s->cap) {
+		if (s->slots[k].id && s->slots[k].image == img) {
+			slot_remove(s, k);
+			freed++;
+		} else {
+			k++;
+		}
+	}
+	s->st.freed += freed;
+	return freed;
+}
+
 void stack_store_stats(const struct stack_store *s, struct stack_store_stats *out)
 {
 	*out = s->st;

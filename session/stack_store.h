@@ -55,6 +55,11 @@ void stack_store_keep(struct stack_store *s, uint64_t id);
  */
 size_t stack_store_image_end(struct stack_store *s, uint32_t img);
 
+/* Frees every stack of image IMG, kept or not: it has ended and no
+ * process of it is remembered any more (a long-running session forgets
+ * processes after their last report).  Returns how many were freed. */
+size_t stack_store_image_forget(struct stack_store *s, uint32_t img);
+
 struct stack_store_stats {
 	uint64_t stacks;	/* held now */
 	uint64_t peak;		/* the most held at once */

@@ -34,7 +34,7 @@ struct image {
 	int attach_sites_err; /* the sites' attach fails so */
 };
 
-#define MAXPID 64
+#define MAXPID 128
 
 struct fake {
 	const struct image *image[MAXPID]; /* by pid */
@@ -544,8 +544,43 @@ static void test_attach_fails(void)
 	fake_end(&f);
 }
 
+/* A long-running session forgets a process after its last report: not
+ * while it lives; once it exited, freed (ASan), and its image's stacks
+ * go only when no process of the image is left. */
+static void test_forget(void)
+{
+	struct fake f;
+	struct stack_trace w;
+	struct proc *p;
+
+	fake_init(&f, true, false);
+	f.image[70] = &prog_glibc;
+	CHECK(!proc_spawned(&f.ps, 70, "/usr/bin/prog"));
+	CHECK(!proc_on_exec(&f.sv, &f.ps, 70));
+	CHECK(!proc_on_stop(&f.sv, &f.ps, 70));
+	f.image[71] = &prog_glibc;
+	CHECK(!proc_on_fork(&f.sv, &f.ps, 70, 71, false));
+	p = procs_find(&f.ps, 70);
+	memset(&w, 0, sizeof(w));
+	w.nframes = 1;
+	w.image = p->image;
+	CHECK(!stack_store_put(f.sv.stacks, 7, &w));
+	record(&f, 70, 0x3000, 16); /* stack 7 */
+	EXPECT(proc_forget(&f.sv, &f.ps, 70) == -EBUSY, "alive: not forgotten");
+	EXPECT(proc_forget(&f.sv, &f.ps, 99) == -ENOENT);
+	proc_on_exit(&f.sv, &f.ps, 70, 0);
+	proc_on_exit(&f.sv, &f.ps, 71, 0);
+	EXPECT(!stack_store_get(f.sv.stacks, 7, &w), "kept for the report: its block names it");
+	EXPECT(!proc_forget(&f.sv, &f.ps, 70) && !procs_find(&f.ps, 70) && f.ps.n == 1);
+	EXPECT(!stack_store_get(f.sv.stacks, 7, &w), "71 is of the same image: its stacks stay");
+	EXPECT(!proc_forget(&f.sv, &f.ps, 71) && f.ps.n == 0);
+	EXPECT(stack_store_get(f.sv.stacks, 7, &w) == -ENOENT, "the image's stacks are gone with it");
+	fake_end(&f);
+}
+
 int main(void)
 {
+	test_forget();
 	test_attach_running();
 	test_attach_sites();
 	test_sites_fallback();

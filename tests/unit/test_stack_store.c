@@ -94,6 +94,35 @@ static void test_shared_image(void)
 	stack_store_free(s);
 }
 
+/* A long-running session forgets an image once none of its processes is
+ * remembered: every stack of it goes, kept or not; a live image or
+ * another's stacks never do. */
+static void test_forget(void)
+{
+	struct stack_store *s;
+	struct stack_trace w;
+	uint32_t a, b;
+
+	CHECK(!stack_store_new(&s));
+	CHECK(!stack_store_image_new(s, &a));
+	CHECK(!stack_store_image_new(s, &b));
+	w = walk_of(300, a, 4);
+	EXPECT(!stack_store_put(s, 300, &w));
+	w = walk_of(301, a, 4);
+	EXPECT(!stack_store_put(s, 301, &w));
+	w = walk_of(400, b, 4);
+	EXPECT(!stack_store_put(s, 400, &w));
+	EXPECT(stack_store_image_forget(s, a) == 0, "a runs: nothing to forget");
+	EXPECT(stack_store_image_leave(s, a));
+	stack_store_keep(s, 300);
+	stack_store_keep(s, 301);
+	EXPECT(stack_store_image_end(s, a) == 0, "both kept for the report");
+	EXPECT(stack_store_image_forget(s, a) == 2, "forgotten: both go");
+	EXPECT(!has(s, 300, a, 4) && !has(s, 301, a, 4) && has(s, 400, b, 4));
+	EXPECT(stack_store_image_forget(s, b) == 0 && has(s, 400, b, 4), "b has not ended");
+	stack_store_free(s);
+}
+
 /* The ids that are never a stored walk's, and image 0 (not known). */
 static void test_special(void)
 {
@@ -167,6 +196,7 @@ static void test_many(void)
 
 int main(void)
 {
+	test_forget();
 	test_shared_image();
 	test_special();
 	test_many();
