@@ -115,9 +115,13 @@ fmt() {
 
 # oracle NAME [WANT] [COMPARE OPTIONS] -- CMD...: one case.  WANT, for our
 # own programs, is the definitely + indirectly lost bytes their header
-# states: a memcheck run that says otherwise is not trusted but run again
-# once (a stray word on a stack may point into a 3 MB block and make it
-# possibly lost), then the case fails as the oracle's.
+# states: a memcheck run that says otherwise is not trusted but run again,
+# up to twice, then the case fails as the oracle's.  Why: memcheck's check
+# runs after exit_group, dwleak's at exit(); asked at exit() or at _exit()
+# (vgdb) memcheck calls all of oracle_sizes' 6,404,602 B definitely lost,
+# but in some runs, at its very end, a word lands inside one of the 3 MB
+# blocks and makes it possibly lost (measured here: 1 run in 12 to 1 in
+# 40, whatever the environment; twice in a row once in a fresh root).
 cases=0 failed_cases=()
 oracle() {
 	local name=$1 want='' opts=() out rc try v
@@ -133,7 +137,7 @@ oracle() {
 	shift
 	[ -z "${ORACLE_ONLY:-}" ] || [[ $name == *"$ORACLE_ONLY"* ]] || return 0
 	cases=$((cases + 1))
-	for try in 1 2; do
+	for try in 1 2 3; do
 		out=$(bash "$ROOT/tests/oracle_compare.sh" --sums ${LT_KEEP:+--keep "$tmp/$cases"} \
 			"${opts[@]}" "$@" 2> "$tmp/err")
 		rc=$?
@@ -142,7 +146,7 @@ oracle() {
 			break
 		fi
 		[ -z "$want" ] || [ $((v[0] + v[1])) = "$want" ] && break
-		[ $try = 1 ] && echo "note: $name: memcheck says $((v[0] + v[1])) B lost, its program $want: once more"
+		[ $try != 3 ] && echo "note: $name: memcheck says $((v[0] + v[1])) B lost, its program $want: once more"
 	done
 	if [ $rc != 0 ] || [ ${#v[@]} != 11 ]; then
 		printf "FAIL %-34s could not compare: %s\n" "$name" "$(tail -1 "$tmp/err")"
