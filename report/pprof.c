@@ -2,7 +2,9 @@
  * message (protobuf.c: varints and length-delimited fields) and
  * gzip-compressed with zlib, so dwleak needs no protobuf library.  Samples
  * carry labels users filter by (-tagfocus, Pyroscope and Parca queries):
- * allocator, pid and command, and with a leak check leak_kind. */
+ * allocator, pid, command and comm, and with a leak check leak_kind.  The
+ * same bytes go to a file (report_write_pprof) or to memory
+ * (report_pprof_encode: the agent's /debug/pprof/heap). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -73,8 +75,16 @@ struct mapping {
  * and MAPPING_ORDER[id - 1] is the index of mapping ID.  Every id in the
  * profile is the intern id + 1 (0 is reserved).
  */
+/* A process's name for the comm label, looked up by pid. */
+struct comm_entry {
+	int pid;
+	const char *comm;
+};
+
 struct profile {
 	struct intern strings, functions, locations, mapping_keys;
+	struct comm_entry *comms;    /* R's processes with a comm, by pid */
+	size_t ncomms;
 	struct mapping *mappings;
 	size_t nmappings, mappings_cap;
 	size_t *mapping_order;
@@ -93,6 +103,7 @@ static void profile_free(struct profile *p)
 	intern_free(&p->mapping_keys);
 	free(p->mappings);
 	free(p->mapping_order);
+	free(p->comms);
 	pb_buf_free(&p->samples);
 	pb_buf_free(&p->msg);
 	pb_buf_free(&p->sub);
@@ -217,11 +228,51 @@ static int label_add(struct profile *p, const char *key, const char *value)
 	return 0;
 }
 
+static int comm_cmp(const void *a, const void *b)
+{
+	const struct comm_entry *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Indexes the comm of each of R's processes that has one, by pid (a report
+ * of 10,000 stacks from 200 processes looks one up per stack). */
+static int comms_index(struct profile *p, const struct report *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nprocesses; i++)
+		n += r->processes[i].comm != NULL;
+	if (!n)
+		return 0;
+	p->comms = malloc(n * sizeof(*p->comms));
+	if (!p->comms)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nprocesses; i++)
+		if (r->processes[i].comm)
+			p->comms[p->ncomms++] = (struct comm_entry){ r->processes[i].pid, r->processes[i].comm };
+	qsort(p->comms, p->ncomms, sizeof(*p->comms), comm_cmp);
+	return 0;
+}
+
+/* The comm of process PID, NULL when R gave none. */
+static const char *comm_of(const struct profile *p, int pid)
+{
+	struct comm_entry key = { pid, NULL }, *e;
+
+	if (!p->ncomms)
+		return NULL;
+	e = bsearch(&key, p->comms, p->ncomms, sizeof(key), comm_cmp);
+	return e ? e->comm : NULL;
+}
+
 /* The labels of a sample of stack S of R, part PART: its allocator, how its
- * walk ended, the process when the stack names one, the leak kind. */
+ * walk ended, the process when the stack names one (its comm when R's
+ * processes give it), the leak kind. */
 static int labels_add(struct profile *p, const struct report *r, const struct report_stack *s,
 		      const struct report_part *part)
 {
+	const char *comm;
 	char pid[16];
 	int err = 0;
 
@@ -237,6 +288,9 @@ static int labels_add(struct profile *p, const struct report *r, const struct re
 			return err;
 		if (report_stack_command(r, s) &&
 		    (err = label_add(p, "command", report_stack_command(r, s))))
+			return err;
+		comm = comm_of(p, report_stack_pid(r, s));
+		if (comm && (err = label_add(p, "comm", comm)))
 			return err;
 	}
 	if (part->kind == REPORT_PART_UNCLASSIFIED)
@@ -608,6 +662,8 @@ static int profile_encode(const struct report *r, unsigned int top, struct pb_bu
 		goto out;
 	}
 	err = report_stacks_ordered(r, &order);
+	if (!err)
+		err = comms_index(&p, r);
 	if (err)
 		goto out;
 	shown = top && top < r->nstacks ? top : r->nstacks;
@@ -698,17 +754,27 @@ static int gzip_compress(const struct pb_buf *in, uint8_t **out, size_t *outlen)
 	return 0;
 }
 
-int report_write_pprof(FILE *f, const struct report *r, unsigned int top)
+int report_pprof_encode(const struct report *r, unsigned int top, uint8_t **out, size_t *len)
 {
 	struct pb_buf pb = { 0 };
+	int err;
+
+	*out = NULL;
+	*len = 0;
+	err = profile_encode(r, top, &pb);
+	if (!err)
+		err = gzip_compress(&pb, out, len);
+	pb_buf_free(&pb);
+	return err;
+}
+
+int report_write_pprof(FILE *f, const struct report *r, unsigned int top)
+{
 	uint8_t *gz = NULL;
 	size_t gzlen = 0;
 	int err;
 
-	err = profile_encode(r, top, &pb);
-	if (!err)
-		err = gzip_compress(&pb, &gz, &gzlen);
-	pb_buf_free(&pb);
+	err = report_pprof_encode(r, top, &gz, &gzlen);
 	if (err)
 		return err;
 	if (fwrite(gz, 1, gzlen, f) != gzlen || fflush(f) || ferror(f))
