@@ -28,7 +28,8 @@ ASAN := $(BUILD)/asan
 # zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
 # was compiled from (its cache key; SHA-NI where the CPU has it, no global
 # state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
-PKGS := libelf libdw libzstd zlib nettle $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+# libmicrohttpd: the agent's HTTP server (agent/http.c).
+PKGS := libelf libdw libzstd zlib nettle libmicrohttpd $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.
@@ -46,7 +47,7 @@ FUZZ_OBJECTS_SECONDS ?= 10
 # include list of the layers it may use, so that an include against the
 # arrows does not compile.  bpf/abi/ is the header-only contract between
 # the kernel program and user space.
-LAYERS := tables target unwinder bpf report leakcheck cli
+LAYERS := tables target unwinder bpf report leakcheck agent cli
 INC_tables := -I tables
 INC_target := -I target -I bpf/abi
 INC_unwinder := -I unwinder -I tables -I target -I bpf/abi
@@ -54,11 +55,14 @@ INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD)
 INC_report := -I report
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
 INC_leakcheck := -I leakcheck
-INC_cli := -I cli -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
+# The agent's parts that need no live session: HTTP, metrics, targets,
+# the exec/exit/OOM watcher (bpf/watch.c), the bounded stack table.
+INC_agent := -I agent -I report -I target -I bpf -I bpf/abi
+INC_cli := -I cli -I agent -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # Link order: each library before the ones it uses.
-LINK_LAYERS := cli bpf unwinder report leakcheck target tables
+LINK_LAYERS := cli agent bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
 SRCS_target := $(wildcard target/*.c)
@@ -66,6 +70,7 @@ SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
 SRCS_leakcheck := $(wildcard leakcheck/*.c)
+SRCS_agent := $(wildcard agent/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
