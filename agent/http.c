@@ -328,12 +328,13 @@ unsigned int agent_request_check(const char *method, const char *path, const cha
 		const char *k = keys[i], *v = values[i] ? values[i] : "";
 		int p;
 
-		for (p = 0; p < PARAM_COUNT - 1; p++)
+		/* p: the parameter, PARAM_COUNT when it is none this agent knows */
+		for (p = 0; p < PARAM_IGNORED; p++)
 			if (!strcmp(k, param_names[p]))
 				break;
-		if (p == PARAM_COUNT - 1 && param_ignored(k))
-			p = PARAM_IGNORED;
-		if (p == PARAM_COUNT - 1 || !(route_params[r] & 1u << p)) {
+		if (p == PARAM_IGNORED && !param_ignored(k))
+			p = PARAM_COUNT;
+		if (p == PARAM_COUNT || !(route_params[r] & 1u << p)) {
 			snprintf(why, whylen, "%s takes no parameter '%.64s'", path, k);
 			return 400;
 		}
