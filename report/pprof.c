@@ -90,6 +90,11 @@ struct profile {
 	size_t *mapping_order;
 	struct pb_buf samples;       /* the encoded Sample fields */
 	struct pb_buf msg, sub;      /* scratch for embedded messages */
+	/* location_memo(): frame groups by the identity of their strings */
+	struct intern memo;
+	uint32_t *memo_loc;          /* MEMO id -> location intern id */
+	size_t memo_cap;
+	struct pb_buf memo_key;
 };
 
 #define LOC_HEAD_SIZE (sizeof(uint32_t) + sizeof(uint64_t))
@@ -104,6 +109,9 @@ static void profile_free(struct profile *p)
 	free(p->mappings);
 	free(p->mapping_order);
 	free(p->comms);
+	intern_free(&p->memo);
+	free(p->memo_loc);
+	pb_buf_free(&p->memo_key);
 	pb_buf_free(&p->samples);
 	pb_buf_free(&p->msg);
 	pb_buf_free(&p->sub);
@@ -216,6 +224,57 @@ static long location_of(struct profile *p, const struct report_frame *frames, si
 	return id;
 }
 
+/*
+ * location_of() remembered by what the frames point to rather than what
+ * they say: the same group of frames (same address, same module, build id,
+ * function and file strings by pointer, same lines) is the same Location,
+ * found without reading a string.  Reports made by a live trace share
+ * their names (one string per object and symbol), so most frames of 10,000
+ * stacks are found here; frames with equal strings at other addresses
+ * take location_of() and still get the one Location.
+ */
+static long location_memo(struct profile *p, const struct report_frame *frames, size_t n)
+{
+	struct pb_buf *key = &p->memo_key;
+	size_t known;
+	long m, id;
+
+	key->len = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct report_frame *fr = &frames[i];
+		const void *ptrs[4] = { fr->module, fr->build_id, fr->function, fr->file };
+		int64_t line = fr->line;
+
+		pb_buf_put(key, &fr->address, sizeof(fr->address));
+		pb_buf_put(key, &fr->elf_address, sizeof(fr->elf_address));
+		pb_buf_put(key, ptrs, sizeof(ptrs));
+		pb_buf_put(key, &line, sizeof(line));
+	}
+	if (key->oom)
+		return -ENOMEM;
+	known = p->memo.n;
+	m = intern_get(&p->memo, key->data, key->len);
+	if (m < 0)
+		return m;
+	if ((size_t)m < known)
+		return p->memo_loc[m];
+	/* new: an -ENOMEM from here on ends the whole profile, so an entry
+	 * without its location is never looked up again */
+	if ((size_t)m >= p->memo_cap) {
+		size_t cap = p->memo_cap ? p->memo_cap * 2 : 1024;
+		uint32_t *v = realloc(p->memo_loc, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->memo_loc = v;
+		p->memo_cap = cap;
+	}
+	id = location_of(p, frames, n);
+	if (id >= 0)
+		p->memo_loc[m] = (uint32_t)id;
+	return id;
+}
+
 static int label_add(struct profile *p, const char *key, const char *value)
 {
 	long k = str_id(p, key), v = str_id(p, value);
@@ -325,7 +384,7 @@ static int sample_add(struct profile *p, const struct report *r, const struct re
 		for (j = i; j + 1 < s->nframes && s->frames[j].inlined &&
 			    s->frames[j + 1].address == s->frames[j].address; j++)
 			;
-		id = location_of(p, &s->frames[i], j - i + 1);
+		id = location_memo(p, &s->frames[i], j - i + 1);
 		if (id < 0) {
 			err = (int)id;
 			goto out;
@@ -730,8 +789,11 @@ static int gzip_compress(const struct pb_buf *in, uint8_t **out, size_t *outlen)
 	*out = NULL;
 	if (in->len > UINT_MAX / 2)
 		return -ENOMEM;
-	/* windowBits 15 + 16: a gzip header and trailer instead of zlib's. */
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/* windowBits 15 + 16: a gzip header and trailer instead of zlib's.
+	 * Z_BEST_SPEED, as Go's runtime/pprof compresses its profiles: the
+	 * agent serves profiles of 10,000 stacks per scrape, where the default
+	 * level took half the time for a file a fifth smaller. */
+	if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -EPROTO;
 	bound = deflateBound(&zs, in->len);
 	*out = malloc(bound);
