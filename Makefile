@@ -185,6 +185,18 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 
 # --- Test programs ---
 
+# The agent/ layer's test driver (HTTP with a fake data source, the
+# watcher, the targets) for tests/agent_*.sh: ASan/UBSan for the tests,
+# and a release build for measuring scrape times.
+AGENT_TOOLS := $(ASAN)/tests/agent_tool $(BUILD)/tests/agent_tool
+$(ASAN)/tests/agent_tool: tests/agent/agent_tool.c $(ASAN_LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/agent_tool: tests/agent/agent_tool.c $(LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LIBS) $(LDLIBS)
+
 testdata:
 	+$(MAKE) -C testdata OUT=$(CURDIR)/$(BUILD)/testdata
 
@@ -240,7 +252,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
