@@ -877,7 +877,8 @@ int agent_targets_members(const struct agent_targets *t, pid_t **pids, size_t *n
 		free(s.v);
 		return err;
 	}
-	qsort(s.v, s.n, sizeof(*s.v), pid_cmp);
+	if (s.n)
+		qsort(s.v, s.n, sizeof(*s.v), pid_cmp);
 	*n = 0;
 	for (size_t i = 0; i < s.n; i++)
 		if (!*n || s.v[*n - 1] != s.v[i])
