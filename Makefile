@@ -5,9 +5,10 @@
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20), on
-#                      the cache entry decoder for FUZZ_CACHE_SECONDS (10) and on
+#                      the cache entry decoder for FUZZ_CACHE_SECONDS (10), on
 #                      the USDT notes and symbols of target files for
-#                      FUZZ_OBJECTS_SECONDS (10)
+#                      FUZZ_OBJECTS_SECONDS (10), and on what the agent parses
+#                      for FUZZ_AGENT_SECONDS (5)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
@@ -87,7 +88,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
+	$(BUILD)/fuzz/fuzz_agent
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 
@@ -223,6 +225,18 @@ $(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/a
 	@mkdir -p $(@D)
 	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(MEMORY_FUZZ_SRCS)
 
+# fuzz_agent: what the agent parses from others (cgroup files and the
+# mount table, /proc/PID/stat, HTTP parameters, label values, tokens);
+# http.c and metrics.c need the report layer and libmicrohttpd.
+AGENT_FUZZ_SRCS := agent/targets.c agent/metrics.c agent/http.c $(SRCS_report)
+$(BUILD)/fuzz/fuzz_agent: tests/fuzz/fuzz_agent.c $(AGENT_FUZZ_SRCS) $(wildcard agent/*.h report/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_agent) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(AGENT_FUZZ_SRCS) $(LDLIBS)
+
+$(BUILD)/fuzz/agent_seeds/.done: tests/fuzz/make_agent_corpus.sh
+	bash tests/fuzz/make_agent_corpus.sh $(BUILD)/fuzz/agent_seeds
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -243,7 +257,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
