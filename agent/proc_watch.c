@@ -51,6 +51,7 @@ struct agent_watch {
 	struct pidfd_entry *pidfds;
 	size_t npidfds, pidfds_cap;
 	uint64_t lost;            /* fallback events that could not be delivered */
+	bool exit_all;            /* every exit is reported, followed or not */
 };
 
 static uint64_t now_ns(void)
@@ -76,8 +77,9 @@ static void bpf_event(void *ctx, const struct watch_event *e)
 		}
 		break;
 	case WATCH_EVENT_EXIT:
-		/* once: the first of a duplicate (two threads ending at once) */
-		if (watch_pid_remove(w->bpf, (pid_t)e->pid) == 0 && w->cb.exit) {
+		/* once for a followed pid: the first of a duplicate (two threads
+		 * ending at once) takes it out of the map */
+		if ((watch_pid_remove(w->bpf, (pid_t)e->pid) == 0 || w->exit_all) && w->cb.exit) {
 			struct agent_exit x = { .pid = (pid_t)e->pid, .status = e->exit_code, .time_ns = e->time_ns };
 
 			w->cb.exit(w->cb.ctx, &x);
@@ -192,6 +194,27 @@ static int scan(struct agent_watch *w)
 	return delivered;
 }
 
+/* Whether PID runs: its /proc/PID/stat exists and its state (after the
+ * last ')') is not Z (zombie) or X (dead). */
+static bool proc_alive(const char *proc, pid_t pid)
+{
+	char path[300], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%d/stat", proc, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 /* ---- pidfds (no exit tracepoint) ---- */
 
 static int pidfd_find(const struct agent_watch *w, pid_t pid)
@@ -215,9 +238,16 @@ int agent_watch_follow(struct agent_watch *w, pid_t pid)
 	int fd;
 
 	if (w->info.tracepoint[WATCH_EVENT_EXIT]) {
-		if (kill(pid, 0) && errno == ESRCH)
+		int err = watch_pid_add(w->bpf, pid);
+
+		/* in the map first, then alive: an exit after this is reported;
+		 * one before it (a zombie included: its last thread has ended)
+		 * never will be, so the caller hears of it now */
+		if (!err && !proc_alive(w->proc, pid)) {
+			watch_pid_remove(w->bpf, pid);
 			return -ESRCH;
-		return watch_pid_add(w->bpf, pid);
+		}
+		return err;
 	}
 	if (pidfd_find(w, pid) >= 0)
 		return 0;
@@ -250,8 +280,11 @@ int agent_watch_unfollow(struct agent_watch *w, pid_t pid)
 {
 	int i;
 
-	if (w->info.tracepoint[WATCH_EVENT_EXIT])
-		return watch_pid_remove(w->bpf, pid);
+	if (w->info.tracepoint[WATCH_EVENT_EXIT]) {
+		int err = watch_pid_remove(w->bpf, pid);
+
+		return err == -ENOENT ? 0 : err;
+	}
 	i = pidfd_find(w, pid);
 	if (i >= 0)
 		pidfd_drop(w, (size_t)i);
@@ -276,6 +309,7 @@ int agent_watch_open(const struct agent_watch_settings *s, const struct agent_wa
 	if (!w)
 		return -ENOMEM;
 	w->cb = *cb;
+	w->exit_all = s->exit_all;
 	w->timerfd = -1;
 	w->proc = strdup(s->proc ? s->proc : "/proc");
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -98,8 +98,10 @@ int agent_watch_run(struct agent_watch *w);
 
 /*
  * Reports the exit of process PID from now on (once; then it is
- * forgotten).  Returns 0, -ESRCH when it has ended already (the caller
- * handles it as ended), or a negative errno (-E2BIG: too many followed).
+ * forgotten).  Returns 0, -ESRCH when it has ended already (a zombie
+ * too: the caller handles it as ended now, and should ignore an exit
+ * event for a pid it no longer knows), or a negative errno (-E2BIG: too
+ * many followed).
  */
 int agent_watch_follow(struct agent_watch *w, pid_t pid);
 

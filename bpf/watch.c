@@ -216,7 +216,7 @@ int watch_pid_remove(struct watch *w, pid_t pid)
 
 	if (!w->skel)
 		return 0;
-	if (bpf_map_delete_elem(bpf_map__fd(w->skel->maps.watch_pids), &key) && errno != ENOENT)
+	if (bpf_map_delete_elem(bpf_map__fd(w->skel->maps.watch_pids), &key))
 		return -errno;
 	return 0;
 }

@@ -52,8 +52,9 @@ int watch_fd(const struct watch *w);
  * negative errno. */
 int watch_consume(struct watch *w);
 
-/* Reports (or stops reporting) the exit of process PID.  Returns 0 or a
- * negative errno (-E2BIG: WATCH_PIDS_MAX pids are watched already). */
+/* Reports (or stops reporting) the exit of process PID.  Return 0 or a
+ * negative errno: -E2BIG, WATCH_PIDS_MAX pids are watched already
+ * (watch_pid_add); -ENOENT, PID was not watched (watch_pid_remove). */
 int watch_pid_add(struct watch *w, pid_t pid);
 int watch_pid_remove(struct watch *w, pid_t pid);
 

@@ -105,6 +105,28 @@ wait_for "$T/watch.txt" "^exit pid=$victim status=9 " && pass "a SIGKILL'd proce
 	fail "no exit status 9 for pid $victim: $(grep "pid=$victim " "$T/watch.txt")"
 grep -q "^exit pid=$(pgrep -n -x agent_tool) " "$T/watch.txt" && fail "the watcher reported itself ending"
 
+# followed pids only (no --exit-all): one exit each, no other; a zombie
+# (its last thread ended, not reaped) is refused as ended
+"$T/dwleak_w_exec" 0.6 &
+fol=$!
+sh -c "$T/dwleak_w_exec 0.05 & exec $T/dwleak_w_exec 5" &
+zparent=$!
+pids+=($zparent)
+sleep 0.4
+zombie=$(pgrep -P $zparent | head -n 1)
+watch_start "$T/follow.txt" --follow $fol --follow "${zombie:-1}" --seconds 2 || exit 1
+wait_for "$T/follow.txt" "^exit pid=$fol status=0 " || fail "no exit of followed pid $fol: $(cat "$T/follow.txt")"
+wait $fol
+sleep 0.3
+[ "$(grep -c '^exit ' "$T/follow.txt")" = 1 ] && pass "a followed pid's exit once, no other process's" ||
+	fail "exits without --exit-all: $(grep '^exit ' "$T/follow.txt")"
+if [ -n "$zombie" ] && grep -q "^follow $zombie: No such process" "$T/follow.txt"; then
+	pass "following a zombie ($zombie) says it has ended"
+else
+	fail "zombie ${zombie:-(none made)}: $(grep "^follow" "$T/follow.txt")"
+fi
+kill $zparent 2> /dev/null
+
 # --- c: the OOM killer's victim ---
 if grep -q '^how victim: BPF tp_btf/mark_victim' "$T/watch.txt" && command -v python3.11 > /dev/null; then
 	if [ -d /sys/fs/cgroup/memory ] && grep -q ' /sys/fs/cgroup/memory cgroup ' /proc/mounts; then
