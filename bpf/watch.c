@@ -87,6 +87,7 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 	       struct watch **out, char *why, size_t whylen)
 {
 	struct bpf_program *progs[WATCH_EVENT_COUNT];
+	libbpf_print_fn_t old_print = NULL;
 	enum victim_shape shape;
 	struct watch *w;
 	struct btf *btf;
@@ -125,8 +126,10 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 		*out = w;
 		return 0;
 	}
-	/* open and configure */
-	libbpf_set_print(libbpf_quiet);
+	/* open and configure; libbpf's messages only with DWLEAK_DEBUG while
+	 * the watcher loads (WHY says what failed), the caller's printer
+	 * back afterwards (bpf/probes.c sets its own) */
+	old_print = libbpf_set_print(libbpf_quiet);
 	w->skel = watch_bpf__open();
 	if (!w->skel) {
 		err = -errno;
@@ -176,9 +179,11 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 		snprintf(why, whylen, "cannot read the watcher's ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	libbpf_set_print(old_print);
 	*out = w;
 	return 0;
 fail:
+	libbpf_set_print(old_print);
 	watch_close(w);
 	return err;
 }
