@@ -316,16 +316,36 @@ static void on_exit_event(void *ctx, const struct agent_exit *e)
 	fflush(stdout);
 }
 
+/* The state letter of PID in /proc/PID/stat ('Z' for a zombie), '-' when
+ * it is gone. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return '-';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] ? p[2] : '-';
+}
+
 static void on_victim(void *ctx, const struct agent_victim *v)
 {
 	struct timespec ts;
 
 	(void)ctx;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	/* seen: when user space had it, next to when the kernel chose it */
-	printf("victim pid=%d comm=%s rss=%" PRIu64 " cgroup=%" PRIu64 " t=%" PRIu64 " seen=%" PRIu64 " alive=%d\n",
+	/* seen: when user space had it, next to when the kernel chose it;
+	 * state: whether the victim still ran then (Z or -: it had ended) */
+	printf("victim pid=%d comm=%s rss=%" PRIu64 " cgroup=%" PRIu64 " t=%" PRIu64 " seen=%" PRIu64 " state=%c\n",
 	       (int)v->pid, v->comm, v->rss_bytes, v->cgroup_id, v->time_ns,
-	       (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec, kill(v->pid, 0) == 0);
+	       (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec, proc_state(v->pid));
 	fflush(stdout);
 }
 
