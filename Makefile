@@ -5,9 +5,10 @@
 #   make               ./dwleak (+ build/libdwleak_<layer>.a, BPF skeletons)
 #   make check         everything, ASan/UBSan builds, testdata, then tests/run.sh
 #   make fuzz-smoke    libFuzzer on the table compiler for FUZZ_SECONDS (20), on
-#                      the cache entry decoder for FUZZ_CACHE_SECONDS (10) and on
+#                      the cache entry decoder for FUZZ_CACHE_SECONDS (10), on
 #                      the USDT notes and symbols of target files for
-#                      FUZZ_OBJECTS_SECONDS (10)
+#                      FUZZ_OBJECTS_SECONDS (10), and on what the agent parses
+#                      for FUZZ_AGENT_SECONDS (5)
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
@@ -28,7 +29,8 @@ ASAN := $(BUILD)/asan
 # zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
 # was compiled from (its cache key; SHA-NI where the CPU has it, no global
 # state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
-PKGS := libelf libdw libzstd zlib nettle $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+# libmicrohttpd: the agent's HTTP server (agent/http.c).
+PKGS := libelf libdw libzstd zlib nettle libmicrohttpd $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.
@@ -47,7 +49,7 @@ FUZZ_OBJECTS_SECONDS ?= 10
 # arrows does not compile.  Two folders hold headers only: bpf/abi/, the
 # contract between the kernel program, user space and the preload library,
 # and base/ (constants), which is below every layer: each list ends with it.
-LAYERS := tables target unwinder bpf report leakcheck session cli
+LAYERS := tables target unwinder bpf report leakcheck session agent cli
 INC_base := -I base
 INC_abi := -I bpf/abi $(INC_base)
 INC_tables := -I tables $(INC_base)
@@ -57,15 +59,18 @@ INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD) $(INC_b
 INC_report := -I report $(INC_base)
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
 INC_leakcheck := -I leakcheck $(INC_base)
+# The agent's parts that need no live session: HTTP, metrics, targets,
+# the exec/exit/OOM watcher (bpf/watch.c), the bounded stack table.
+INC_agent := -I agent -I report -I target -I bpf -I bpf/abi $(INC_base)
 # The live session: the processes, their ledgers, the programs, reports.
 INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
-INC_cli := -I cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
+INC_cli := -I cli -I agent -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # The preload library's (see its rules below).
 INC_preload := -I preload -I bpf/abi $(INC_base)
 # Link order: each library before the ones it uses.
-LINK_LAYERS := cli session bpf unwinder report leakcheck target tables
+LINK_LAYERS := cli agent session bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
 SRCS_target := $(wildcard target/*.c)
@@ -74,6 +79,7 @@ SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
 SRCS_leakcheck := $(wildcard leakcheck/*.c)
 SRCS_session := $(wildcard session/*.c)
+SRCS_agent := $(wildcard agent/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -94,7 +100,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
+	$(BUILD)/fuzz/fuzz_agent
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -206,6 +213,18 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 
 # --- Test programs ---
 
+# The agent/ layer's test driver (HTTP with a fake data source, the
+# watcher, the targets) for tests/agent_*.sh: ASan/UBSan for the tests,
+# and a release build for measuring scrape times.
+AGENT_TOOLS := $(ASAN)/tests/agent_tool $(BUILD)/tests/agent_tool
+$(ASAN)/tests/agent_tool: tests/agent/agent_tool.c $(ASAN_LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/agent_tool: tests/agent/agent_tool.c $(LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LIBS) $(LDLIBS)
+
 testdata:
 	+$(MAKE) -C testdata OUT=$(CURDIR)/$(BUILD)/testdata
 
@@ -232,6 +251,18 @@ $(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/a
 	@mkdir -p $(@D)
 	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(MEMORY_FUZZ_SRCS)
 
+# fuzz_agent: what the agent parses from others (cgroup files and the
+# mount table, /proc/PID/stat, HTTP parameters, label values, tokens);
+# http.c and metrics.c need the report layer and libmicrohttpd.
+AGENT_FUZZ_SRCS := agent/targets.c agent/metrics.c agent/http.c $(SRCS_report)
+$(BUILD)/fuzz/fuzz_agent: tests/fuzz/fuzz_agent.c $(AGENT_FUZZ_SRCS) $(wildcard agent/*.h report/*.h)
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_agent) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(AGENT_FUZZ_SRCS) $(LDLIBS)
+
+$(BUILD)/fuzz/agent_seeds/.done: tests/fuzz/make_agent_corpus.sh
+	bash tests/fuzz/make_agent_corpus.sh $(BUILD)/fuzz/agent_seeds
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -252,7 +283,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
@@ -261,7 +292,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build

@@ -18,7 +18,10 @@ packages=(
 	jq sqlite3 curl openssl gawk git		# Debian programs checked against memcheck (tests/oracle_memcheck.sh)
 	libc6-dbg					# libc's local symbols (__libc_start_call_main) the tests and demo name
 	chromium					# renders the svg report (tests/flamegraph_render.sh)
-	golang-go					# go tool pprof reads --format pprof; the cgo test program
+	golang-go					# go tool pprof reads --format pprof and the agent's /debug/pprof/heap; the cgo test program
+	libmicrohttpd-dev				# the agent's HTTP server (agent/http.c): GNU libmicrohttpd
+	prometheus					# promtool checks the agent's /metrics; the server scrapes the agent (tests/agent_http.sh)
+	systemd						# systemd-analyze verify checks dist/dwleak-agent.service (works without systemd as PID 1)
 	jq						# a command whose stdout is piped (tests/cmd_exit_status.sh)
 	curl wget gnupg git openssh-client procps	# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https, ps once hung there)
 )

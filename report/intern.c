@@ -5,53 +5,67 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "constants.h"
 #include "intern.h"
 
-/* FNV-1a. */
+/* A hash of N bytes at P, eight at a time (keys are mostly packed ids,
+ * addresses and pointers, tens of bytes): each word multiplied in, the
+ * result mixed so that its low bits, which pick the slot, depend on all. */
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
-	uint64_t h = FNV64_OFFSET;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
 
-	while (n--) {
-		h ^= *p++;
-		h *= FNV64_PRIME;
+	for (; n >= 8; p += 8, n -= 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
 	}
+	if (n) {
+		w = 0;
+		memcpy(&w, p, n);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+	}
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	return h;
 }
 
-static size_t intern_slot(const struct intern *t, const uint8_t *key, size_t len)
+/* The slot of KEY (LEN bytes, hash H), or the empty slot where it goes. */
+static size_t intern_slot(const struct intern *t, const uint8_t *key, size_t len, uint32_t h)
 {
-	size_t mask = t->nslots - 1, i = hash_bytes(key, len) & mask;
+	size_t mask = t->nslots - 1, i = h & mask;
 
 	for (;; i = (i + 1) & mask) {
-		uint32_t s = t->slots[i];
+		const struct islot *s = &t->slots[i];
 
-		if (!s)
+		if (!s->id)
 			return i;
-		if (t->keys[s - 1].len == len && !memcmp(t->keys[s - 1].bytes, key, len))
+		if (s->hash == h && t->keys[s->id - 1].len == len && !memcmp(t->keys[s->id - 1].bytes, key, len))
 			return i;
 	}
 }
 
 static int intern_grow(struct intern *t)
 {
-	size_t nslots = t->nslots ? t->nslots * 2 : 64, i;
-	uint32_t *old = t->slots;
+	size_t nslots = t->nslots ? t->nslots * 2 : 64, i, j, mask = nslots - 1;
+	struct islot *old = t->slots;
 	size_t oldn = t->nslots;
 
+	if (nslots > ((size_t)1 << 32))
+		return -ENOMEM;
 	t->slots = calloc(nslots, sizeof(*t->slots));
 	if (!t->slots) {
 		t->slots = old;
 		return -ENOMEM;
 	}
 	t->nslots = nslots;
+	/* every key is distinct: its place is the first empty slot from home */
 	for (i = 0; i < oldn; i++) {
-		if (old[i]) {
-			const struct ikey *k = &t->keys[old[i] - 1];
-
-			t->slots[intern_slot(t, k->bytes, k->len)] = old[i];
-		}
+		if (!old[i].id)
+			continue;
+		for (j = old[i].hash & mask; t->slots[j].id; j = (j + 1) & mask)
+			;
+		t->slots[j] = old[i];
 	}
 	free(old);
 	return 0;
@@ -62,15 +76,17 @@ long intern_get(struct intern *t, const void *key, size_t len)
 	size_t slot;
 	uint8_t *copy;
 
+	uint32_t h = (uint32_t)hash_bytes(key, len);
+
 	if (!t->nslots && intern_grow(t))
 		return -ENOMEM;
-	slot = intern_slot(t, key, len);
-	if (t->slots[slot])
-		return t->slots[slot] - 1;
+	slot = intern_slot(t, key, len, h);
+	if (t->slots[slot].id)
+		return t->slots[slot].id - 1;
 	if ((t->n + 1) * 2 > t->nslots) {
 		if (t->n >= UINT32_MAX / 2 || intern_grow(t))
 			return -ENOMEM;
-		slot = intern_slot(t, key, len);
+		slot = intern_slot(t, key, len, h);
 	}
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 64;
@@ -87,7 +103,7 @@ long intern_get(struct intern *t, const void *key, size_t len)
 	if (len)
 		memcpy(copy, key, len);
 	t->keys[t->n] = (struct ikey){ copy, len };
-	t->slots[slot] = (uint32_t)++t->n;
+	t->slots[slot] = (struct islot){ (uint32_t)++t->n, h };
 	return (long)t->n - 1;
 }
 

@@ -9,7 +9,10 @@
 /*
  * Gives each distinct key (any bytes) the id 0, 1, 2, ... in order of first
  * appearance.  KEYS[id] owns a copy of the key; SLOTS is an open-addressing
- * hash table of id + 1 (0 = empty), at most half full.
+ * hash table, at most half full, of id + 1 (0 = empty) with the low 32 bits
+ * of the key's hash, so that probing and growing compare and place keys
+ * without reading them (a profile of 10,000 stacks interns 300,000 keys
+ * scattered in memory).
  */
 struct intern {
 	struct ikey {
@@ -17,8 +20,11 @@ struct intern {
 		size_t len;
 	} *keys;
 	size_t n, cap;
-	uint32_t *slots;
-	size_t nslots; /* a power of two */
+	struct islot {
+		uint32_t id;   /* id + 1; 0 = empty */
+		uint32_t hash; /* the key's hash, low 32 bits: its home slot and a tag */
+	} *slots;
+	size_t nslots; /* a power of two, at most 2^32 */
 };
 
 /* Returns the id of KEY (LEN bytes), adding it when new; or -ENOMEM.

@@ -3,6 +3,8 @@
 #ifndef DWLEAK_PPROF_H
 #define DWLEAK_PPROF_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report.h"
@@ -34,5 +36,15 @@
  * fails.
  */
 int report_write_pprof(FILE *f, const struct report *r, unsigned int top);
+
+/*
+ * The same bytes report_write_pprof() writes, in memory (the agent's
+ * /debug/pprof/heap): sets *OUT to a malloc'd buffer of *LEN bytes, which
+ * the caller frees.  Samples of a stack that names its process (a pid or a
+ * command) carry the labels pid and command, and comm when R's processes
+ * give that pid one.  Returns 0, -ENOMEM or -EPROTO (zlib failed); on an
+ * error *OUT is NULL and *LEN 0.
+ */
+int report_pprof_encode(const struct report *r, unsigned int top, uint8_t **out, size_t *len);
 
 #endif

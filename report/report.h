@@ -199,6 +199,8 @@ struct report_process {
 	int pid;
 	int ppid;                 /* its parent; 0 = the root of the tree (or unknown) */
 	const char *command;      /* path of the program it runs now; NULL = unknown */
+	const char *comm;         /* its name, /proc/PID/comm (the pprof label comm);
+				   * NULL = unknown */
 	enum report_process_state state;
 	int wait_status;          /* REPORT_PROCESS_ENDED: as waitpid() gives it */
 	const char *reason;       /* why what it allocates is not traced (NOT_FOLLOWED: why

@@ -222,9 +222,9 @@ static const char checker_py[] =
 	"if mode == 'kinds':\n"
 	"    # one sample per stack and kind, labelled; the parts of a stack share its locations\n"
 	"    got = [(tuple(s['value']), sorted(labels(s).items())) for s in p['sample']]\n"
-	"    want = [((15, 600), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'definitely_lost'), ('pid', '1235')]),\n"
-	"            ((9, 360), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'reachable'), ('pid', '1235')]),\n"
-	"            ((1, 40), [('allocator', 'operator new'), ('command', '/path/seed'), ('leak_kind', 'unclassified'), ('pid', '1235')]),\n"
+	"    want = [((15, 600), [('allocator', 'operator new'), ('comm', 'seed'), ('command', '/path/seed'), ('leak_kind', 'definitely_lost'), ('pid', '1235')]),\n"
+	"            ((9, 360), [('allocator', 'operator new'), ('comm', 'seed'), ('command', '/path/seed'), ('leak_kind', 'reachable'), ('pid', '1235')]),\n"
+	"            ((1, 40), [('allocator', 'operator new'), ('comm', 'seed'), ('command', '/path/seed'), ('leak_kind', 'unclassified'), ('pid', '1235')]),\n"
 	"            ((3, 24), [('allocator', 'malloc'), ('command', '/bin/sh'), ('leak_kind', 'possibly_lost'), ('pid', '1234')])]\n"
 	"    assert got == want, 'kind samples\\n got %s\\nwant %s' % (got, want)\n"
 	"    assert p['sample'][0]['location_id'] == p['sample'][1]['location_id'] == p['sample'][2]['location_id']\n"
@@ -378,12 +378,14 @@ static void test_empty(void)
 
 /* A leak check in a tree of two processes and a third dwleak could not
  * trace: a sample per stack and kind, labelled leak_kind, pid and
- * command, and a comment naming what is missing. */
+ * command (and comm where the process has one), and a comment naming what
+ * is missing. */
 static void test_kinds(void)
 {
 	struct report_process procs[] = {
 		{ .pid = 1234, .command = "/bin/sh", .state = REPORT_PROCESS_ENDED },
-		{ .pid = 1235, .ppid = 1234, .command = "/path/seed", .state = REPORT_PROCESS_ENDED },
+		{ .pid = 1235, .ppid = 1234, .command = "/path/seed", .comm = "seed",
+		  .state = REPORT_PROCESS_ENDED },
 		{ .pid = 1236, .ppid = 1234, .command = "/bin/busybox sh", .state = REPORT_PROCESS_ENDED,
 		  .reason = "no object it maps defines malloc" },
 	};
@@ -406,6 +408,27 @@ static void test_kinds(void)
 	r.nprocesses = N(procs);
 	report_totals_from_stacks(&r);
 	check_profile(&r, 0, "kinds");
+}
+
+/* report_pprof_encode() gives the bytes report_write_pprof() writes. */
+static void test_encode_memory(void)
+{
+	struct report_stack stacks[3];
+	struct report r;
+	uint8_t *mem = NULL, *file = NULL;
+	size_t memlen = 0, filelen = 0;
+	FILE *f;
+
+	report_build(&r, stacks, N(stacks));
+	CHECK(report_pprof_encode(&r, 0, &mem, &memlen) == 0 && mem && memlen > 20, "report_pprof_encode");
+	f = open_memstream((char **)&file, &filelen);
+	CHECK(f, "open_memstream");
+	CHECK(report_write_pprof(f, &r, 0) == 0, "report_write_pprof");
+	CHECK(fclose(f) == 0, "fclose");
+	EXPECT(memlen == filelen && !memcmp(mem, file, memlen), "memory (%zu bytes) and file (%zu bytes) differ",
+	       memlen, filelen);
+	free(mem);
+	free(file);
 }
 
 /* A stream that fails: -EIO, not a crash or a short file reported as done. */
@@ -476,8 +499,11 @@ int main(int argc, char **argv)
 	test_kinds();
 	test_empty();
 	test_io_error();
+	test_encode_memory();
 
 	rmdir(tmpdir);
+	if (check_failures)
+		return 1;
 	printf("test_pprof: ok\n");
 	return 0;
 }
