@@ -61,7 +61,7 @@ layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 LINK_LAYERS := cli bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
-SRCS_target := $(wildcard target/*.c)
+SRCS_target := $(wildcard target/*.c) $(wildcard target/*.S)
 SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
@@ -76,7 +76,7 @@ PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
 PRELOAD_SRCS := $(wildcard preload/*.c) $(wildcard preload/*.S)
 PRELOAD_OBJS := $(patsubst preload/%,$(BUILD)/preload/%.o,$(PRELOAD_SRCS))
 
-objs = $(patsubst %.c,$(1)/%.o,$(2))
+objs = $(patsubst %.S,$(1)/%.o,$(patsubst %.c,$(1)/%.o,$(2)))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
@@ -91,6 +91,12 @@ all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 $(BUILD)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# Code a layer copies into another process (target/inject_cave.S): assembled
+# with the layer's includes.
+$(BUILD)/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(call layer_inc,$<) $(DEPFLAGS) -c $< -o $@
 
 # One archive per layer, release and ASan/UBSan.  An archive with no
 # members is valid; the rm keeps deleted sources out.
@@ -163,6 +169,10 @@ $(ASAN)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(ASAN)/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(call layer_inc,$<) $(DEPFLAGS) -c $< -o $@
+
 $(ASAN)/dwleak: $(ASAN)/cli/main.o $(ASAN_LIBS)
 	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIBS) $(LDLIBS)
 
@@ -177,6 +187,15 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) -I preload -I bpf/abi -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+
+# The injector's driver (tests/inject.sh, the inject benchmark): target/
+# and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
+$(BUILD)/tests/%: tests/tools/%.c $(ASAN)/libdwleak_target.a
+	@mkdir -p $(@D)
+	$(CC) $(INC_target) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		$(ASAN)/libdwleak_target.a $(LDLIBS)
+
+TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(wildcard tests/tools/*.c))
 
 # --- Test programs ---
 
@@ -235,7 +254,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(TOOLS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
