@@ -86,12 +86,24 @@ static bool restart_code(uint64_t rax)
 	return r == -ERESTARTSYS || r == -ERESTARTNOINTR || r == -ERESTARTNOHAND || r == -ERESTART_RESTARTBLOCK;
 }
 
+/* Whether an allocator may wait in system call NR while it holds one of
+ * its locks: a spin lock's back-off sleeps (tcmalloc's), a mutex waits in
+ * futex.  No allocator reads, polls or accepts: threads blocked there are
+ * not searched for allocator frames, whose stale copies in unused stack
+ * slots (a buffer read() fills) would refuse every thread. */
+static bool allocator_may_wait_in(int64_t nr)
+{
+	return nr == SYS_futex || nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_sched_yield;
+}
+
 enum inject_verdict inject_thread_judge(const struct inject_thread_view *t, const struct inject_layout *l)
 {
 	enum inject_verdict v;
+	bool scan_alloc = true;
 	size_t i, k;
 
 	if (t->orig_rax >= 0 && restart_code(t->rax)) {
+		scan_alloc = allocator_may_wait_in(t->orig_rax);
 		v = inject_syscall_judge(t->orig_rax, t->args, l);
 		if (v != INJECT_SAFE)
 			return v;
@@ -106,7 +118,7 @@ enum inject_verdict inject_thread_judge(const struct inject_thread_view *t, cons
 		for (k = 0; k < l->nrestore; k++)
 			if (t->stack[i] == l->restore_rt[k])
 				return INJECT_SIGNAL_HANDLER;
-		if (inject_in_ranges(l->alloc, l->nalloc, t->stack[i]))
+		if (scan_alloc && inject_in_ranges(l->alloc, l->nalloc, t->stack[i]))
 			return INJECT_ALLOCATOR_ON_STACK;
 	}
 	if (t->stack_room < l->stack_need)

@@ -82,9 +82,10 @@ const char *inject_verdict_why(enum inject_verdict v);
  *   restore would be lost), or
  * - running its own code (rip outside libc, the loader and the allocator);
  * and in both cases no __restore_rt on its live stack (a signal handler
- * may have interrupted code holding a lock) and no return address into
- * the allocator (it may hold the allocator's lock below), and enough
- * stack below rsp.
+ * may have interrupted code holding a lock), no return address into the
+ * allocator (it may hold the allocator's lock below; not looked for in a
+ * thread blocked in a wait no allocator makes: read, poll, accept...),
+ * and enough stack below rsp.
  */
 enum inject_verdict inject_thread_judge(const struct inject_thread_view *t, const struct inject_layout *l);
 
