@@ -82,7 +82,8 @@ BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
-FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory
+FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
+	$(BUILD)/fuzz/fuzz_seccomp
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB)
 
@@ -225,6 +226,16 @@ $(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/a
 	@mkdir -p $(@D)
 	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(MEMORY_FUZZ_SRCS)
 
+# fuzz_seccomp: what the injector reads of a process's seccomp filters.
+SECCOMP_FUZZ_SRCS := target/seccomp_eval.c target/inject_safe.c
+$(BUILD)/fuzz/fuzz_seccomp: tests/fuzz/fuzz_seccomp.c $(SECCOMP_FUZZ_SRCS) target/seccomp_eval.h target/inject_safe.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(SECCOMP_FUZZ_SRCS)
+
+$(BUILD)/fuzz/seccomp_seeds/.done: tests/fuzz/make_seccomp_corpus.py
+	python3 tests/fuzz/make_seccomp_corpus.py $(BUILD)/fuzz/seccomp_seeds
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -245,7 +256,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
