@@ -335,7 +335,7 @@ bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
 # memory, stack quality, the cost of each BPF operation, the leak check's
 # pause; writes bench/results.md (needs root; ~20 minutes).
-bench-all: $(BENCH_PROGS) dwleak testdata
+bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
 # bench-all after bench-tables, also with -j
