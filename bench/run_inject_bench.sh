@@ -65,7 +65,7 @@ b=$(median < "$tmp/bare")
 	echo "|---|---:|---:|"
 	for m in bare preload injected; do
 		v=$(median < "$tmp/$m")
-		printf '| %s | %s | %.2f |\n' "$m" "$v" "$(echo "$v / $b" | bc -l)"
+		awk -v m="$m" -v v="$v" -v b="$b" 'BEGIN { printf "| %s | %s | %.2f |\n", m, v, v / b }'
 	done
 	echo
 	for f in total_ms stopped_ms call_ms load_ms; do
