@@ -73,7 +73,7 @@ INC_preload := -I preload -I bpf/abi $(INC_base)
 LINK_LAYERS := cli agent session bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
-SRCS_target := $(wildcard target/*.c)
+SRCS_target := $(wildcard target/*.c) $(wildcard target/*.S)
 SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
@@ -93,7 +93,7 @@ PRELOAD_OBJS := $(patsubst preload/%,$(BUILD)/preload/%.o,$(PRELOAD_SRCS))
 # Every header but the kernel program's parts, each checked alone (below).
 HEADERS := $(filter-out %.bpf.h,$(foreach d,$(LAYERS) bpf/abi base preload,$(wildcard $(d)/*.h)))
 
-objs = $(patsubst %.c,$(1)/%.o,$(2))
+objs = $(patsubst %.S,$(1)/%.o,$(patsubst %.c,$(1)/%.o,$(2)))
 HEADER_CHECKS := $(patsubst %.h,$(BUILD)/headers/%.ok,$(HEADERS))
 SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
@@ -101,7 +101,7 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -110,6 +110,12 @@ all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 $(BUILD)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# Code a layer copies into another process (target/inject_cave.S): assembled
+# with the layer's includes.
+$(BUILD)/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(call layer_inc,$<) $(DEPFLAGS) -c $< -o $@
 
 # One archive per layer, release and ASan/UBSan.  An archive with no
 # members is valid; the rm keeps deleted sources out.
@@ -196,6 +202,10 @@ $(ASAN)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(ASAN)/%.o: %.S
+	@mkdir -p $(@D)
+	$(CC) $(call layer_inc,$<) $(DEPFLAGS) -c $< -o $@
+
 $(ASAN)/dwleak: $(ASAN)/cli/main.o $(ASAN_LIBS)
 	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $< $(ASAN_LIBS) $(LDLIBS)
 
@@ -210,6 +220,15 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+
+# The injector's driver (tests/inject.sh, the inject benchmark): target/
+# and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
+$(BUILD)/tests/%: tests/tools/%.c $(ASAN)/libdwleak_target.a
+	@mkdir -p $(@D)
+	$(CC) $(INC_target) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
+		$(ASAN)/libdwleak_target.a $(LDLIBS)
+
+TOOLS := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(wildcard tests/tools/*.c))
 
 # --- Test programs ---
 
@@ -263,6 +282,16 @@ $(BUILD)/fuzz/agent_seeds/.done: tests/fuzz/make_agent_corpus.sh
 	bash tests/fuzz/make_agent_corpus.sh $(BUILD)/fuzz/agent_seeds
 	touch $@
 
+# fuzz_seccomp: what the injector reads of a process's seccomp filters.
+SECCOMP_FUZZ_SRCS := target/seccomp_eval.c target/inject_safe.c
+$(BUILD)/fuzz/fuzz_seccomp: tests/fuzz/fuzz_seccomp.c $(SECCOMP_FUZZ_SRCS) target/seccomp_eval.h target/inject_safe.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(SECCOMP_FUZZ_SRCS)
+
+$(BUILD)/fuzz/seccomp_seeds/.done: tests/fuzz/make_seccomp_corpus.py
+	python3 tests/fuzz/make_seccomp_corpus.py $(BUILD)/fuzz/seccomp_seeds
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -283,7 +312,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
@@ -292,7 +321,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) testdata fuzz-build \
+check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) $(TOOLS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
@@ -362,7 +391,7 @@ bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
 # memory, stack quality, the cost of each BPF operation, the leak check's
 # pause; writes bench/results.md (needs root; ~20 minutes).
-bench-all: $(BENCH_PROGS) dwleak testdata
+bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
 # bench-all after bench-tables, also with -j

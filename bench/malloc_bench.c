@@ -6,6 +6,8 @@
  *   --pairs N     pairs per thread (default 2000000)
  *   --threads T   threads running the loop at once (default 1)
  *   --size BYTES  allocation size (default 64)
+ *   --go-file F   wait until file F exists before the loop (an injection
+ *                 first: bench/run_inject_bench.sh)
  *
  * Prints one line:
  *   malloc_bench: pairs=N threads=T size=S ns_per_pair=X total_s=Y
@@ -18,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static long pairs = 2000000;
 static size_t size = 64;
+static const char *go_file;
 static pthread_barrier_t start_line;
 
 static double now_s(void)
@@ -80,8 +84,10 @@ int main(int argc, char **argv)
 			threads = parse("--threads", argv[++i], 1);
 		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
 			size = parse("--size", argv[++i], 1);
+		else if (!strcmp(argv[i], "--go-file") && i + 1 < argc)
+			go_file = argv[++i];
 		else {
-			fprintf(stderr, "usage: malloc_bench [--pairs N] [--threads T] [--size BYTES]\n");
+			fprintf(stderr, "usage: malloc_bench [--pairs N] [--threads T] [--size BYTES] [--go-file F]\n");
 			return 2;
 		}
 	}
@@ -96,6 +102,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	/* threads exist (their stacks and arenas too) before the clock starts */
+	while (go_file && access(go_file, F_OK)) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
 	t0 = now_s();
 	pthread_barrier_wait(&start_line);
 	for (long t = 0; t < threads; t++)

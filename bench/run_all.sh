@@ -4,6 +4,7 @@
 #   1. micro   bench/run_malloc_bench.sh  ns per malloc(64)+free pair
 #   2. macro   bench/run_macro_bench.sh   end-to-end slowdown, python3.11 and C++
 #   3. attach  bench/run_attach_bench.sh  attach latency, BPF map memory
+#   inject     bench/run_inject_bench.sh  a routed process idle vs bare, the injection's latency
 #   4. stacks  bench/run_stack_bench.sh   frames reported for seed_O2's leak
 #   5. ops     bench/run_op_cost.sh       what each BPF operation costs in a uprobe
 #   6. leakcheck bench/run_leakcheck_bench.sh  the leak check's pause next to
@@ -17,7 +18,7 @@ set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=${RESULTS:-$ROOT/bench/results.md}
-SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck}
+SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck inject}
 export ROOT BUILD
 . "$ROOT/bench/ensure_tools.sh"
 
@@ -38,6 +39,7 @@ for s in $SECTIONS; do
 	stacks) script=run_stack_bench.sh ;;
 	ops) script=run_op_cost.sh ;;
 	leakcheck) script=run_leakcheck_bench.sh ;;
+	inject) script=run_inject_bench.sh ;;
 	*) echo "run_all: unknown section $s" >&2; exit 2 ;;
 	esac
 	echo "run_all: $s ($script)" >&2

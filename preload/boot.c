@@ -254,11 +254,14 @@ static void fork_token_setup(void)
 	fork_token = p;
 }
 
+bool in_fork_child;
+
 /* In the child, from fork() itself before it returns: stores only. */
 static void on_fork_child(void)
 {
 	*fork_token = 0;
 	fork_token_static = 0;
+	in_fork_child = true;
 }
 
 /* Whether the call at CODE (a site) is stale: `call rel32` into no mapping.

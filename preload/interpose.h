@@ -74,6 +74,10 @@ extern const char __etext[] __attribute__((visibility("hidden")));
 #define NEXT(id, type) ((type)__atomic_load_n(&next[id].fn, __ATOMIC_RELAXED))
 
 
+/* This library's own definition of each function (preload.c), for the
+ * GOT slots route.c rewrites. */
+extern const void *const wrappers[F_COUNT];
+
 /* --- resolve.c: the definitions the functions forward to --- */
 
 /* One function's definition: FN (an IFUNC already resolved), its size in
@@ -141,6 +145,35 @@ extern uint8_t fork_token_static;
 extern uint32_t sites_seen_gen;
 
 bool sites_check(uint32_t gen);
+
+/* Set in the child of a fork (boot.c): there the loader's list lock may be
+ * held by a thread that no longer exists (see on_fork_prepare), so no
+ * routing pass walks the objects from inside an allocation. */
+extern bool in_fork_child;
+
+/* --- route.c: the process's allocator calls routed through the library
+ * when it was loaded late (dwleak's injection) --- */
+
+/* A pass over every loaded object, unless one is under way in another
+ * thread: the GOT slots of the interposed functions (and of dlopen and
+ * dlmopen) that lead to the definitions the library forwards to now lead
+ * to its wrappers.  Publishes the pass's counts in the control block.
+ * Allocates nothing and calls no function that allocates or takes a lock
+ * but the loader's list lock (dl_iterate_phdr, recursive); safe inside an
+ * allocation, except in a fork child (in_fork_child).  Returns 0, or
+ * -EBUSY when another pass is under way. */
+int route_all(void);
+
+/* Called on the traced paths: honours a route request dwleak wrote in
+ * the control block (objects loaded by glibc itself, without dlopen). */
+void route_requested(void);
+
+static inline void route_check(void)
+{
+	if (unlikely(__atomic_load_n(&ctl.route_request, __ATOMIC_RELAXED) !=
+		     __atomic_load_n(&ctl.route_done, __ATOMIC_RELAXED)))
+		route_requested();
+}
 
 static inline bool sites_usable(uint32_t gen)
 {

@@ -466,3 +466,33 @@ DEL_SZ_AL(_ZdlPvmSt11align_val_t, F_DEL_SZ_AL)
 DEL_SZ_AL(_ZdaPvmSt11align_val_t, F_DELA_SZ_AL)
 DEL_AL_NT(_ZdlPvSt11align_val_tRKSt9nothrow_t, F_DEL_AL_NT)
 DEL_AL_NT(_ZdaPvSt11align_val_tRKSt9nothrow_t, F_DELA_AL_NT)
+
+/* --- The wrappers by id, for routing (route.c) ---
+ * Hidden aliases: the address of the definition in this library itself.
+ * Taken as &malloc, an exported name would be looked up in the global
+ * scope first, and a library loaded late (dwleak's injection) would get
+ * libc's malloc back. */
+#define WRAPPERS(X)                                                                                             \
+	X(F_MALLOC, malloc) X(F_CALLOC, calloc) X(F_REALLOC, realloc) X(F_REALLOCARRAY, reallocarray)         \
+	X(F_POSIX_MEMALIGN, posix_memalign) X(F_ALIGNED_ALLOC, aligned_alloc) X(F_MEMALIGN, memalign)         \
+	X(F_VALLOC, valloc) X(F_PVALLOC, pvalloc) X(F_FREE, free) X(F_USABLE, malloc_usable_size)             \
+	X(F_NEW, _Znwm) X(F_NEW_NT, _ZnwmRKSt9nothrow_t) X(F_NEWA, _Znam) X(F_NEWA_NT, _ZnamRKSt9nothrow_t)   \
+	X(F_NEW_AL, _ZnwmSt11align_val_t) X(F_NEW_AL_NT, _ZnwmSt11align_val_tRKSt9nothrow_t)                 \
+	X(F_NEWA_AL, _ZnamSt11align_val_t) X(F_NEWA_AL_NT, _ZnamSt11align_val_tRKSt9nothrow_t)               \
+	X(F_DEL, _ZdlPv) X(F_DEL_SZ, _ZdlPvm) X(F_DEL_NT, _ZdlPvRKSt9nothrow_t)                              \
+	X(F_DEL_AL, _ZdlPvSt11align_val_t) X(F_DEL_SZ_AL, _ZdlPvmSt11align_val_t)                            \
+	X(F_DEL_AL_NT, _ZdlPvSt11align_val_tRKSt9nothrow_t) X(F_DELA, _ZdaPv) X(F_DELA_SZ, _ZdaPvm)          \
+	X(F_DELA_NT, _ZdaPvRKSt9nothrow_t) X(F_DELA_AL, _ZdaPvSt11align_val_t)                               \
+	X(F_DELA_SZ_AL, _ZdaPvmSt11align_val_t) X(F_DELA_AL_NT, _ZdaPvSt11align_val_tRKSt9nothrow_t)
+
+#define WRAP_ALIAS(id, name) \
+	extern __typeof__(name) wrap_##name __attribute__((alias(#name), visibility("hidden"), copy(name)));
+WRAPPERS(WRAP_ALIAS)
+#undef WRAP_ALIAS
+
+#define WRAP_ENTRY(id, name) [id] = (const void *)wrap_##name,
+#define WRAP_COUNT(id, name) +1
+const void *const wrappers[F_COUNT] = { WRAPPERS(WRAP_ENTRY) };
+_Static_assert(0 WRAPPERS(WRAP_COUNT) == F_COUNT, "a wrapper for every interposed function");
+#undef WRAP_ENTRY
+#undef WRAP_COUNT

@@ -125,6 +125,7 @@ bool call_fires(struct call *c)
 {
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
 
+	route_check();
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
 	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
@@ -141,12 +142,15 @@ void call_done(const struct call *c, void *p)
 	if (!p || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
 		return;
 	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
+	CTL_COUNT(fired_alloc);
 }
 
 void release(void *p, uintptr_t cfa, uint64_t how)
 {
-	uint32_t gen = CTL_LOAD(generation);
+	uint32_t gen;
 
+	route_check();
+	gen = CTL_LOAD(generation);
 	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
 	    !set_take((uintptr_t)p, (uint16_t)gen))
 		return;
@@ -154,6 +158,8 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 		CTL_COUNT(nested);
 		return;
 	}
-	if (sites_usable(gen))
+	if (sites_usable(gen)) {
 		dwleak_site_free(p, how);
+		CTL_COUNT(fired_free);
+	}
 }

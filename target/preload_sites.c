@@ -33,6 +33,8 @@ static const char *const libc_internal[] = {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+static int mem_open(pid_t pid, int flags);
+
 static bool is_library(const char *name)
 {
 	const char *b = strrchr(name, '/');
@@ -125,7 +127,10 @@ static void import_seen(void *arg, const char *name)
 	c->found = c->buf;
 }
 
-int preload_sites_find(char *const *paths, char *const *names, size_t n, struct preload_sites *s, char **why)
+/* Finds the library among the objects; with ORDERED, every interposed
+ * function must resolve to it first (LD_PRELOAD). */
+static int sites_find(char *const *paths, char *const *names, size_t n, struct preload_sites *s, char **why,
+		      bool ordered)
 {
 	struct imports_ctx ic = { 0 };
 	const char *sym;
@@ -141,7 +146,7 @@ int preload_sites_find(char *const *paths, char *const *names, size_t n, struct 
 	err = library_read(paths[lib], s, why);
 	if (err)
 		return err;
-	for (i = 0; i < lib; i++) {
+	for (i = 0; ordered && i < lib; i++) {
 		sym = defines_interposed(paths[i]);
 		if (sym)
 			return asprintf(why, "%s comes before it in symbol lookup order and defines %s", names[i],
@@ -164,6 +169,17 @@ int preload_sites_find(char *const *paths, char *const *names, size_t n, struct 
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int preload_sites_find(char *const *paths, char *const *names, size_t n, struct preload_sites *s, char **why)
+{
+	return sites_find(paths, names, n, s, why, true);
+}
+
+int preload_sites_find_injected(char *const *paths, char *const *names, size_t n, struct preload_sites *s,
+				char **why)
+{
+	return sites_find(paths, names, n, s, why, false);
 }
 
 /* Whether O's function F is the definition of an interposed name there. */
@@ -225,7 +241,7 @@ void preload_sites_free(struct preload_sites *s)
 	memset(s, 0, sizeof(*s));
 }
 
-uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s)
+uint64_t preload_file_addr(pid_t pid, const struct preload_sites *s, uint64_t off, size_t len)
 {
 	struct proc_map *maps;
 	struct stat st;
@@ -238,12 +254,40 @@ uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s)
 	for (i = 0; i < n && !addr; i++) {
 		const struct proc_map *m = &maps[i];
 
-		if (m->ino == st.st_ino && m->dev == dev && s->control_off >= m->offset &&
-		    s->control_off - m->offset + sizeof(struct dwleak_preload_control) <= m->end - m->start)
-			addr = m->start + (s->control_off - m->offset);
+		if (m->ino == st.st_ino && m->dev == dev && off >= m->offset && off - m->offset + len <= m->end - m->start)
+			addr = m->start + (off - m->offset);
 	}
 	proc_maps_free(maps, n);
 	return addr;
+}
+
+uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s)
+{
+	return preload_file_addr(pid, s, s->control_off, sizeof(struct dwleak_preload_control));
+}
+
+int preload_route_request(pid_t pid, const struct preload_sites *s)
+{
+	struct dwleak_preload_control c;
+	uint64_t addr = preload_control_addr(pid, s);
+	uint32_t req;
+	int fd, err = 0;
+
+	if (!addr)
+		return -ENOENT;
+	fd = mem_open(pid, O_RDWR);
+	if (fd < 0)
+		return fd;
+	if (pread(fd, &c, sizeof(c), (off_t)addr) != (ssize_t)sizeof(c))
+		err = -EIO;
+	else if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION || !c.injected)
+		err = -EPROTO;
+	req = c.route_request + 1;
+	if (!err && pwrite(fd, &req, sizeof(req),
+			   (off_t)(addr + offsetof(struct dwleak_preload_control, route_request))) != sizeof(req))
+		err = -errno ?: -EIO;
+	close(fd);
+	return err;
 }
 
 /* Opens process PID's memory (FLAGS: O_RDONLY or O_RDWR). */

@@ -37,6 +37,30 @@ struct preload_sites {
 int preload_sites_find(char *const *paths, char *const *names, size_t n, struct preload_sites *s, char **why);
 
 /*
+ * The same for a process the library was injected into (target/inject.h):
+ * it comes last in lookup order, and reaches the process's allocator
+ * calls through the GOT slots it routed, not by coming first; so only the
+ * imports are checked.  Whether the routing is complete is in its control
+ * block (route_*, bpf/abi/preload.h).  Returns as preload_sites_find.
+ */
+int preload_sites_find_injected(char *const *paths, char *const *names, size_t n, struct preload_sites *s,
+				char **why);
+
+/*
+ * Asks process PID's injected library to route the objects loaded since
+ * its last pass (glibc's own loads: NSS, gconv; objects dlopen'ed through
+ * a pointer dlsym gave): a new control.route_request, honoured in its
+ * next traced call (control.route_done then equals it).  Call it when the
+ * dynamic linker's hook says the process's objects changed.  Returns 0,
+ * -EPROTO (not an injected library of this version), or a negative errno.
+ */
+int preload_route_request(pid_t pid, const struct preload_sites *s);
+
+/* The address at which process PID maps LEN bytes at file offset OFF of
+ * the library S describes (a semaphore, the control block), or 0. */
+uint64_t preload_file_addr(pid_t pid, const struct preload_sites *s, uint64_t off, size_t len);
+
+/*
  * The functions of allocator A (detected with the library passed over)
  * that the library does not see: neither one it interposes nor an alias
  * of one (tcmalloc's tc_new is its operator new).  A program can still

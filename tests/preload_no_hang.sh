@@ -44,18 +44,21 @@ echo "== a. what the library imports"
 # Each with where it is called inside an allocation and why that is safe:
 #   dl_iterate_phdr   resolve.c: the loader's list lock only, recursive,
 #                     held by glibc around no malloc (boot.c: before fork)
-#   mmap munmap madvise mincore write
+#   mmap munmap madvise mincore write mprotect syscall
 #                     bare system calls: no lock, no allocation (boot.c,
-#                     traced.c); write only in die(), before abort()
+#                     traced.c; route.c: mprotect of RELRO, futex through
+#                     syscall() for RELRO's state); write only in die(),
+#                     before abort()
+#   sched_yield       route.c, in the dlopen stub only: outside any allocation
 #   abort             die(): the program cannot go on
 #   __errno_location  errno saved and restored: a thread-local address
-#   memcpy memset strcmp strncmp strrchr strlen
+#   memcpy memset strcmp strncmp strrchr strlen strstr
 #                     pure string functions (bound at load: -z now)
 #   __register_atfork pthread_atfork, from the constructor only
 #   and the toolchain's weak references (w): __cxa_finalize,
 #   __gmon_start__, _ITM_*, never called.
-AUDITED="__errno_location __register_atfork abort dl_iterate_phdr madvise memcpy memset mincore mmap munmap
-strcmp strlen strncmp strrchr write"
+AUDITED="__errno_location __register_atfork abort dl_iterate_phdr madvise memcpy memset mincore mmap mprotect munmap
+sched_yield strcmp strlen strncmp strrchr strstr syscall write"
 nm -D --undefined-only "$LIB" | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' | sort > "$T/imports"
 tr ' ' '\n' <<< "$AUDITED" | sed '/^$/d' | sort > "$T/audited"
 extra=$(comm -23 "$T/imports" "$T/audited" | tr '\n' ' ')

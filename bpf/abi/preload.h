@@ -102,7 +102,7 @@ enum dwleak_preload_class {
  */
 #define DWLEAK_PRELOAD_CONTROL_SYM "dwleak_preload_control"
 #define DWLEAK_PRELOAD_MAGIC 0x646c72706b6c7764ull /* "dwlkprld", little-endian */
-#define DWLEAK_PRELOAD_VERSION 1
+#define DWLEAK_PRELOAD_VERSION 2
 
 /* Why a process's library does not fire its sites (control.disabled). */
 enum dwleak_preload_disabled {
@@ -135,8 +135,46 @@ struct dwleak_preload_control {
 	 * dwleak's kernel program reads it to tell the allocator's own memory
 	 * syscalls from the program's. */
 	__s32 depth_tls;
+	/* the sites fired (written by the library, relaxed counts): every
+	 * dwleak:alloc and dwleak:free the library made, attached or not
+	 * (a site without a probe is a NOP); tests read them without BPF */
+	__u64 fired_alloc;
+	__u64 fired_free;
+	/*
+	 * Injection (target/inject.c loads the library into a running process
+	 * and calls dwleak_injected_start, DWLEAK_PRELOAD_INJECTED_START):
+	 * the process's allocator calls then reach the library through the
+	 * GOT slots it rewrote (preload/route.c), not through LD_PRELOAD.
+	 * route_request is dwleak's: a new value asks the library to route
+	 * the objects loaded since (glibc's own loads, NSS and gconv modules,
+	 * do not pass through dlopen); the library honours it in its next
+	 * traced call and then sets route_done to it.  The route_* counts are
+	 * the last pass's, over every loaded object: the sites see every call
+	 * of the process when route_deferred, route_unreadable, route_elsewhere
+	 * and route_failed are 0 and route_done == route_request.
+	 */
+	__u32 injected;		 /* 1: routed by dwleak_injected_start (0: LD_PRELOAD'ed) */
+	__u32 route_request;	 /* written by dwleak */
+	__u32 route_done;	 /* the request last honoured */
+	__u32 route_passes;	 /* passes made (the injected start, dlopen, requests) */
+	__u32 route_objects;	 /* objects looked at, the library itself left out */
+	__u32 route_deferred;	 /* objects left for a later pass: being relocated (their RELRO
+				  * still writable), or a slot not yet relocated */
+	__u32 route_unreadable;	 /* objects whose relocations could not be read */
+	__u32 route_elsewhere;	 /* slots of an interposed function bound to another definition
+				  * than the one the library forwards to: those calls bypass it */
+	__u32 route_failed;	 /* slots that could not be written (mprotect refused) */
+	__u32 route_pad;
+	__u64 route_slots;	 /* slots that lead to the library's wrappers */
 };
 
-_Static_assert(sizeof(struct dwleak_preload_control) == 48, "dwleak_preload_control layout");
+_Static_assert(sizeof(struct dwleak_preload_control) == 112, "dwleak_preload_control layout");
+
+/* The library's entry for target/inject.c: int dwleak_injected_start(void),
+ * called once, in a thread of its own, right after dlopen; it routes the
+ * process's allocator calls through the library and returns 0, or a
+ * negative errno when it could not route anything (the control block's
+ * route_* counts say what it did). */
+#define DWLEAK_PRELOAD_INJECTED_START "dwleak_injected_start"
 
 #endif

@@ -1,0 +1,273 @@
+#!/bin/bash
+# The injector (issue 22, target/inject.c) and the routing (preload/route.c),
+# driven directly by build/tests/inject_probe, no BPF, no CLI.  Each case
+# runs testdata/inject_target, which checks its own work, injects the
+# preload library into it while it runs, and reads the library's control
+# block (its route_* counts; fired_* after "arm" makes the sites fire as
+# NOPs):
+#  1. stress: 4 threads allocating and freeing in a tight loop, their blocks
+#     and FPU/SSE results checked, 100 blocks allocated before the injection
+#     reallocated, measured and freed after it; 5 rounds, each in a new
+#     process; every object's slots routed, nothing deferred or failed;
+#  2. a thread parked in a signal handler inside malloc (the arena's lock
+#     held): refused while it is parked, naming it, then injected once it
+#     returned; a thread inside dlopen (a constructor sleeping 1.5 s):
+#     injected, the load waiting for the dynamic linker's lock;
+#  3. seccomp: a filter allowing what is needed (injected), one that kills on
+#     clone3/clone (refused, saying so, the process unharmed);
+#  4. a thread blocked in read() gets exactly the line written after the
+#     injection; one in nanosleep(2 s) sleeps its whole time;
+#  5. glibc, jemalloc, tcmalloc, mimalloc (LD_PRELOAD'ed into the target):
+#     after injection and arm, a burst of K calls from the program, from a
+#     library, from libc itself (strdup) and C++ new[] fires exactly 4K
+#     allocation and 4K free sites; a dlopen'ed library's calls are routed
+#     (the dlopen stub), and a route request is honoured;
+#  6. (in 1) blocks from before the injection freed after it;
+#  7. refusals: a static program, a setuid one (AT_SECURE=1), each with its
+#     message; the library loaded already;
+#  8. the injector SIGKILLed at each of its phases: the target runs on and
+#     its own checks pass.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+T=$LT_TMP
+PROBE=$BUILD/tests/inject_probe
+LIB=$BUILD/libdwleak-preload.so
+LIBDIR=/usr/lib/x86_64-linux-gnu
+lt_testdata inject_target
+[ "$(id -u)" = 0 ] || { echo "needs root (ptrace of other processes, setuid test)"; exit 77; }
+[ -x "$PROBE" ] || { fail "$PROBE not built (make $PROBE)"; lt_finish; }
+
+# start_target NAME ARGS...: starts inject_target in the background (stdin
+# from $T/NAME.in when it exists), waits until it is ready; TP its pid
+start_target() {
+	local name=$1
+	shift
+	rm -f "$T/$name.ready" "$T/$name.stop"
+	if [ -p "$T/$name.in" ]; then
+		"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < "$T/$name.in" > "$T/$name.out" 2>&1 7>&- 8>&- &
+	else
+		"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < /dev/null > "$T/$name.out" 2>&1 &
+	fi
+	TP=$!
+	lt_pids+=("$TP")
+	for _ in $(seq 1 200); do
+		[ -s "$T/$name.ready" ] && return 0
+		kill -0 "$TP" 2> /dev/null || break
+		sleep 0.05
+	done
+	fail "$name: the target never got ready: $(cat "$T/$name.out")"
+	return 1
+}
+
+# finish_target NAME: asks it to stop, checks it exits 0 saying ok
+finish_target() {
+	local name=$1 rc
+	touch "$T/$name.stop"
+	wait "$TP"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^inject_target: .* ok\|^inject_target: [a-z_]* ok" "$T/$name.out"; then
+		pass "$name: the target's own checks pass: $(grep '^inject_target' "$T/$name.out")"
+	else
+		fail "$name: the target exited $rc: $(tail -3 "$T/$name.out")"
+	fi
+}
+
+# field NAME LINE: a name=value of inject_probe's output
+field() {
+	sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<< "$2" | head -1
+}
+
+routed_ok() { # NAME OUTPUT
+	local objects slots deferred failed unreadable
+	objects=$(field objects "$2")
+	slots=$(field slots "$2")
+	deferred=$(field deferred "$2")
+	failed=$(field failed "$2")
+	unreadable=$(field unreadable "$2")
+	if [ "${objects:-0}" -ge 4 ] && [ "${slots:-0}" -ge 4 ] && [ "$deferred" = 0 ] && [ "$failed" = 0 ] &&
+		[ "$unreadable" = 0 ]; then
+		pass "$1: routed $slots slots in $objects objects, none deferred, unreadable or failed"
+	else
+		fail "$1: routing: $2"
+	fi
+}
+
+if lt_part 1; then
+	echo "== 1. stress, 5 rounds"
+	for round in 1 2 3 4 5; do
+		start_target stress stress 4 || continue
+		sleep 0.3
+		out=$(timeout 60 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		if grep -q '^inject: ok' <<< "$out"; then
+			pass "stress round $round: $(head -1 <<< "$out" | cut -c1-90)"
+			routed_ok "stress round $round" "$out"
+		else
+			fail "stress round $round: $out"
+		fi
+		sleep 0.5
+		finish_target stress
+	done
+fi
+
+if lt_part 2; then
+	echo "== 2. inside malloc (a parked signal handler), inside dlopen"
+	if start_target sig sig_in_malloc 4000; then
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" --safe-ms 1000 2>&1)
+		if grep -q 'inject: error EBUSY: .*waits inside a signal handler that interrupted' <<< "$out"; then
+			pass "refused while a handler is parked inside malloc: $out"
+		else
+			fail "parked handler: want a refusal naming it, got: $out"
+		fi
+		sleep 4
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q '^inject: ok' <<< "$out" && pass "injected once the handler returned" ||
+			fail "after the handler returned: $out"
+		finish_target sig
+	fi
+	if start_target dl dlopen_block "$TESTDATA/libinject_ctor.so"; then
+		sleep 0.2
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		load=$(field load_ms "$out")
+		if grep -q '^inject: ok' <<< "$out" && [ "${load%.*}" -ge 500 ]; then
+			pass "inside dlopen: injected, the load waited ${load} ms for the loader's lock"
+		else
+			fail "inside dlopen: $out"
+		fi
+		finish_target dl
+	fi
+fi
+
+if lt_part 3; then
+	echo "== 3. seccomp"
+	if start_target sc_allow seccomp allow; then
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q '^inject: ok' <<< "$out" && pass "a filter allowing what is needed: $(head -1 <<< "$out" | cut -c1-60)" ||
+			fail "allowing filter: $out"
+		finish_target sc_allow
+	fi
+	if start_target sc_kill seccomp kill; then
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		if grep -q 'inject: error E[A-Z]*NOTSUPP*: a seccomp filter would kill the process at clone3' <<< "$out"; then
+			pass "a filter killing on clone3: refused: $out"
+		else
+			fail "killing filter: want a refusal, got: $out"
+		fi
+		grep -q dwleak "/proc/$TP/maps" && fail "killing filter: the library is mapped"
+		finish_target sc_kill
+	fi
+fi
+
+if lt_part 4; then
+	echo "== 4. blocked in read(), in nanosleep()"
+	mkfifo "$T/rd.in"
+	exec 7<> "$T/rd.in"
+	if start_target rd read; then
+		sleep 0.2
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q '^inject: ok' <<< "$out" || fail "read: $out"
+		echo "the line after the injection" >&7
+		wait "$TP" && grep -q 'read ok' "$T/rd.out" && pass "read(): $(cat "$T/rd.out")" ||
+			fail "read(): $(cat "$T/rd.out")"
+	fi
+	exec 7>&-
+	if start_target sl sleep 2000; then
+		sleep 0.3
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q '^inject: ok' <<< "$out" || fail "sleep: $out"
+		wait "$TP" && grep -q 'sleep ok' "$T/sl.out" && pass "nanosleep(): $(cat "$T/sl.out")" ||
+			fail "nanosleep(): $(cat "$T/sl.out")"
+	fi
+fi
+
+if lt_part 5; then
+	echo "== 5. every object's calls reach the sites, under each allocator"
+	K=1000
+	for a in glibc: jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc_minimal.so.4 mimalloc:libmimalloc.so.2; do
+		IFS=: read -r name so <<< "$a"
+		rm -f "$T/burst.in"
+		mkfifo "$T/burst.in"
+		exec 8<> "$T/burst.in"
+		if [ -n "$so" ]; then
+			LD_PRELOAD=$LIBDIR/$so start_target burst burst || { exec 8>&-; continue; }
+		else
+			start_target burst burst || { exec 8>&-; continue; }
+		fi
+		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q '^inject: ok' <<< "$out" || { fail "$name: $out"; kill "$TP"; exec 8>&-; continue; }
+		routed_ok "$name" "$out"
+		"$PROBE" arm "$TP" || fail "$name: arm"
+		before=$("$PROBE" counts "$TP")
+		echo "burst $K" >&8
+		for _ in $(seq 1 100); do [ "$(grep -c done "$T/burst.out")" = 1 ] && break; sleep 0.05; done
+		after=$("$PROBE" counts "$TP")
+		da=$(($(field fired_alloc "$after") - $(field fired_alloc "$before")))
+		df=$(($(field fired_free "$after") - $(field fired_free "$before")))
+		if [ $da = $((4 * K)) ] && [ $df = $((4 * K)) ]; then
+			pass "$name: $K calls from each of 4 places fired $da alloc and $df free sites"
+		else
+			fail "$name: want $((4 * K)) and $((4 * K)) sites fired, got $da and $df"
+		fi
+		# a route request is honoured at the next traced call
+		"$PROBE" reroute "$TP" > "$T/reroute" 2>&1 || fail "$name: route request: $(cat "$T/reroute")"
+		echo "burst 1" >&8
+		for _ in $(seq 1 100); do [ "$(grep -c done "$T/burst.out")" = 2 ] && break; sleep 0.05; done
+		after=$("$PROBE" counts "$TP")
+		[ "$(field route_done "$after")" = 1 ] && [ "$(field passes "$after")" = 2 ] &&
+			pass "$name: a route request honoured at the next call" || fail "$name: route request: $after"
+		exec 8>&-
+		wait "$TP"
+	done
+fi
+
+if lt_part 6; then
+	echo "== 7. refusals"
+	"$TESTDATA/static_run" --delay-ms 5000 > /dev/null 2>&1 &
+	sp=$!
+	lt_pids+=("$sp")
+	sleep 0.2
+	out=$("$PROBE" inject "$sp" "$LIB" 2>&1)
+	grep -q 'inject: error E[A-Z]*NOTSUPP*: a static program' <<< "$out" && pass "static: $out" || fail "static: $out"
+	kill "$sp" 2> /dev/null
+	# a setuid copy of sleep(1), owned by nobody, run by root: the exec
+	# changes its effective user, so the kernel sets AT_SECURE
+	mkdir -p "$BUILD/tmp"
+	SU=$BUILD/tmp/sleep_setuid
+	cp "$(command -v sleep)" "$SU" && chown nobody "$SU" && chmod u+s "$SU"
+	"$SU" 5 &
+	sp=$!
+	lt_pids+=("$sp")
+	sleep 0.2
+	if od -An -tx8 -w16 "/proc/$sp/auxv" | awk '$1 == "0000000000000017" && $2 != "0000000000000000" { f = 1 } END { exit !f }'; then
+		out=$("$PROBE" inject "$sp" "$LIB" 2>&1)
+		grep -q 'inject: error E[A-Z]*NOTSUPP*: .*setuid.*AT_SECURE' <<< "$out" && pass "setuid: $out" ||
+			fail "setuid: $out"
+	else
+		fail "setuid: AT_SECURE is not 1 in the target (a nosuid mount?)"
+	fi
+	kill "$sp" 2> /dev/null
+	rm -f "$SU"
+	LD_PRELOAD=$LIB start_target pre sleep 1000 && {
+		out=$("$PROBE" inject "$TP" "$LIB" 2>&1)
+		grep -q 'inject: error EEXIST' <<< "$out" && pass "loaded already: $out" || fail "loaded already: $out"
+		wait "$TP"
+	}
+fi
+
+if lt_part 8; then
+	echo "== 8. the injector killed in each phase"
+	for phase in stopped syscall calling restored; do
+		start_target k stress 2 || continue
+		"$PROBE" inject "$TP" "$LIB" --pause-at $phase > "$T/k.probe" 2>&1 &
+		ip=$!
+		for _ in $(seq 1 100); do grep -q paused "$T/k.probe" && break; sleep 0.05; done
+		grep -q "paused at $phase" "$T/k.probe" || fail "$phase: the injector did not pause: $(cat "$T/k.probe")"
+		kill -KILL $ip
+		wait $ip 2> /dev/null
+		sleep 1
+		kill -0 "$TP" 2> /dev/null && pass "$phase: killed there, the target runs on" ||
+			fail "$phase: the target died"
+		grep -q TracerPid:.0 "/proc/$TP/status" || fail "$phase: the target is still traced"
+		finish_target k
+	done
+fi
+lt_finish
