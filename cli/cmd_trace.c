@@ -31,6 +31,7 @@ enum trace_opt_key {
 	OPT_NO_FOLLOW_FORKS,
 	OPT_LEAK_CHECK,
 	OPT_NO_PRELOAD,
+	OPT_NO_INJECT,
 	OPT_ALLOW_UNTRACED,
 };
 
@@ -56,6 +57,7 @@ static const struct option trace_options[] = {
 	{ "leak-check", no_argument, NULL, OPT_LEAK_CHECK },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
+	{ "no-inject", no_argument, NULL, OPT_NO_INJECT },
 	{ "allow-untraced", no_argument, NULL, OPT_ALLOW_UNTRACED },
 	{ NULL, 0, NULL, 0 },
 };
@@ -126,6 +128,12 @@ static const char trace_usage[] =
 	"                           runs with it, and a process that has it (also with -p)\n"
 	"                           is traced at its probe sites: no trap per call, and with\n"
 	"                           --sample-bytes the library samples in the process\n"
+	"      --no-inject          -p: do not load libdwleak-preload.so into a process that\n"
+	"                           runs without it; trace it with uprobes (a trap per\n"
+	"                           call).  By default dwleak loads the library into it\n"
+	"                           (one of its threads makes one call at a safe point,\n"
+	"                           the others run on) and routes its allocator calls\n"
+	"                           through it; when dwleak ends the library stays, idle\n"
 	"  -h, --help               show this help\n"
 	"      --version            show the version\n"
 	"\n"
@@ -140,6 +148,8 @@ static const char trace_usage[] =
 	"  dwleak --leak-check -p 1234 -i 600       a verdict every 10 minutes, live\n"
 	"  LD_PRELOAD=$(dwleak preload) ./server &  dwleak -p $!   a service started with the\n"
 	"                                          library, traced at its sites when needed\n"
+	"  dwleak -p 1234 --sample-bytes 524288    a running service at the library's\n"
+	"                                          cost (loaded into it), sampled\n"
 	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
 	"\n"
 	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
@@ -250,6 +260,9 @@ static int option_apply(struct env *env, int c, const char *arg)
 		return 0;
 	case OPT_LEAK_CHECK:
 		env->leak_check = true;
+		return 0;
+	case OPT_NO_INJECT:
+		env->no_inject = true;
 		return 0;
 	case OPT_NO_PRELOAD:
 		env->no_preload = true;

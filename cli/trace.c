@@ -285,6 +285,7 @@ static void settings_of(const struct env *env, struct suppressions *supp, struct
 		.leak_check = env->leak_check,
 		.follow_forks = env->follow_forks,
 		.no_preload = env->no_preload,
+		.no_inject = env->no_inject,
 		.unwind = env->unwind,
 		.unwind_name = unwind_mode_name(env->unwind),
 		.min_age_ns = (uint64_t)(env->min_age_s * 1e9),

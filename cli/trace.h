@@ -38,6 +38,7 @@ struct env {
 				   * -- CMD (--no-follow-forks: not); --follow-forks with -p */
 	bool no_preload;	  /* --no-preload: -- CMD runs without the preload library,
 				   * and no process is traced at its sites (uprobes only) */
+	bool no_inject;		  /* --no-inject: -p never loads the library into a process */
 	/* environment knobs for tests and bench/ */
 	int uprobe_session;	  /* DWLEAK_UPROBE_SESSION: 1 or 0 forces; -1 = choose */
 	int preempt_guard;	  /* DWLEAK_PREEMPT_GUARD: enum preempt_guard; -1 = choose */

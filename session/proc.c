@@ -48,6 +48,7 @@ static struct proc *proc_new(struct procs *ps, pid_t pid, pid_t parent)
 static void sites_forget(struct proc *p)
 {
 	p->preload = false;
+	p->injected = false;
 	preload_sites_free(&p->sites);
 }
 
@@ -99,33 +100,6 @@ static int tables_refresh(const struct proc_services *sv, struct proc *p)
 	return err;
 }
 
-/* P left its image (it exited or exec'd; its records are applied and its
- * ledger sealed or emptied).  When it was the image's last process, ends
- * the image: every walk moved into the store, the ids the ledgers of the
- * image's processes name kept, the image's other stacks freed. */
-static void keep_id(void *ctx, uint64_t id)
-{
-	stack_store_keep(ctx, id);
-}
-
-static void image_leave(const struct proc_services *sv, struct procs *ps, struct proc *p)
-{
-	uint32_t img = p->image;
-	size_t i;
-
-	if (!stack_store_image_leave(sv->stacks, img))
-		return;
-	/* no walk of IMG is on its way any more: what it stored is all in
-	 * the kernel map or the store */
-	sv->stacks_move(sv->ctx);
-	/* ids are seeded with the image: only its processes' ledgers name
-	 * them (a process that exec'd since has a new ledger, of its new one) */
-	for (i = 0; i < ps->n; i++)
-		if (ps->v[i]->image == img)
-			ledger_stack_ids(&ps->v[i]->ledger, keep_id, sv->stacks);
-	stack_store_image_end(sv->stacks, img);
-}
-
 /* --leak-check with ptrace: P stops at exit() for its check, before its
  * atexit handlers and destructors free what globals still hold. */
 static void exit_probe(const struct proc_services *sv, struct proc *p)
@@ -172,6 +146,23 @@ static int preload_attach(const struct proc_services *sv, struct proc *p)
 	if (sv->set->no_preload || sv->set->mmap)
 		return 1;
 	err = sv->sites_find(sv->ctx, &p->objs, &p->sites, &why);
+	if (err == -ENOENT || err == -ENOTSUP) {
+		/* not first in lookup order: loaded while it ran, and routed? */
+		char *gaps = NULL;
+
+		sites_forget(p);
+		if (!sv->sites_find_injected(sv->ctx, p->pid, &p->objs, &p->sites, &gaps)) {
+			free(why);
+			if (gaps)
+				say(sv, SESSION_WARNING, "pid %d: the preload library loaded into it does not see every "
+				    "allocator call (%s): what passes by it is not traced", p->pid, gaps);
+			free(gaps);
+			if (sites_attach(sv, p))
+				return 1;
+			p->injected = true;
+			return 0;
+		}
+	}
 	if (err == -ENOENT)
 		return 1;
 	if (err == -ENOMEM)
@@ -307,7 +298,7 @@ int proc_on_exec(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	sv->thread_forget(sv->ctx, pid);
 	ledger_free(&p->ledger);
 	memset(&p->ledger, 0, sizeof(p->ledger));
-	image_leave(sv, ps, p);
+	procs_image_leave(sv, ps, p);
 	p->image = 0;
 	sv->mappings_take(sv->ctx, pid, NULL, NULL);
 	allocator_free(&p->alloc);
@@ -351,6 +342,8 @@ int proc_on_stop(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	}
 	if (p->awaiting_linker)
 		return proc_probe(sv, p, false) == -ENOMEM ? -ENOMEM : 0;
+	if (p->injected)
+		sv->route(sv->ctx, p->pid, &p->sites); /* the objects loaded since, routed too */
 	err = tables_refresh(sv, p); /* dlopen, dlclose */
 	if (err)
 		say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", pid, strerror(-err));
@@ -404,6 +397,7 @@ int proc_on_fork(const struct proc_services *sv, struct procs *ps, pid_t parent,
 			if (preload_sites_copy(&c->sites, &pp->sites))
 				return -ENOMEM;
 			err = sites_attach(sv, c);
+			c->injected = !err && pp->injected;
 		}
 		err = err ? sv->attach_allocator(sv->ctx, &c->pp, &c->alloc, what, sizeof(what)) : 0;
 		if (err) {
@@ -427,19 +421,7 @@ void proc_leak_check(const struct proc_services *sv, struct proc *p, const char 
 		return;
 	err = sv->leak_scan(sv->ctx, p->pid, p->exited, &p->alloc, &p->ledger, exiting, &p->check);
 	p->check_err = err;
-	if (err && err != -ESRCH)
-		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) %s failed: %s%s", p->pid, p->command, when,
-		    strerror(-err),
-		    err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)" : "");
-	/* what makes a verdict less sure is said, not only counted */
-	if (!err && p->check.read.unreadable_bytes)
-		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) could not read %llu bytes of its memory: a "
-		    "pointer held only there was missed, so blocks may be called lost that are not (--stats has "
-		    "the details)", p->pid, p->command, (unsigned long long)p->check.read.unreadable_bytes);
-	if (!err && p->check.scan.overlapping)
-		say(sv, SESSION_WARNING, "the leak check of pid %d (%s) found %llu blocks overlapping others: frees "
-		    "were missed (dropped events?), each lower block was cut short", p->pid, p->command,
-		    (unsigned long long)p->check.scan.overlapping);
+	proc_notes_checked(sv, p, when);
 }
 
 void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid, pid_t tid)
@@ -470,7 +452,7 @@ void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, i
 	if (p->untraced) {
 		/* nothing of it was traced since its image could not be: no
 		 * mappings nor blocks to keep, only its image to leave */
-		image_leave(sv, ps, p);
+		procs_image_leave(sv, ps, p);
 		return;
 	}
 	/* what names its frames in the report, out of the kernel's map */
@@ -488,7 +470,7 @@ void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, i
 	if (ledger_seal(&p->ledger, session_now_ns(), sv->set->min_age_ns, sv->set->sample_bytes))
 		say(sv, SESSION_WARNING, "out of memory folding the blocks of pid %d (%s), which exited: they are kept "
 		    "one by one", pid, p->command ? p->command : "?");
-	image_leave(sv, ps, p);
+	procs_image_leave(sv, ps, p);
 }
 
 bool proc_top_alive(struct procs *ps)
@@ -548,6 +530,8 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (p->exited || p->untraced || !(p->refresh || all))
 			continue;
 		p->refresh = false;
+		if (p->injected)
+			sv->route(sv->ctx, p->pid, &p->sites);
 		err = tables_refresh(sv, p);
 		if (err)
 			say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", p->pid,
@@ -579,7 +563,6 @@ int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid)
 {
 	struct proc *p = procs_find(ps, pid);
 	uint32_t img;
-	size_t i;
 
 	if (!p)
 		return -ENOENT;
@@ -588,11 +571,7 @@ int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	img = p->image;
 	procs_remove(ps, p);
 	proc_free(p);
-	for (i = 0; i < ps->n && img; i++)
-		if (ps->v[i]->image == img)
-			img = 0;
-	if (img)
-		stack_store_image_forget(sv->stacks, img);
+	procs_image_forget(sv, ps, img);
 	return 0;
 }
 

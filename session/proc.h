@@ -33,6 +33,8 @@ struct proc {
 	struct allocator alloc;	  /* valid when probed */
 	bool probed;		  /* its allocator probes are attached */
 	bool preload;		  /* ... as the preload library's sites (SITES) */
+	bool injected;		  /* ... of a library loaded into it while it ran (-p): its
+				   * calls reach it through routed GOT slots */
 	struct preload_sites sites;
 	bool awaiting_linker;	  /* exec'd a dynamic program: probed when the linker
 				   * stops it with every initial object mapped */
@@ -114,6 +116,13 @@ struct proc_services {
 	int (*objects)(void *ctx, pid_t pid, struct proc_objects *out);
 	int (*allocator)(void *ctx, const struct proc_objects *objs, struct allocator *out);
 	int (*sites_find)(void *ctx, const struct proc_objects *objs, struct preload_sites *out, char **why);
+	/* the library loaded into PID while it ran (target/inject.h): -ENOENT
+	 * when none is, or it was not routed; 0 with *WHY (malloc'd) saying
+	 * which calls its routing misses, or NULL when it sees every one */
+	int (*sites_find_injected)(void *ctx, pid_t pid, const struct proc_objects *objs, struct preload_sites *out,
+				   char **why);
+	/* asks PID's injected library to route the objects loaded since */
+	int (*route)(void *ctx, pid_t pid, const struct preload_sites *s);
 
 	/* the walker: a mapping-table slot (DWLEAK_NO_SLOT when all are
 	 * taken), the tables of PID's objects loaded and its mappings
@@ -213,6 +222,14 @@ void proc_leak_check(const struct proc_services *sv, struct proc *p, const char 
 /* Frees every process (their probes and slots are the programs' to
  * release first: proc_release_all). */
 void procs_free(struct procs *ps);
+
+/* P left its image (an exit or an exec): when it was the image's last
+ * process, the image ends in SV->stacks (every walk moved out of the
+ * kernel first, the ids PS's ledgers of that image name kept). */
+void procs_image_leave(const struct proc_services *sv, struct procs *ps, const struct proc *p);
+
+/* Image IMG's stacks are freed when no process of PS is of it (0: none). */
+void procs_image_forget(const struct proc_services *sv, const struct procs *ps, uint32_t img);
 
 /* Gives every process's programs entry back (the end of a session). */
 void proc_release_all(const struct proc_services *sv, struct procs *ps);

@@ -1,5 +1,7 @@
 /* What is said of a process when it is first probed (proc_notes.h). */
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "elf_symbols.h"
@@ -33,4 +35,25 @@ void proc_notes_probed(const struct proc_services *sv, const struct proc *p)
 {
 	not_covered_say(sv, p);
 	go_heap_say(sv, p);
+}
+
+void proc_notes_checked(const struct proc_services *sv, const struct proc *p, const char *when)
+{
+	int err = p->check_err;
+
+	if (err && err != -ESRCH)
+		session_say(sv->log, SESSION_WARNING, "the leak check of pid %d (%s) %s failed: %s%s", p->pid,
+			    p->command, when, strerror(-err),
+			    err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)"
+					  : "");
+	/* what makes a verdict less sure is said, not only counted */
+	if (!err && p->check.read.unreadable_bytes)
+		session_say(sv->log, SESSION_WARNING, "the leak check of pid %d (%s) could not read %llu bytes of its "
+			    "memory: a pointer held only there was missed, so blocks may be called lost that are not "
+			    "(--stats has the details)", p->pid, p->command,
+			    (unsigned long long)p->check.read.unreadable_bytes);
+	if (!err && p->check.scan.overlapping)
+		session_say(sv->log, SESSION_WARNING, "the leak check of pid %d (%s) found %llu blocks overlapping "
+			    "others: frees were missed (dropped events?), each lower block was cut short", p->pid,
+			    p->command, (unsigned long long)p->check.scan.overlapping);
 }

@@ -1,6 +1,7 @@
 /* The list of a session's processes (proc.h): searched newest first, a
  * pid the kernel reused belonging to the newer process, with the last hit
- * kept, since records come in runs from one process.  The processes
+ * kept, since records come in runs from one process; and what an image's
+ * end or oblivion does over the processes of that image.  The processes
  * themselves are proc.c's to make, change and free. */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,4 +70,42 @@ size_t procs_untraced(const struct procs *ps)
 	for (i = 0; i < ps->n; i++)
 		n += ps->v[i]->untraced != NULL;
 	return n;
+}
+
+/* P left its image (it exited or exec'd; its records are applied and its
+ * ledger sealed or emptied).  When it was the image's last process, ends
+ * the image: every walk moved into the store, the ids the ledgers of the
+ * image's processes name kept, the image's other stacks freed. */
+static void keep_id(void *ctx, uint64_t id)
+{
+	stack_store_keep(ctx, id);
+}
+
+void procs_image_leave(const struct proc_services *sv, struct procs *ps, const struct proc *p)
+{
+	uint32_t img = p->image;
+	size_t i;
+
+	if (!stack_store_image_leave(sv->stacks, img))
+		return;
+	/* no walk of IMG is on its way any more: what it stored is all in
+	 * the kernel map or the store */
+	sv->stacks_move(sv->ctx);
+	/* ids are seeded with the image: only its processes' ledgers name
+	 * them (a process that exec'd since has a new ledger, of its new one) */
+	for (i = 0; i < ps->n; i++)
+		if (ps->v[i]->image == img)
+			ledger_stack_ids(&ps->v[i]->ledger, keep_id, sv->stacks);
+	stack_store_image_end(sv->stacks, img);
+}
+
+void procs_image_forget(const struct proc_services *sv, const struct procs *ps, uint32_t img)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n && img; i++)
+		if (ps->v[i]->image == img)
+			return; /* a process of it is still remembered */
+	if (img)
+		stack_store_image_forget(sv->stacks, img);
 }

@@ -41,6 +41,51 @@ static int sv_sites_find(void *ctx, const struct proc_objects *o, struct preload
 	return preload_sites_find(o->paths, o->names, o->n, out, why);
 }
 
+/* Which of the allocator calls of a process the injected library's last
+ * routing pass misses (C: its control block), malloc'd, or NULL. */
+static char *route_gaps(const struct dwleak_preload_control *c)
+{
+	char *why = NULL;
+
+	if (c->route_done == c->route_request && !c->route_deferred && !c->route_unreadable &&
+	    !c->route_elsewhere && !c->route_failed)
+		return NULL;
+	if (asprintf(&why, "of %u objects: %u left for a later pass, %u unreadable, %u slots bound elsewhere, "
+			   "%u slots it could not write%s", c->route_objects, c->route_deferred, c->route_unreadable,
+		     c->route_elsewhere, c->route_failed,
+		     c->route_done != c->route_request ? "; a routing pass is pending" : "") < 0)
+		why = NULL;
+	return why;
+}
+
+static int sv_sites_find_injected(void *ctx, pid_t pid, const struct proc_objects *o, struct preload_sites *out,
+				  char **why)
+{
+	struct dwleak_preload_control c;
+	char *not_sites = NULL;
+	int err;
+
+	(void)ctx;
+	*why = NULL;
+	err = preload_sites_find_injected(o->paths, o->names, o->n, out, &not_sites);
+	free(not_sites);
+	if (err)
+		return err == -ENOMEM ? err : -ENOENT;
+	/* loaded some other way (LD_PRELOAD, but not first): not routed */
+	if (preload_control_read(pid, out, &c) || !c.injected) {
+		preload_sites_free(out);
+		return -ENOENT;
+	}
+	*why = route_gaps(&c);
+	return 0;
+}
+
+static int sv_route(void *ctx, pid_t pid, const struct preload_sites *sites)
+{
+	(void)ctx;
+	return preload_route_request(pid, sites);
+}
+
 static uint32_t sv_slot_take(void *ctx, pid_t pid)
 {
 	return unwinder_slot_take(of(ctx)->uw, pid);
@@ -181,19 +226,25 @@ static void sv_traced(void *ctx, const struct proc *p)
 {
 	struct session *s = of(ctx);
 	struct unwinder_stats us;
+	char how[64];
 
 	if (s->announced && s->first_alloc && p->alloc.description && strcmp(s->first_alloc, p->alloc.description))
 		session_say(&s->log, SESSION_INFO, "pid %d (%s) allocates with %s%s", p->pid, p->command,
-			    p->preload ? "preload, " : "", p->alloc.description);
+			    p->injected ? "preload (injected), " : p->preload ? "preload, " : "", p->alloc.description);
 	if (s->announced)
 		return;
 	s->announced = true;
 	s->first_alloc = p->alloc.description ? strdup(p->alloc.description) : NULL;
 	s->t_traced = session_now_s();
 	unwinder_stats(s->uw, &us);
+	if (p->injected && s->inject_ms >= 0)
+		snprintf(how, sizeof(how), "preload, injected in %.0f ms, ", s->inject_ms);
+	else if (p->injected)
+		snprintf(how, sizeof(how), "preload, injected before, ");
+	else
+		snprintf(how, sizeof(how), "%s", p->preload ? "preload, " : "");
 	session_say(&s->log, SESSION_INFO, "tracing pid %d (%s%s; %u tables, %.0f ms to attach); Ctrl-C to stop",
-		    p->pid, p->preload ? "preload, " : "", p->alloc.description, us.loaded,
-		    (s->t_traced - s->t_start) * 1e3);
+		    p->pid, how, p->alloc.description, us.loaded, (s->t_traced - s->t_start) * 1e3);
 }
 
 void session_services_init(struct session *s)
@@ -207,6 +258,8 @@ void session_services_init(struct session *s)
 		.objects = sv_objects,
 		.allocator = sv_allocator,
 		.sites_find = sv_sites_find,
+		.sites_find_injected = sv_sites_find_injected,
+		.route = sv_route,
 		.slot_take = sv_slot_take,
 		.slot_release = sv_slot_release,
 		.tables = sv_tables,

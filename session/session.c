@@ -21,7 +21,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "inject.h"
+#include "preload.h"
 #include "preload_env.h"
+#include "preload_path.h"
 #include "session_private.h"
 
 /* Every live process's tables are looked at again this often. */
@@ -186,13 +189,42 @@ static int following(struct session *s)
 	return err;
 }
 
+/* -p on a process without the preload library: loads it into the process
+ * (target/inject.c), before ptrace holds it, so that it is traced at the
+ * library's sites; where that cannot be done, says why (it is then traced
+ * with uprobes).  Nothing to do with --no-inject, --no-preload, --mmap. */
+static void inject(struct session *s, pid_t pid)
+{
+	struct inject_result res = { 0 };
+	char *lib = NULL;
+	int err;
+
+	if (s->set->no_inject || s->set->no_preload || s->set->mmap)
+		return;
+	err = preload_library_path(&lib);
+	if (err) {
+		session_say(&s->log, SESSION_NOTE, "%s not found next to dwleak (DWLEAK_PRELOAD_LIB names it): tracing pid "
+			    "%d with uprobes", DWLEAK_PRELOAD_NAME, pid);
+		return;
+	}
+	err = inject_library(pid, lib, NULL, &res);
+	s->inject_ms = !err ? res.ms_total : -1; /* -1: loaded before (-EEXIST), or not at all */
+	if (err && err != -EEXIST)
+		session_say(&s->log, SESSION_NOTE, "pid %d: cannot load the preload library into it: %s; tracing it "
+			    "with uprobes (every allocator call traps: slower)", pid,
+			    res.reason ? res.reason : strerror(-err));
+	inject_result_free(&res);
+	free(lib);
+}
+
 int session_attach(struct session *s, pid_t pid)
 {
 	int err = 0;
 
-	if (s->set->follow_forks && (err = following(s)))
-		return err;
 	if (!s->tgt.pid && (err = target_attach(&s->tgt, pid)))
+		return err;
+	inject(s, pid); /* it takes no ptrace hold of its own: before ours */
+	if (s->set->follow_forks && (err = following(s)))
 		return err;
 	if (s->tracees && (err = tracee_seize_process(s->tracees, pid))) {
 		session_say(&s->log, SESSION_ERROR, "cannot follow pid %d's forks with ptrace: %s%s", pid,

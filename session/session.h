@@ -32,6 +32,8 @@ struct session_settings {
 	bool follow_forks;	  /* follow forks and execs with ptrace (a spawned command
 				   * itself is always followed: its exec and exit) */
 	bool no_preload;	  /* --no-preload */
+	bool no_inject;		  /* --no-inject: a running process without the library is
+				   * traced with uprobes, the library not loaded into it */
 	uint32_t unwind;	  /* enum unwind_mode */
 	const char *unwind_name;  /* its name, for reports */
 	uint64_t min_age_ns;	  /* --min-age */

@@ -30,6 +30,8 @@ struct session {
 	uint64_t records_now;	     /* when the records being applied were drained */
 	int ep, sigfd;		     /* what session_poll waits on (-1: not yet) */
 	double next_scan;	     /* when every process's tables are looked at again */
+	double inject_ms;	     /* the last injection of the library, for the tracing line
+				      * (-1: it was there already) */
 };
 
 /* Applies every record the programs have written so far. */
