@@ -165,14 +165,15 @@ extern bool in_fork_child;
 int route_all(void);
 
 /* Called on the traced paths: honours a route request dwleak wrote in
- * the control block (objects loaded by glibc itself, without dlopen). */
-void route_requested(void);
+ * the control block (objects loaded by glibc itself, without dlopen),
+ * unless the call (returning to RA) comes from the dynamic linker itself. */
+void route_requested(uintptr_t ra);
 
-static inline void route_check(void)
+static inline void route_check(uintptr_t ra)
 {
 	if (unlikely(__atomic_load_n(&ctl.route_request, __ATOMIC_RELAXED) !=
 		     __atomic_load_n(&ctl.route_done, __ATOMIC_RELAXED)))
-		route_requested();
+		route_requested(ra);
 }
 
 static inline bool sites_usable(uint32_t gen)

@@ -38,6 +38,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -339,6 +340,62 @@ static uintptr_t slot_target(const struct object *o, const ElfW(Rela) *r, int f,
 	return 0;
 }
 
+/* The dynamic linker's text, once its own allocator pointers lead to the
+ * library: a call from there may hold the loader's locks while it changes
+ * the list of objects, so no routing pass starts inside it (route_check). */
+static uintptr_t ldso_lo, ldso_hi;
+
+/*
+ * The dynamic linker allocates (link maps, DTVs, TLS blocks of dlopen'ed
+ * objects, dlerror's strings) through pointers of its own, __rtld_malloc,
+ * __rtld_calloc, __rtld_realloc and __rtld_free, set once libc is loaded
+ * to what the lookup of "malloc" and friends found, and then made
+ * read-only with its RELRO: no relocation names them, and its symbol
+ * table is stripped.  A program started with LD_PRELOAD has them lead to
+ * the library; here they lead to libc's, so the linker's blocks, and the
+ * frees of blocks a program's thread then hands back, would pass by it.
+ * They are found by value: a word of the linker's writable or RELRO data
+ * that holds exactly the address of the definition the library forwards
+ * to for malloc, calloc, realloc or free (no other data of the linker
+ * holds a function of libc's) is such a pointer, and now leads to the
+ * wrapper.
+ */
+static void ldso_route(const struct object *o, struct pass *p)
+{
+	static const int fs[] = { F_MALLOC, F_CALLOC, F_REALLOC, F_FREE };
+	struct write w[WRITES_MAX];
+	uintptr_t spans[5][2], a, v;
+	size_t n = 0, ns = 0, i, k;
+	bool relro = false;
+	int j;
+
+	for (j = 0; j < o->nexec; j++)
+		if (o->exec[j].lo >= o->lo) {
+			ldso_lo = o->exec[j].lo;
+			ldso_hi = o->exec[j].hi;
+		}
+	if (o->relro_hi > o->relro_lo)
+		spans[ns][0] = o->relro_lo, spans[ns++][1] = o->relro_hi;
+	for (j = 0; j < o->nwrite; j++)
+		spans[ns][0] = o->write[j].lo, spans[ns++][1] = o->write[j].hi;
+	for (i = 0; i < ns; i++) {
+		for (a = (spans[i][0] + 7) & ~(uintptr_t)7; a + 8 <= spans[i][1] && n < WRITES_MAX; a += 8) {
+			v = __atomic_load_n((uintptr_t *)a, __ATOMIC_RELAXED);
+			for (k = 0; k < sizeof(fs) / sizeof(fs[0]); k++) {
+				const void *def = __atomic_load_n(&next[fs[k]].fn, __ATOMIC_ACQUIRE);
+
+				if (def && v == (uintptr_t)def) {
+					relro |= a >= o->relro_lo && a < o->relro_hi;
+					w[n++] = (struct write){ (uintptr_t *)a, (uintptr_t)wrappers[fs[k]], true };
+				} else if (v == (uintptr_t)wrappers[fs[k]]) {
+					p->slots++; /* routed by an earlier pass */
+				}
+			}
+		}
+	}
+	p->deferred += !writes_flush(o, w, n, relro, p);
+}
+
 /* Routes one object's slots. */
 static void object_route(const struct object *o, struct pass *p)
 {
@@ -398,6 +455,8 @@ static int object_visit(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	p->objects++;
 	object_route(&o, p);
+	if (info->dlpi_addr && info->dlpi_addr == getauxval(AT_BASE))
+		ldso_route(&o, p); /* the dynamic linker (AT_BASE: the interpreter's base) */
 	return 0;
 }
 
@@ -424,12 +483,14 @@ int route_all(void)
 	return 0;
 }
 
-void route_requested(void)
+void route_requested(uintptr_t ra)
 {
 	uint32_t want = __atomic_load_n(&ctl.route_request, __ATOMIC_ACQUIRE);
 
 	if (!__atomic_load_n(&ctl.injected, __ATOMIC_RELAXED) || in_fork_child)
 		return;
+	if (ra >= ldso_lo && ra < ldso_hi)
+		return; /* the linker's own call: maybe under its list lock, changing the list */
 	if (!route_all())
 		__atomic_store_n(&ctl.route_done, want, __ATOMIC_RELEASE);
 }

@@ -125,7 +125,7 @@ bool call_fires(struct call *c)
 {
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
 
-	route_check();
+	route_check(*(const uintptr_t *)(c->cfa - 8));
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
 	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
@@ -149,7 +149,7 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 {
 	uint32_t gen;
 
-	route_check();
+	route_check(*(const uintptr_t *)(cfa - 8));
 	gen = CTL_LOAD(generation);
 	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
 	    !set_take((uintptr_t)p, (uint16_t)gen))

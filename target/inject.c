@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <elfutils/libdwfl.h>
 #include <linux/filter.h>
 
 #include "elf_symbols.h"
@@ -633,11 +634,67 @@ static int candidates_list(struct target *t, struct candidate **out, char *why, 
 		c[n++] = (struct candidate){ tid, rank };
 	}
 	closedir(dir);
-	qsort(c, n, sizeof(*c), candidate_cmp);
+	if (n)
+		qsort(c, n, sizeof(*c), candidate_cmp);
 	*out = c;
 	if (!n)
 		snprintf(why, whylen, "every thread is busy in a system call that is not a wait");
 	return (int)n;
+}
+
+/* One thread's frames, walked by libdwfl: whether one is the allocator's. */
+struct frames_walk {
+	const struct inject_layout *l;
+	bool in_alloc;
+	unsigned frames;
+};
+
+static int frame_seen(Dwfl_Frame *f, void *arg)
+{
+	struct frames_walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(f, &pc, &activation))
+		return DWARF_CB_ABORT;
+	/* a return address names the call before it */
+	if (inject_in_ranges(w->l->alloc, w->l->nalloc, activation ? pc : pc - 1)) {
+		w->in_alloc = true;
+		return DWARF_CB_ABORT;
+	}
+	w->frames++;
+	return DWARF_CB_OK;
+}
+
+/*
+ * The raw scan of thread TID's stack (inject_thread_judge) found a word
+ * that points into the allocator's code: a return address of a call in
+ * progress, or a stale copy left in a slot no frame uses now (a sleeping
+ * thread's stack holds many, from the calls it made before).  Walking its
+ * frames with their CFI (libdwfl, through the ptrace stop the injector
+ * holds) tells them apart.  True only when the walk reaches the thread's
+ * outermost frame and no frame is the allocator's; false when any frame
+ * is, or when the walk cannot be finished (the raw scan's verdict stands).
+ */
+static bool frames_clear_of_allocator(const struct target *t, pid_t tid)
+{
+	static const Dwfl_Callbacks cb = {
+		.find_elf = dwfl_linux_proc_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+	};
+	struct frames_walk w = { .l = &t->layout };
+	Dwfl *dwfl = dwfl_begin(&cb);
+	int rc = -1;
+
+	if (!dwfl)
+		return false;
+	if (!dwfl_linux_proc_report(dwfl, t->pid) && !dwfl_report_end(dwfl, NULL, NULL) &&
+	    !dwfl_linux_proc_attach(dwfl, t->pid, true))
+		rc = dwfl_getthread_frames(dwfl, tid, frame_seen, &w);
+	dwfl_end(dwfl);
+	/* 0: the walk ended at the outermost frame (the abort of a frame in the
+	 * allocator gives DWARF_CB_ABORT, an unwinding error -1) */
+	return rc == 0 && !w.in_alloc && w.frames > 0;
 }
 
 /* Waits for thread TID's next stop until DEADLINE (ms). */
@@ -1160,6 +1217,8 @@ int inject_library(pid_t pid, const char *library_path, const struct inject_opts
 			v.stack = words;
 			verdict = inject_thread_judge(&v, &t.layout);
 			free(words);
+			if (verdict == INJECT_ALLOCATOR_ON_STACK && frames_clear_of_allocator(&t, c[i].tid))
+				verdict = INJECT_SAFE; /* stale copies, no frame of the allocator */
 			if (verdict != INJECT_SAFE) {
 				verdicts[verdict]++;
 				ptrace(PTRACE_DETACH, c[i].tid, 0, 0);

@@ -53,6 +53,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -151,9 +152,21 @@ static void *second_thread(void *arg)
 	return NULL;
 }
 
+/* The next of the blocked signals of SET, read from signalfd FD: a wait
+ * in read(), as a service waits, which dwleak -p can load its library
+ * into (a thread in sigwait() is no safe point for it). */
+static int signal_next(int fd)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		_exit(8);
+	return (int)si.ssi_signo;
+}
+
 int main(int argc, char **argv)
 {
-	int wait_attach = argc > 1 && !strcmp(argv[1], "--wait"), sig;
+	int wait_attach = argc > 1 && !strcmp(argv[1], "--wait"), sig, sfd;
 	pthread_t t;
 	sigset_t set;
 	char c;
@@ -162,15 +175,16 @@ int main(int argc, char **argv)
 		out("usage: oracle_sizes [--wait]\n");
 		return 2;
 	}
-	/* blocked before any thread exists, so that sigwait takes them */
+	/* blocked before any thread exists, so that the signalfd takes them */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
-	if (pthread_sigmask(SIG_BLOCK, &set, NULL) || pipe(done_pipe) || pipe(block_pipe))
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) || pipe(done_pipe) || pipe(block_pipe) ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0)
 		return 6;
 	if (wait_attach) {
 		out("waiting\n");
-		sigwait(&set, &sig);
+		sig = signal_next(sfd);
 		if (sig == SIGUSR2)
 			exit(0); /* the baseline: nothing made */
 	}
@@ -182,7 +196,7 @@ int main(int argc, char **argv)
 	if (wait_attach) {
 		out("ready\n");
 		do
-			sigwait(&set, &sig);
+			sig = signal_next(sfd);
 		while (sig != SIGUSR2);
 		exit(0);
 	}

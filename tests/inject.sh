@@ -35,7 +35,7 @@ LIB=$BUILD/libdwleak-preload.so
 LIBDIR=/usr/lib/x86_64-linux-gnu
 lt_testdata inject_target
 [ "$(id -u)" = 0 ] || { echo "needs root (ptrace of other processes, setuid test)"; exit 77; }
-[ -x "$PROBE" ] || { fail "$PROBE not built (make $PROBE)"; lt_finish; }
+[ -x "$PROBE" ] || { fail "$PROBE not built (make $PROBE)"; check_finish; }
 
 # start_target NAME ARGS...: starts inject_target in the background (stdin
 # from $T/NAME.in when it exists), waits until it is ready; TP its pid
@@ -270,4 +270,4 @@ if lt_part 8; then
 		finish_target k
 	done
 fi
-lt_finish
+check_finish

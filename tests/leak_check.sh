@@ -173,7 +173,9 @@ fi
 if lt_part c; then
 	before=$check_errors
 	lt_start target "$tmp/wait.out" "$PROG" --wait
-	if lt_trace dw "$tmp/p.err" --leak-check -t 0 --format json -o "$tmp/p.json" -p "$target"; then
+	# --no-inject: the uprobe path, against memcheck on the program alone
+	# (dwleak -p loading its library is compared in oracle_memcheck.sh)
+	if lt_trace dw "$tmp/p.err" --leak-check --no-inject -t 0 --format json -o "$tmp/p.json" -p "$target"; then
 		kill -USR1 "$target"
 		lt_wait_line "$tmp/wait.out" ready || fail "-p: leak_kinds never said ready"
 		kill -INT "$dw"

@@ -29,7 +29,12 @@
 #                     the attach point (blocks made before it are roots to
 #                     dwleak -p, never reported).  The target runs with the
 #                     preload library (LD_PRELOAD, as a service started to
-#                     be traced at its sites) unless --no-preload
+#                     be traced at its sites) unless --no-preload (then
+#                     dwleak -p --no-inject: uprobes) or --inject
+#   --inject          with --attach: the target runs without the library,
+#                     and dwleak -p loads it into the running process
+#                     (dwleak's default); memcheck runs CMD with the
+#                     library preloaded, as the injected process has it
 #   --stdin FILE      CMD's standard input (default /dev/null)
 #   --keep DIR        keep memcheck's XML and dwleak's JSON and logs in DIR
 #   --sums            print one line: memcheck's D I P R bytes, then dwleak's,
@@ -86,12 +91,13 @@ die() {
 	exit 2
 }
 
-preload=1 allocator='' attach=0 stdin=/dev/null keep='' sums=0
+preload=1 allocator='' attach=0 stdin=/dev/null keep='' sums=0 inject=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-preload) preload=0 ;;
 	--allocator) allocator=$2; shift ;;
 	--attach) attach=1 ;;
+	--inject) inject=1 ;;
 	--stdin) stdin=$2; shift ;;
 	--keep) keep=$2; shift ;;
 	--sums) sums=1 ;;
@@ -131,7 +137,7 @@ while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
 	envs+=("$1")
 	shift
 done
-[ $# -gt 0 ] || die "usage: $0 [--no-preload] [--allocator NAME] [--attach] [--stdin FILE] [--keep DIR] [--sums] [VAR=VALUE...] CMD [ARG...]"
+[ $# -gt 0 ] || die "usage: $0 [--no-preload] [--allocator NAME] [--attach [--inject]] [--stdin FILE] [--keep DIR] [--sums] [VAR=VALUE...] CMD [ARG...]"
 [ -x "$DWLEAK" ] || die "$DWLEAK is missing (make check-build)"
 command -v valgrind > /dev/null || die "valgrind is missing (Debian: valgrind; .ci/deps.sh installs it)"
 
@@ -168,8 +174,9 @@ dw_ld=$alloc_lib vg_ld=$alloc_lib
 if [ $preload = 1 ]; then
 	lib=$("$DWLEAK" preload) || die "dwleak preload: no library"
 	vg_ld=$lib${alloc_lib:+:$alloc_lib}
-	[ $attach = 1 ] && dw_ld=$vg_ld
+	[ $attach = 1 ] && [ $inject = 0 ] && dw_ld=$vg_ld
 fi
+[ $inject = 0 ] || { [ $attach = 1 ] && [ $preload = 1 ]; } || die "--inject goes with --attach, not --no-preload"
 dw_timeout=${ORACLE_TIMEOUT:-300}
 
 # --- memcheck ---
@@ -205,6 +212,9 @@ fi
 
 # --- dwleak ---
 dw_opts=(--leak-check --no-default-suppressions -t 0 --format json -o "$tmp/dwleak.json")
+# -p on a target started without the library: dwleak loads it into it,
+# unless --no-preload asks for the uprobe path
+[ $attach = 1 ] && [ $preload = 0 ] && dw_opts+=(--no-inject)
 if [ $attach = 0 ]; then
 	[ $preload = 0 ] && dw_opts+=(--no-preload)
 	# env(1) after dwleak, not before it: an ASan dwleak cannot run with

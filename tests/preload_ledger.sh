@@ -6,6 +6,9 @@
 #   - dwleak -- CMD (which preloads the library itself);
 #   - dwleak -p on the program started with LD_PRELOAD=$(dwleak preload)
 #     (it waits for a go file while dwleak attaches);
+#   - dwleak -p on the program started without the library (issue 22):
+#     dwleak loads it into the running process and routes its allocator
+#     calls through it, and the tracing line says "preload, injected";
 # each time the tracing line says "preload" and names the allocator, the
 # program's own ledger is what dwleak reports, per site, to the byte and
 # the allocation, with no dropped event, no site stack truncated or cut.
@@ -27,7 +30,12 @@ check() {
 	local name=$1 family=$2 line
 	line=$(grep -m1 '^dwleak: tracing' "$T/$name.err")
 	echo "    $line"
-	[[ $line == *"(preload, $family in "* ]] || fail "$name: the tracing line does not say preload, $family"
+	if [[ $name == inj_* ]]; then
+		[[ $line == *"(preload, injected in "*" ms, $family in "* ]] ||
+			fail "$name: the tracing line does not say preload, injected, $family"
+	else
+		[[ $line == *"(preload, $family in "* ]] || fail "$name: the tracing line does not say preload, $family"
+	fi
 	[ -s "$T/$name.ledger" ] || { fail "$name: the program wrote no ledger"; return; }
 	lt_check "$T/$name.json" "$T/$name.ledger" "$family" << 'PY'
 led = json.load(open(ARGS[0]))
@@ -61,13 +69,17 @@ run_cmd() {
 }
 
 # run_pid NAME FAMILY ALLOC_LIB [DWLEAK OPTIONS...]: the program started
-# with the library (and ALLOC_LIB after it), dwleak -p on it
+# with the library (and ALLOC_LIB after it), dwleak -p on it; a NAME that
+# starts with inj_: started without the library (ALLOC_LIB alone), which
+# dwleak -p then loads into it
 run_pid() {
-	local name=$1 family=$2 alloc=$3 pid dpid rc
+	local name=$1 family=$2 alloc=$3 pid dpid rc pre=$LIB
 	shift 3
-	echo "== $name: LD_PRELOAD=libdwleak-preload.so${alloc:+:$alloc} ledger, dwleak -p $*"
+	[[ $name == inj_* ]] && pre=
+	echo "== $name: LD_PRELOAD=${pre:+libdwleak-preload.so}${pre:+${alloc:+:}}$alloc ledger, dwleak -p $*"
 	rm -f "$T/$name.go"
-	export LD_PRELOAD=$LIB${alloc:+:$alloc}
+	export LD_PRELOAD=$pre${pre:+${alloc:+:}}$alloc
+	[ -n "$LD_PRELOAD" ] || unset LD_PRELOAD
 	lt_start pid "$T/$name.out" "$PROG" --ops "${PID_OPS:-$OPS}" --ledger "$T/$name.ledger" --go-file "$T/$name.go"
 	unset LD_PRELOAD
 	if ! lt_trace dpid "$T/$name.err" -p "$pid" "$@" --format json -o "$T/$name.json" -t 0; then
@@ -89,19 +101,22 @@ for a in g:glibc: t:tcmalloc:libtcmalloc.so.4 j:jemalloc:libjemalloc.so.2 m:mima
 	alloc=${so:+$LIBDIR/$so}
 	run_cmd "cmd_$family" "$family" "$alloc"
 	run_pid "pid_$family" "$family" "$alloc"
+	run_pid "inj_$family" "$family" "$alloc"
 done
 
 if lt_part s; then
 	N=65536
-	PID_OPS=20000 run_pid pid_sampled glibc "" --sample-bytes $N
-	grep -q '(preload, ' "$T/pid_sampled.err" || fail "pid_sampled: not traced at the sites"
-	lt_check "$T/pid_sampled.json" "$T/pid_sampled.ledger" "$N" << 'PY'
+	for name in pid_sampled inj_sampled; do
+		PID_OPS=20000 run_pid $name glibc "" --sample-bytes $N
+		grep -q '(preload, ' "$T/$name.err" || fail "$name: not traced at the sites"
+		lt_check "$T/$name.json" "$T/$name.ledger" "$N" << 'PY'
 led = json.load(open(ARGS[0]))
 n = float(ARGS[1])
 check_estimates(led["sites"], n)
 if r["counters"].get("alloc_calls", 0) * 4 > led["calls"]:
     fail("the site fired %d times for %d calls: not sampled in the process" % (r["counters"]["alloc_calls"], led["calls"]))
 PY
+	done
 fi
 
 check_finish

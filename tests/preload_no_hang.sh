@@ -50,6 +50,8 @@ echo "== a. what the library imports"
 #                     syscall() for RELRO's state); write only in die(),
 #                     before abort()
 #   sched_yield       route.c, in the dlopen stub only: outside any allocation
+#   getauxval         route.c: reads the copy of the auxiliary vector glibc
+#                     keeps (no lock, no allocation), to know the linker
 #   abort             die(): the program cannot go on
 #   __errno_location  errno saved and restored: a thread-local address
 #   memcpy memset strcmp strncmp strrchr strlen strstr
@@ -57,7 +59,7 @@ echo "== a. what the library imports"
 #   __register_atfork pthread_atfork, from the constructor only
 #   and the toolchain's weak references (w): __cxa_finalize,
 #   __gmon_start__, _ITM_*, never called.
-AUDITED="__errno_location __register_atfork abort dl_iterate_phdr madvise memcpy memset mincore mmap mprotect munmap
+AUDITED="__errno_location __register_atfork abort dl_iterate_phdr getauxval madvise memcpy memset mincore mmap mprotect munmap
 sched_yield strcmp strlen strncmp strrchr strstr syscall write"
 nm -D --undefined-only "$LIB" | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' | sort > "$T/imports"
 tr ' ' '\n' <<< "$AUDITED" | sed '/^$/d' | sort > "$T/audited"

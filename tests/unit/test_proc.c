@@ -32,6 +32,7 @@ struct image {
 	const char *family;  /* its allocator; NULL: none found (-ENOENT) */
 	bool library;	     /* carries the preload library, whose sites can serve */
 	int attach_sites_err; /* the sites' attach fails so */
+	bool injected;	     /* the library was loaded into it while it ran (not first) */
 };
 
 #define MAXPID 128
@@ -43,7 +44,7 @@ struct fake {
 	int slots_out, slots_taken;
 	int added, removed;
 	int attach_allocator, attach_sites, attach_linker, attach_exit, detach;
-	int leak_scans, tables, traced, moves, forgets, mappings_taken;
+	int leak_scans, tables, traced, moves, forgets, mappings_taken, routes;
 	int said[4];
 	char last_said[512];
 	uint32_t next_slot;
@@ -130,6 +131,30 @@ static int fk_sites_find(void *ctx, const struct proc_objects *objs, struct prel
 		return -ENOENT;
 	out->path = strdup("/fake/libdwleak-preload.so");
 	out->name = strdup("/fake/libdwleak-preload.so");
+	return 0;
+}
+
+/* No library is ever loaded into a fake process while it runs. */
+static int fk_sites_find_injected(void *ctx, pid_t pid, const struct proc_objects *objs, struct preload_sites *out,
+				  char **why)
+{
+	const struct image *im = F(ctx)->image[pid];
+
+	(void)objs;
+	memset(out, 0, sizeof(*out));
+	*why = NULL;
+	if (!im || !im->injected)
+		return -ENOENT;
+	out->path = strdup("/fake/libdwleak-preload.so");
+	out->name = strdup("/fake/libdwleak-preload.so");
+	return 0;
+}
+
+static int fk_route(void *ctx, pid_t pid, const struct preload_sites *s)
+{
+	(void)pid;
+	(void)s;
+	F(ctx)->routes++;
 	return 0;
 }
 
@@ -286,6 +311,8 @@ static void fake_init(struct fake *f, bool following, bool leak_check)
 	f->sv.objects = fk_objects;
 	f->sv.allocator = fk_allocator;
 	f->sv.sites_find = fk_sites_find;
+	f->sv.sites_find_injected = fk_sites_find_injected;
+	f->sv.route = fk_route;
 	f->sv.slot_take = fk_slot_take;
 	f->sv.slot_release = fk_slot_release;
 	f->sv.tables = fk_tables;
@@ -324,12 +351,13 @@ static void record(struct fake *f, pid_t pid, uint64_t addr, uint64_t size)
 	proc_record(&f->ps, 1000, &e, sizeof(e));
 }
 
-static const struct image prog_glibc = { "/usr/bin/prog", true, "glibc", false, 0 };
-static const struct image prog_lib = { "/usr/bin/prog", true, "glibc", true, 0 };
-static const struct image prog_lib_broken = { "/usr/bin/prog", true, "glibc", true, -EINVAL };
-static const struct image shell_static = { "/bin/busybox", false, NULL, false, 0 };
-static const struct image tool_static = { "/usr/bin/static-tool", false, "custom", false, 0 };
-static const struct image jemalloc_prog = { "/usr/bin/redis", true, "jemalloc", false, 0 };
+static const struct image prog_glibc = { "/usr/bin/prog", true, "glibc", false, 0, false };
+static const struct image prog_lib = { "/usr/bin/prog", true, "glibc", true, 0, false };
+static const struct image prog_lib_broken = { "/usr/bin/prog", true, "glibc", true, -EINVAL, false };
+static const struct image shell_static = { "/bin/busybox", false, NULL, false, 0, false };
+static const struct image tool_static = { "/usr/bin/static-tool", false, "custom", false, 0, false };
+static const struct image jemalloc_prog = { "/usr/bin/redis", true, "jemalloc", false, 0, false };
+static const struct image redis_injected = { "/usr/bin/redis-server", true, "jemalloc", false, 0, true };
 
 /* -p on a running process: uprobes, announced, registered once; its exit
  * gives back the slot and the entry. */
@@ -383,6 +411,34 @@ static void test_sites_fallback(void)
 	EXPECT(f.attach_sites == 1 && f.attach_allocator == 1 && f.detach == 1);
 	EXPECT(f.said[SESSION_NOTE] == 1 && strstr(f.last_said, "tracing it with uprobes"), "said: %s",
 	       f.last_said);
+	fake_end(&f);
+}
+
+/* -p on a process the library was loaded into: its sites, though the
+ * library is not first in lookup order; new objects routed when its
+ * linker says so; a fork's child inherits it. */
+static void test_injected(void)
+{
+	struct fake f;
+	struct proc *p, *c;
+
+	fake_init(&f, true, false);
+	f.image[15] = &redis_injected;
+	CHECK(!proc_attach_running(&f.sv, &f.ps, 15));
+	p = procs_find(&f.ps, 15);
+	EXPECT(p->probed && p->preload && p->injected && f.attach_sites == 1 && f.attach_allocator == 0);
+	proc_objects_changed(&f.ps, 15);
+	proc_tables_due(&f.sv, &f.ps, false);
+	EXPECT(f.routes == 1, "objects came: routed (%d)", f.routes);
+	CHECK(!proc_on_stop(&f.sv, &f.ps, 15));
+	EXPECT(f.routes == 2, "the linker stopped it: routed (%d)", f.routes);
+	f.image[16] = &redis_injected;
+	CHECK(!proc_on_fork(&f.sv, &f.ps, 15, 16, false));
+	c = procs_find(&f.ps, 16);
+	EXPECT(c->probed && c->preload && c->injected, "the child has the library and its routing");
+	f.image[15] = &prog_glibc; /* execs a program: the library is gone */
+	CHECK(!proc_on_exec(&f.sv, &f.ps, 15));
+	EXPECT(!p->injected && !p->preload);
 	fake_end(&f);
 }
 
@@ -581,6 +637,7 @@ static void test_forget(void)
 int main(void)
 {
 	test_forget();
+	test_injected();
 	test_attach_running();
 	test_attach_sites();
 	test_sites_fallback();
