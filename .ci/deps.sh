@@ -23,6 +23,7 @@ packages=(
 	prometheus					# promtool checks the agent's /metrics; the server scrapes the agent (tests/agent_http.sh)
 	systemd						# systemd-analyze verify checks dist/dwleak-agent.service (works without systemd as PID 1)
 	jq						# a command whose stdout is piped (tests/cmd_exit_status.sh)
+	redis-server redis-tools			# a real service under load: dwleak -p loads its library into it (tests/inject_trace.sh, bench/run_redis_bench.sh)
 	curl wget gnupg git openssh-client procps	# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https, ps once hung there)
 )
 
