@@ -59,6 +59,7 @@ volatile __u32 rule_gen = 0;
 #include "mmap.bpf.h"	   /* --mmap: the memory syscalls */
 #include "linker.bpf.h"	   /* the dynamic linker's hook */
 #include "exit.bpf.h"	   /* exit(): the leak check's moment */
+#include "exec.bpf.h"	   /* execve(): a process without ptrace changed its image */
 #include "usdt.bpf.h"	   /* the preload library's sites */
 
 SEC("uretprobe")
@@ -136,6 +137,13 @@ SEC("uprobe")
 int BPF_KPROBE(exit_enter)
 {
 	return process_exiting(ctx);
+}
+
+/* execve() of a registered process (BTF tracepoint: no tracefs needed). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return process_exec();
 }
 
 /* --mmap and --leak-check: BTF raw tracepoints (no tracefs needed) on every

@@ -46,6 +46,7 @@ struct probes {
 	struct probes_events ev;
 	bool multi; /* uprobe_multi links work here (attach_multi_supported) */
 	struct bpf_link *mmap_links[2];
+	struct bpf_link *exec_link;	/* probes_attach_exec */
 	struct probes_info info;
 	bool session; /* allocator entry and return as one uprobe session program */
 	uint32_t rows_cap, rules_cap;
@@ -229,6 +230,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (e->type == EVENT_MMAP && size >= sizeof(struct mmap_event)) {
 		if (p->ev.mmap)
 			p->ev.mmap(p->ev.ctx, data);
+	} else if (e->type == EVENT_EXEC) {
+		if (p->ev.exec)
+			p->ev.exec(p->ev.ctx, e->tgid);
 	} else if (e->type == EVENT_EXITING && p->ev.exiting) {
 		p->ev.exiting(p->ev.ctx, e->tgid, (pid_t)e->tid, e->pc);
 	} else if ((e->type == EVENT_NEED_TABLE || e->type == EVENT_MAPS_CHANGED) && p->ev.objects_changed) {
@@ -333,6 +337,14 @@ int probes_attach_syscalls(struct probes *p)
 	p->mmap_links[0] = bpf_program__attach(p->skel->progs.mmap_enter);
 	p->mmap_links[1] = p->mmap_links[0] ? bpf_program__attach(p->skel->progs.mmap_exit) : NULL;
 	return p->mmap_links[1] ? 0 : -errno;
+}
+
+int probes_attach_exec(struct probes *p)
+{
+	if (p->exec_link)
+		return 0;
+	p->exec_link = bpf_program__attach(p->skel->progs.proc_exec);
+	return p->exec_link ? 0 : -errno;
 }
 
 int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
@@ -690,6 +702,7 @@ void probes_close(struct probes *p)
 	attach_close_wait();
 	bpf_link__destroy(p->mmap_links[0]);
 	bpf_link__destroy(p->mmap_links[1]);
+	bpf_link__destroy(p->exec_link);
 	ring_buffer__free(p->rb);
 	dwleak_bpf__destroy(p->skel);
 	free(p);

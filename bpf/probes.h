@@ -60,6 +60,8 @@ struct probes_events {
 	 * leak check (see PROC_STOP_AT_EXIT); SP: its stack pointer at exit()'s
 	 * entry, where the return address is */
 	void (*exiting)(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp);
+	/* process TGID exec'd (see probes_attach_exec): a new image */
+	void (*exec)(void *ctx, uint32_t tgid);
 };
 
 /* How the allocator calls ended up probed, for --stats. */
@@ -123,6 +125,11 @@ struct probes_proc {
  * Returns 0 or a negative errno (-E2BIG: DWLEAK_MAX_PROCS processes are
  * traced already).
  */
+/* Reports every exec of a registered process (probes_events.exec), for the
+ * processes not followed with ptrace.  Returns 0 or a negative errno (the
+ * kernel has no BTF tracepoint sched_process_exec). */
+int probes_attach_exec(struct probes *p);
+
 int probes_proc_add(struct probes *p, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
 		    const struct dl_hook *dl, unsigned int flags);
 

@@ -177,6 +177,31 @@ static int preload_attach(const struct proc_services *sv, struct proc *p)
 	return sites_attach(sv, p);
 }
 
+static int proc_probe(const struct proc_services *sv, struct proc *p, bool first);
+
+/*
+ * A process not followed with ptrace that waits for its dynamic linker
+ * (its exec was told by a tracepoint, and nothing holds it): probed as
+ * soon as its objects include its allocator, whether or not the linker's
+ * hook was attached in time to say so.  Returns 0 or -ENOMEM.
+ */
+static int linker_done(const struct proc_services *sv, struct proc *p)
+{
+	struct proc_objects o;
+	struct allocator a;
+	bool ready;
+
+	if (sv->set->following || !p->awaiting_linker)
+		return 0;
+	if (sv->objects(sv->ctx, p->pid, &o))
+		return 0;
+	ready = !sv->allocator(sv->ctx, &o, &a);
+	if (ready)
+		allocator_free(&a);
+	proc_objects_free(&o);
+	return ready && proc_probe(sv, p, false) == -ENOMEM ? -ENOMEM : 0;
+}
+
 /* P's objects are all mapped: find its allocator, load the tables and
  * probe it.  Returns 0, or a negative errno after letting P go. */
 static int proc_probe(const struct proc_services *sv, struct proc *p, bool first)
@@ -326,7 +351,8 @@ int proc_on_exec(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	}
 	p->awaiting_linker = true;
 	tables_refresh(sv, p); /* the program's and the linker's, for the first walks */
-	return 0;
+	/* without ptrace nothing holds it: its linker may be done already */
+	return linker_done(sv, p);
 }
 
 int proc_on_stop(const struct proc_services *sv, struct procs *ps, pid_t pid)
@@ -530,6 +556,10 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (p->exited || p->untraced || !(p->refresh || all))
 			continue;
 		p->refresh = false;
+		if (p->awaiting_linker) {
+			linker_done(sv, p);
+			continue;
+		}
 		if (p->injected)
 			sv->route(sv->ctx, p->pid, &p->sites);
 		err = tables_refresh(sv, p);
@@ -539,25 +569,7 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 	}
 }
 
-void proc_release_all(const struct proc_services *sv, struct procs *ps)
-{
-	size_t i;
 
-	for (i = 0; i < ps->n; i++)
-		sv->remove(sv->ctx, &ps->v[i]->pp);
-}
-
-static void proc_free(struct proc *p)
-{
-	proc_objects_free(&p->objs);
-	allocator_free(&p->alloc);
-	preload_sites_free(&p->sites);
-	ledger_free(&p->ledger);
-	free(p->maps);
-	free(p->command);
-	free(p->untraced);
-	free(p);
-}
 
 int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid)
 {
@@ -573,14 +585,4 @@ int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	proc_free(p);
 	procs_image_forget(sv, ps, img);
 	return 0;
-}
-
-void procs_free(struct procs *ps)
-{
-	size_t i;
-
-	for (i = 0; i < ps->n; i++)
-		proc_free(ps->v[i]);
-	free(ps->v);
-	memset(ps, 0, sizeof(*ps));
 }

@@ -223,6 +223,10 @@ void proc_leak_check(const struct proc_services *sv, struct proc *p, const char 
  * release first: proc_release_all). */
 void procs_free(struct procs *ps);
 
+/* Frees P, taken out of its list (its objects, allocator, sites, ledger,
+ * mappings and strings). */
+void proc_free(struct proc *p);
+
 /* P left its image (an exit or an exec): when it was the image's last
  * process, the image ends in SV->stacks (every walk moved out of the
  * kernel first, the ids PS's ledgers of that image name kept). */

@@ -1,8 +1,9 @@
 /* The list of a session's processes (proc.h): searched newest first, a
  * pid the kernel reused belonging to the newer process, with the last hit
  * kept, since records come in runs from one process; and what an image's
- * end or oblivion does over the processes of that image.  The processes
- * themselves are proc.c's to make, change and free. */
+ * end or oblivion does over the processes of that image; and the end of
+ * the list (programs entries given back, every process freed).  The
+ * processes themselves are proc.c's to make and change. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,4 +109,34 @@ void procs_image_forget(const struct proc_services *sv, const struct procs *ps, 
 			return; /* a process of it is still remembered */
 	if (img)
 		stack_store_image_forget(sv->stacks, img);
+}
+
+void proc_release_all(const struct proc_services *sv, struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		sv->remove(sv->ctx, &ps->v[i]->pp);
+}
+
+void proc_free(struct proc *p)
+{
+	proc_objects_free(&p->objs);
+	allocator_free(&p->alloc);
+	preload_sites_free(&p->sites);
+	ledger_free(&p->ledger);
+	free(p->maps);
+	free(p->command);
+	free(p->untraced);
+	free(p);
+}
+
+void procs_free(struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		proc_free(ps->v[i]);
+	free(ps->v);
+	memset(ps, 0, sizeof(*ps));
 }

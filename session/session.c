@@ -64,6 +64,45 @@ static void on_exiting(void *ctx, uint32_t tgid, pid_t tid, uint64_t sp)
 	proc_exit_called(&s->procs, tgid, tid, sp);
 }
 
+/* An exec of a process not followed with ptrace: queued, handled once the
+ * records before it are applied (session_poll). */
+static void on_exec(void *ctx, uint32_t tgid)
+{
+	struct session *s = ctx;
+
+	if (s->tracees)
+		return; /* every process is followed with ptrace, which reports it stopped */
+	if (s->nexecs == s->execs_cap) {
+		size_t cap = s->execs_cap ? 2 * s->execs_cap : 8;
+		pid_t *g = realloc(s->execs, cap * sizeof(*g));
+
+		if (!g) {
+			s->exec_lost = true;
+			return;
+		}
+		s->execs = g;
+		s->execs_cap = cap;
+	}
+	s->execs[s->nexecs++] = (pid_t)tgid;
+}
+
+/* The execs queued by on_exec. */
+static int execs_handle(struct session *s)
+{
+	size_t i;
+	int err = 0;
+
+	if (s->exec_lost) {
+		session_say(&s->log, SESSION_WARNING, "out of memory noting an exec: a process's new image may be "
+			    "traced late or with its old image's probes");
+		s->exec_lost = false;
+	}
+	for (i = 0; i < s->nexecs && !err; i++)
+		err = proc_on_exec(&s->sv, &s->procs, s->execs[i]);
+	s->nexecs = 0;
+	return err;
+}
+
 void session_drain(struct session *s)
 {
 	s->records_now = session_now_ns();
@@ -116,7 +155,7 @@ static int probes_setup(struct session *s)
 		.preload = !set->no_preload,
 		.stacks_max = set->stacks_max,
 	};
-	struct probes_events ev = { s, on_record, on_mmap, on_objects_changed, on_exiting };
+	struct probes_events ev = { s, on_record, on_mmap, on_objects_changed, on_exiting, on_exec };
 	struct unwinder_maps maps;
 	int err;
 
@@ -129,6 +168,10 @@ static int probes_setup(struct session *s)
 	}
 	probes_unwinder_maps(s->probes, &maps);
 	unwinder_set_maps(s->uw, &maps);
+	/* a process traced without ptrace that execs: told by a tracepoint */
+	if (probes_attach_exec(s->probes))
+		session_say(&s->log, SESSION_WARNING, "cannot attach to the sched_process_exec tracepoint: a process "
+			    "traced without ptrace (-p) that execs keeps its old image's probes and blocks");
 	err = probes_attach_syscalls(s->probes);
 	if (err)
 		session_say(&s->log, SESSION_ERROR, "cannot attach to the syscall tracepoints for %s: %s; the kernel "
@@ -354,6 +397,7 @@ int session_poll(struct session *s, int timeout_ms)
 	session_drain(s); /* alloc_events records come without wakeups */
 	if (s->tracees)
 		err = tracee_events(s);
+	err = err ?: execs_handle(s);
 	stacks_pressure(s);
 	now = session_now_s();
 	proc_tables_due(&s->sv, &s->procs, now >= s->next_scan);
@@ -439,6 +483,7 @@ void session_free(struct session *s)
 	procs_free(&s->procs);
 	stack_store_free(s->stacks);
 	growth_free(&s->growth);
+	free(s->execs);
 	free(s->first_alloc);
 	symbolizer_free(s->sym);
 	unwinder_free(s->uw);

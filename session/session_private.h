@@ -30,6 +30,9 @@ struct session {
 	uint64_t records_now;	     /* when the records being applied were drained */
 	int ep, sigfd;		     /* what session_poll waits on (-1: not yet) */
 	double next_scan;	     /* when every process's tables are looked at again */
+	pid_t *execs;		     /* processes not followed with ptrace that exec'd, */
+	size_t nexecs, execs_cap;    /* to handle after the records are applied */
+	bool exec_lost;		     /* one could not be queued (no memory): said */
 	double inject_ms;	     /* the last injection of the library, for the tracing line
 				      * (-1: it was there already) */
 };

@@ -453,12 +453,14 @@ PY
 	run f-p --format json -o "$tmp/f-p.json" -p "$pid"
 	exits f-p 0 "f: -p on sh that execs the seed"
 	seed_leak "$tmp/f-p.json" 5 "f: -p, the exec'd seed"
-	# known: without ptrace -p learns of the exec only through the new
-	# dynamic linker's hook, so the old image's blocks stay counted
-	lt_check "$tmp/f-p.json" << 'PY' || true
+	# without ptrace, -p learns of the exec from the sched_process_exec
+	# tracepoint: the old image's blocks go with it, as with -- CMD
+	lt_check "$tmp/f-p.json" << 'PY'
 old = [s for s in r["stacks"] if any(f["module"].split("/")[-1] == "dash" for f in s["frames"])]
 if old:
-    print("note: -p still counts %d B of the old image after its exec (not fixed yet)" % sum(s["bytes"] for s in old))
+    fail("f: -p counts %d B of the old image after its exec:\n" % sum(s["bytes"] for s in old) + "".join(show(s) for s in old))
+else:
+    ok("f: -p: no block of the shell's image after its exec")
 PY
 fi
 

@@ -418,6 +418,7 @@ enum event_type {
 	/* struct mmap_event: --mmap, and the allocator's own memory (--leak-check) */
 	EVENT_MMAP = 3,
 	EVENT_EXITING = 4,	 /* the process called exit(); stopped (PROC_STOP_AT_EXIT) */
+	EVENT_EXEC = 5,		 /* the process exec'd: a new image (in the new image's context) */
 };
 
 enum mmap_op {

@@ -414,6 +414,28 @@ static void test_sites_fallback(void)
 	fake_end(&f);
 }
 
+/* -p without ptrace: an exec told by the tracepoint drops the old image
+ * and probes the new one as soon as its objects include an allocator
+ * (nothing holds it at its linker's stop). */
+static void test_exec_unfollowed(void)
+{
+	struct fake f;
+	struct proc *p;
+
+	fake_init(&f, false, false);
+	f.image[17] = &prog_glibc;
+	CHECK(!proc_attach_running(&f.sv, &f.ps, 17));
+	p = procs_find(&f.ps, 17);
+	record(&f, 17, 0x5000, 64);
+	f.image[17] = &jemalloc_prog;
+	CHECK(!proc_on_exec(&f.sv, &f.ps, 17));
+	EXPECT(p->probed && !p->awaiting_linker && !strcmp(p->alloc.family, "jemalloc"),
+	       "probed at once: probed %d awaiting %d", p->probed, p->awaiting_linker);
+	EXPECT(p->ledger.allocs.n == 0, "the old image's blocks are gone with it");
+	EXPECT(f.attach_allocator == 2);
+	fake_end(&f);
+}
+
 /* -p on a process the library was loaded into: its sites, though the
  * library is not first in lookup order; new objects routed when its
  * linker says so; a fork's child inherits it. */
@@ -637,6 +659,7 @@ static void test_forget(void)
 int main(void)
 {
 	test_forget();
+	test_exec_unfollowed();
 	test_injected();
 	test_attach_running();
 	test_attach_sites();
