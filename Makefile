@@ -24,6 +24,25 @@ AR ?= ar
 
 BUILD := build
 ASAN := $(BUILD)/asan
+# Files the build writes for the sources to include, one folder per layer
+# (each layer's include list names its own).
+GEN := $(BUILD)/gen
+
+# --- The version, written in ONE place: the first entry of debian/changelog
+# (a release is a changelog entry; the package gets the same string).
+# `dwleak --version` adds the commit when built from a git checkout; `make
+# deb` builds in a copy without .git and passes it in DWLEAK_COMMIT.
+VERSION := $(shell head -n 1 debian/changelog | cut -d'(' -f2 | cut -d')' -f1)
+ifndef DWLEAK_COMMIT
+DWLEAK_COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git diff --quiet HEAD 2>/dev/null || c=$$c-dirty; } && echo $$c)
+endif
+# The release date, for what the build writes dated (the man page): the
+# same bytes from the same sources (reproducible builds).
+ifndef SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH := $(shell date -d "$$(sed -n 's/^ -- .*>  //p' debian/changelog | head -n 1)" +%s)
+endif
+export SOURCE_DATE_EPOCH
 
 # zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
 # was compiled from (its cache key; SHA-NI where the CPU has it, no global
@@ -34,7 +53,18 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # and Rust names in reports.
 LDLIBS := $(shell pkg-config --libs $(PKGS)) -liberty -lpthread -lm
 
+# The flags a distribution's build passes in the environment (dpkg-buildflags:
+# -ffile-prefix-map, -fstack-protector-strong, _FORTIFY_SOURCE, -z relro -z now)
+# go into what is shipped, dwleak and the preload library, after ours; taken
+# before CFLAGS is set below, and empty in a plain `make`.
+ENV_CFLAGS := $(if $(filter environment,$(origin CFLAGS)),$(CFLAGS))
+ENV_CPPFLAGS := $(if $(filter environment,$(origin CPPFLAGS)),$(CPPFLAGS))
+ENV_LDFLAGS := $(if $(filter environment,$(origin LDFLAGS)),$(LDFLAGS))
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11
+# What is shipped is hardened in every build, so the tests run what a
+# package holds: a stack canary, checked libc calls, the GOT read-only.
+HARDEN_CFLAGS := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -Wformat -Werror=format-security
+HARDEN_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
@@ -54,12 +84,12 @@ INC_tables := -I tables $(INC_base)
 INC_target := -I target -I bpf/abi $(INC_base)
 INC_unwinder := -I unwinder -I tables -I target -I bpf/abi $(INC_base)
 INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD) $(INC_base)
-INC_report := -I report $(INC_base)
+INC_report := -I report -I $(GEN)/report $(INC_base)
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
 INC_leakcheck := -I leakcheck $(INC_base)
 # The live session: the processes, their ledgers, the programs, reports.
 INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
-INC_cli := -I cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
+INC_cli := -I cli -I $(GEN)/cli -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # The preload library's (see its rules below).
@@ -102,7 +132,8 @@ all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
 $(BUILD)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(HARDEN_CFLAGS) $(ENV_CPPFLAGS) $(ENV_CFLAGS) $(DEPFLAGS) \
+		-c $< -o $@
 
 # One archive per layer, release and ASan/UBSan.  An archive with no
 # members is valid; the rm keeps deleted sources out.
@@ -114,7 +145,36 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer_lib,$(ASAN),$(l))))
 
 dwleak: $(BUILD)/cli/main.o $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(ENV_CFLAGS) $(HARDEN_LDFLAGS) $(ENV_LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+
+# --- Generated sources ---
+
+ifeq ($(VERSION),)
+$(error no version: debian/changelog's first line should read "dwleak (VERSION) ...")
+endif
+
+# cli/cmd_trace.c's --version, from debian/changelog and git; rewritten only
+# when it changes, so a build of the same commit recompiles nothing.
+$(GEN)/cli/version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '/* Written by the Makefile from debian/changelog and git: do not edit. */\n#define DWLEAK_VERSION "%s"\n#define DWLEAK_COMMIT "%s"\n' \
+		'$(VERSION)' '$(DWLEAK_COMMIT)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/cli/cmd_trace.o $(ASAN)/cli/cmd_trace.o: $(GEN)/cli/version.h
+
+# Where `make install` puts the preload library, PREFIX/lib/TUPLE/dwleak/,
+# is where target/preload_path.c looks beside PREFIX/bin/dwleak.
+MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
+$(BUILD)/target/preload_path.o $(ASAN)/target/preload_path.o: CFLAGS += -DDWLEAK_MULTIARCH='"$(MULTIARCH)"'
+
+# report/suppress.c's default rules: report/default.supp as one C string
+# literal.  The file itself is installed too (/usr/share/dwleak/), for
+# users to start their own rules from; dwleak reads no copy at run time.
+$(GEN)/report/default_supp.inc: report/default.supp
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/report/suppress.o $(ASAN)/report/suppress.o: $(GEN)/report/default_supp.inc
 
 # --- Headers: each one compiles alone with its folder's include list.  A
 # header is otherwise compiled only inside the files that include it, with
@@ -148,7 +208,7 @@ PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
 
 $(BUILD)/preload/%.c.o: preload/%.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) $(HARDEN_CFLAGS) $(ENV_CPPFLAGS) $(ENV_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BUILD)/preload/%.S.o: preload/%.S
 	@mkdir -p $(@D)
@@ -156,7 +216,7 @@ $(BUILD)/preload/%.S.o: preload/%.S
 
 # -z now: every symbol bound at load, so no lazy binding runs inside malloc.
 $(PRELOAD_LIB): $(PRELOAD_OBJS)
-	$(CC) -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -o $@ $^
+	$(CC) -shared $(HARDEN_LDFLAGS) $(ENV_LDFLAGS) -Wl,--no-undefined -o $@ $^
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
@@ -343,12 +403,13 @@ bench: bench-tables
 clean:
 	rm -rf $(BUILD) dwleak
 
+
 # The README's demo: the seed article's leak, traced from its first
 # instruction, with the frames frame-pointer tools lose.
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: all bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: FORCE all bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:

@@ -13,7 +13,7 @@
 #include "options.h"
 #include "trace.h"
 
-#define DWLEAK_VERSION "0.1.0"
+#include "version.h" /* DWLEAK_VERSION, DWLEAK_COMMIT: written by the Makefile */
 
 enum trace_opt_key {
 	OPT_UNWIND = 0x100,
@@ -318,7 +318,9 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 			return 0;
 		}
 		if (c == OPT_VERSION) {
-			printf("dwleak %s\n", DWLEAK_VERSION);
+			/* help2man reads the first line: the name, then the version */
+			printf("dwleak %s%s%s%s\n", DWLEAK_VERSION, *DWLEAK_COMMIT ? " (git " : "", DWLEAK_COMMIT,
+			       *DWLEAK_COMMIT ? ")" : "");
 			return 0;
 		}
 		if (c == '?')
