@@ -46,8 +46,10 @@ export SOURCE_DATE_EPOCH
 
 # zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
 # was compiled from (its cache key; SHA-NI where the CPU has it, no global
-# state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
-PKGS := libelf libdw libzstd zlib nettle $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+# state or config files).  libdebuginfod: the progress and bound of the
+# lookups libdwfl makes through it (report/symbolize.c).  libbpf joins once
+# installed (it is after .ci/deps.sh).
+PKGS := libelf libdw libzstd zlib nettle libdebuginfod $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dwleak.h"
+#include "fetch.h"
 #include "options.h"
 #include "trace.h"
 
@@ -267,8 +268,8 @@ static int option_apply(struct env *env, int c, const char *arg)
 	}
 }
 
-/* The environment knobs for tests and bench/, read once.  Returns 0 or an
- * exit status. */
+/* The environment: debuginfod's settings and the knobs for tests and
+ * bench/, read once.  Returns 0 or an exit status. */
 static int env_knobs_read(struct env *env)
 {
 	const char *session = getenv("DWLEAK_UPROBE_SESSION");
@@ -278,6 +279,8 @@ static int env_knobs_read(struct env *env)
 	char *end = NULL;
 	unsigned long n;
 
+	if (fetch_settings("dwleak", &env->fetch))
+		return EXIT_USAGE;
 	env->uprobe_session = session ? !strcmp(session, "1") : -1;
 	env->bench_no_walk = no_walk && !strcmp(no_walk, "1");
 	if (stacks_max && *stacks_max) {
