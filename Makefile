@@ -13,6 +13,7 @@
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
+#   make man           dwleak(1) from --help (build/man/dwleak.1)
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -323,7 +324,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
+check-build: all man $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
@@ -405,13 +406,29 @@ bench: bench-tables
 clean:
 	rm -rf $(BUILD) dwleak
 
+# --- The man page ---
+
+# dwleak(1), written by help2man from `dwleak --help` and each command's
+# --help (man/dwleak-help.sh puts them together) with the sections --help
+# has no room for (man/dwleak.h2m): the options have one source, and
+# tests/man_page.sh checks the page lists exactly the options --help does.
+MAN_PAGE := $(BUILD)/man/dwleak.1
+
+man: $(MAN_PAGE)
+
+$(MAN_PAGE): dwleak man/dwleak-help.sh man/dwleak.h2m debian/changelog
+	@mkdir -p $(@D)
+	DWLEAK=./dwleak help2man --no-info --section=1 --manual='User Commands' --source='dwleak $(VERSION)' \
+		--include=man/dwleak.h2m --output=$@.tmp man/dwleak-help.sh
+	mv $@.tmp $@
+
 
 # The README's demo: the seed article's leak, traced from its first
 # instruction, with the frames frame-pointer tools lose.
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: FORCE all bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: FORCE all man bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:
