@@ -14,6 +14,9 @@
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
+#   make install       prefix=/usr/local, DESTDIR: dwleak, the preload library,
+#                      the man page, the bash completion, the default suppressions
+#   make deb           the Debian package, ./dwleak_VERSION_amd64.deb (lintian-checked)
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -404,9 +407,9 @@ bench: bench-tables
 .PHONY: bench-malloc bench-leakcheck bench-all
 
 clean:
-	rm -rf $(BUILD) dwleak
+	rm -rf $(BUILD) dwleak dwleak_*.deb
 
-# --- The man page ---
+# --- The man page, installing, the Debian package ---
 
 # dwleak(1), written by help2man from `dwleak --help` and each command's
 # --help (man/dwleak-help.sh puts them together) with the sections --help
@@ -422,13 +425,60 @@ $(MAN_PAGE): dwleak man/dwleak-help.sh man/dwleak.h2m debian/changelog
 		--include=man/dwleak.h2m --output=$@.tmp man/dwleak-help.sh
 	mv $@.tmp $@
 
+# make install [prefix=/usr/local] [DESTDIR=...]: the preload library goes
+# where target/preload_path.c looks beside PREFIX/bin/dwleak.
+prefix ?= /usr/local
+BINDIR = $(DESTDIR)$(prefix)/bin
+PKGLIBDIR = $(DESTDIR)$(prefix)/lib/$(MULTIARCH)/dwleak
+PKGDATADIR = $(DESTDIR)$(prefix)/share/dwleak
+MAN1DIR = $(DESTDIR)$(prefix)/share/man/man1
+# where bash-completion looks for a command's completion, loaded on first use
+BASHCOMPDIR = $(DESTDIR)$(prefix)/share/bash-completion/completions
+
+install: all man
+	install -d $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MAN1DIR) $(BASHCOMPDIR)
+	install -m 755 dwleak $(BINDIR)/dwleak
+	install -m 644 $(PRELOAD_LIB) $(PKGLIBDIR)/libdwleak-preload.so
+	install -m 644 report/default.supp $(PKGDATADIR)/default.supp
+	install -m 644 $(MAN_PAGE) $(MAN1DIR)/dwleak.1
+	install -m 644 completion/dwleak $(BASHCOMPDIR)/dwleak
+
+uninstall:
+	rm -f $(BINDIR)/dwleak $(PKGLIBDIR)/libdwleak-preload.so $(PKGDATADIR)/default.supp \
+		$(MAN1DIR)/dwleak.1 $(BASHCOMPDIR)/dwleak
+	-rmdir $(PKGLIBDIR) $(PKGDATADIR)
+
+# make deb: the Debian package (debian/), built by dpkg-buildpackage from a
+# copy of the tree in build/deb/ - its `debian/rules clean` empties the
+# copy's build/, not this one, and the package is built from scratch with
+# the distribution's flags - then checked with lintian and copied here as
+# ./dwleak_VERSION_amd64.deb.  The copy holds the files git knows of (with
+# their changes) and new ones it does not ignore; it has no .git, so the
+# commit comes along in DWLEAK_COMMIT.  DEB_JOBS: parallel jobs (nproc).
+DEB_DIR := $(BUILD)/deb
+DEB_JOBS ?= $(shell nproc)
+
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/dwleak-$(VERSION)
+	if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			tar --null --ignore-failed-read -T - -cf - 2> /dev/null; \
+	else \
+		tar --exclude=./$(BUILD) --exclude='./dwleak_*.deb' --exclude=./dwleak -cf - .; \
+	fi | tar -C $(DEB_DIR)/dwleak-$(VERSION) -xf -
+	cd $(DEB_DIR)/dwleak-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DWLEAK_COMMIT=$(DWLEAK_COMMIT) \
+		dpkg-buildpackage -b -us -uc -j$(DEB_JOBS)
+	lintian --fail-on error,warning --display-info $(DEB_DIR)/dwleak_$(VERSION)_*.changes
+	rm -f dwleak_*.deb
+	cp $(DEB_DIR)/dwleak_$(VERSION)_*.deb .
+	@ls -l dwleak_$(VERSION)_*.deb
 
 # The README's demo: the seed article's leak, traced from its first
 # instruction, with the frames frame-pointer tools lose.
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: FORCE all man bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: FORCE all man install uninstall deb bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:
