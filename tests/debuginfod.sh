@@ -26,6 +26,7 @@ fi
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 lt_testdata seed_O2_stripped
+export TESTDATA # the checks run addr2line on its seed_O2
 command -v debuginfod > /dev/null || fail_now "debuginfod is missing (Debian: debuginfod, which .ci/deps.sh installs)"
 command -v curl > /dev/null || fail_now "curl is missing (.ci/deps.sh installs it)"
 
@@ -75,12 +76,22 @@ run() {
 }
 
 # The program's frames of the report, against ARGS[0], the twin's: MODE
-# "named" wants each equal to the twin's, "unnamed" none named.  ARGS[1]
-# is the build id a loss line must (ARGS[2] "lost") or must not ("kept")
-# name, with ARGS[3] in its text.
+# "named" wants each equal to the twin's, and file:line as addr2line gives
+# them on the twin (each a return address: the call is the byte before);
+# "unnamed" none named.  ARGS[2] is the build id a loss line must (ARGS[3]
+# "lost") or must not ("kept") name, with ARGS[4] in its text.
 COMPARE='
+import os, subprocess
 mode, bid, lost = ARGS[1], ARGS[2], ARGS[3]
 why = ARGS[4] if len(ARGS) > 4 else ""
+def addr2line(addr):
+    out = subprocess.run(["addr2line", "-i", "-e", os.environ["TESTDATA"] + "/seed_O2", "%#x" % (addr - 1)],
+                         capture_output=True, text=True).stdout.splitlines()
+    got = []
+    for l in out:
+        file, line = l.split(" (discriminator")[0].rsplit(":", 1)
+        got.append((file.split("/")[-1], int(line) if line.isdigit() else 0))
+    return got
 def prog(f):
     return f["module"] and f["module"].split("/")[-1] in ("seed_O2", "seed_O2_stripped")
 def key(s):
@@ -97,6 +108,13 @@ for s in r["stacks"]:
     got = fields(s)
     if mode == "named" and got != fields(t):
         fail("frames differ from the twin'"'"'s:\n  got  %s\n  want %s" % (got, fields(t)))
+    if mode == "named":
+        # a physical frame and the inlined ones before it share an address
+        for a in sorted({int(f["elf_address"], 16) for f in s["frames"] if prog(f)}):
+            mine = [((f["file"] or "??").split("/")[-1], f["line"] or 0) for f in s["frames"]
+                    if prog(f) and int(f["elf_address"], 16) == a]
+            if mine != addr2line(a):
+                fail("at %#x: %s, addr2line on the twin: %s" % (a, mine, addr2line(a)))
     if mode == "unnamed" and any(g[0] or g[2] for g in got):
         fail("the program'"'"'s frames are named without debuginfod: %s" % got)
 if not matched:
@@ -163,7 +181,8 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen(64)
 time.sleep(120)' $SILENT_PORT &
-lt_pids+=("$!")
+silent_pid=$!
+lt_pids+=("$silent_pid")
 sleep 0.5
 BOUND=2
 start=$(date +%s.%N)
@@ -186,4 +205,6 @@ if grep -q "debuginfod: fetching the debug information of " "$LT_TMP/tty.out"; t
 else
 	fail "(f) no progress line on a terminal: $(head -c 300 "$LT_TMP/tty.out")"
 fi
+kill "$silent_pid"
+wait "$silent_pid" 2> /dev/null
 check_finish
