@@ -122,7 +122,10 @@ int debug_dirs_add(const char ***dirs, size_t *n, const char *dir);
 void symbolizer_free(struct symbolizer *s);
 
 /* Sets S's debuginfod lookups as F says (copied; see struct sym_fetch).
- * Until then, and with F->on false, S makes none. */
+ * Whether libdwfl asks servers is DEBUGINFOD_URLS's to say, not S's: until
+ * this is called, or with F->on false, S gives its client no progress
+ * callback and no bound and notes nothing, so a host turns lookups on
+ * exactly when that variable names servers (cli/fetch.c does). */
 void symbolizer_set_fetch(struct symbolizer *s, const struct sym_fetch *f);
 
 /* The lookups that found nothing so far, one per (build id, supplement),
