@@ -16,6 +16,8 @@
 #       DWLEAK_DEBUGINFOD_SECONDS are spent (and a second for each later
 #       lookup), saying so; on a terminal a progress line shows meanwhile,
 #       and none when stderr is a file
+#   (g) a DWLEAK_DEBUGINFOD_SECONDS that is no positive number of seconds
+#       is a usage error (exit 2, saying so), for the trace and symbolize
 # The server and dwleak run in a network namespace of their own whose one
 # interface is loopback: debuginfod 0.188 listens on every address, and the
 # port is then nobody else's.
@@ -207,4 +209,18 @@ else
 fi
 kill "$silent_pid"
 wait "$silent_pid" 2> /dev/null
+
+echo "-- (g) DWLEAK_DEBUGINFOD_SECONDS that is no number of seconds"
+for bad in abc 0 -5; do
+	DEBUGINFOD_URLS=$URL DWLEAK_DEBUGINFOD_SECONDS=$bad "$DWLEAK" symbolize "$LT_TMP/unset.json" \
+		> /dev/null 2> "$LT_TMP/bad.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "DWLEAK_DEBUGINFOD_SECONDS=$bad" "$LT_TMP/bad.err" ||
+		fail "symbolize with DWLEAK_DEBUGINFOD_SECONDS=$bad: exit $rc: $(cat "$LT_TMP/bad.err")"
+	DEBUGINFOD_URLS=$URL DWLEAK_DEBUGINFOD_SECONDS=$bad "$DWLEAK" -- /bin/true > /dev/null 2> "$LT_TMP/bad.err"
+	rc=$?
+	[ $rc = 2 ] && grep -q "DWLEAK_DEBUGINFOD_SECONDS=$bad" "$LT_TMP/bad.err" ||
+		fail "dwleak -- true with DWLEAK_DEBUGINFOD_SECONDS=$bad: exit $rc: $(cat "$LT_TMP/bad.err")"
+done
+pass "(g) $(head -n 1 "$LT_TMP/bad.err")"
 check_finish
