@@ -14,6 +14,10 @@
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
+#   make man           dwleak(1) from --help (build/man/dwleak.1)
+#   make install       prefix=/usr/local, DESTDIR: dwleak, the preload library,
+#                      the man page, the bash completion, the default suppressions
+#   make deb           the Debian package, ./dwleak_VERSION_amd64.deb (lintian-checked)
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -25,18 +29,50 @@ AR ?= ar
 
 BUILD := build
 ASAN := $(BUILD)/asan
+# Files the build writes for the sources to include, one folder per layer
+# (each layer's include list names its own).
+GEN := $(BUILD)/gen
+
+# --- The version, written in ONE place: the first entry of debian/changelog
+# (a release is a changelog entry; the package gets the same string).
+# `dwleak --version` adds the commit when built from a git checkout; `make
+# deb` builds in a copy without .git and passes it in DWLEAK_COMMIT.
+VERSION := $(shell head -n 1 debian/changelog | cut -d'(' -f2 | cut -d')' -f1)
+ifndef DWLEAK_COMMIT
+DWLEAK_COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git diff --quiet HEAD 2>/dev/null || c=$$c-dirty; } && echo $$c)
+endif
+# The release date, for what the build writes dated (the man page): the
+# same bytes from the same sources (reproducible builds).
+ifndef SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH := $(shell date -d "$$(sed -n 's/^ -- .*>  //p' debian/changelog | head -n 1)" +%s)
+endif
+export SOURCE_DATE_EPOCH
 
 # zlib: SHF_COMPRESSED sections.  nettle: SHA-256 of the CFI a cached table
 # was compiled from (its cache key; SHA-NI where the CPU has it, no global
-# state or config files).  libbpf joins once installed (it is after .ci/deps.sh).
+# state or config files).  libdebuginfod: the progress and bound of the
+# lookups libdwfl makes through it (report/symbolize.c).  libbpf joins once
+# installed (it is after .ci/deps.sh).
 # libmicrohttpd: the agent's HTTP server (agent/http.c).
-PKGS := libelf libdw libzstd zlib nettle libmicrohttpd $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
+PKGS := libelf libdw libzstd zlib nettle libdebuginfod libmicrohttpd $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.
 LDLIBS := $(shell pkg-config --libs $(PKGS)) -liberty -lpthread -lm
 
+# The flags a distribution's build passes in the environment (dpkg-buildflags:
+# -ffile-prefix-map, -fstack-protector-strong, _FORTIFY_SOURCE, -z relro -z now)
+# go into what is shipped, dwleak and the preload library, after ours; taken
+# before CFLAGS is set below, and empty in a plain `make`.
+ENV_CFLAGS := $(if $(filter environment,$(origin CFLAGS)),$(CFLAGS))
+ENV_CPPFLAGS := $(if $(filter environment,$(origin CPPFLAGS)),$(CPPFLAGS))
+ENV_LDFLAGS := $(if $(filter environment,$(origin LDFLAGS)),$(LDFLAGS))
 CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11
+# What is shipped is hardened in every build, so the tests run what a
+# package holds: a stack canary, checked libc calls, the GOT read-only.
+HARDEN_CFLAGS := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -Wformat -Werror=format-security
+HARDEN_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 DEPFLAGS = -MMD -MP -MF $(@:.o=.d)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
@@ -56,7 +92,7 @@ INC_tables := -I tables $(INC_base)
 INC_target := -I target -I bpf/abi $(INC_base)
 INC_unwinder := -I unwinder -I tables -I target -I bpf/abi $(INC_base)
 INC_bpf := -I bpf -I bpf/abi -I unwinder -I target -I tables -I $(BUILD) $(INC_base)
-INC_report := -I report $(INC_base)
+INC_report := -I report -I $(GEN)/report $(INC_base)
 # The leak check's algorithm: a leaf over blocks and memory it is handed.
 INC_leakcheck := -I leakcheck $(INC_base)
 # The agent's parts that need no live session: HTTP, metrics, targets,
@@ -64,7 +100,7 @@ INC_leakcheck := -I leakcheck $(INC_base)
 INC_agent := -I agent -I report -I target -I bpf -I bpf/abi $(INC_base)
 # The live session: the processes, their ledgers, the programs, reports.
 INC_session := -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
-INC_cli := -I cli -I agent -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
+INC_cli := -I cli -I $(GEN)/cli -I agent -I session -I bpf -I bpf/abi -I unwinder -I target -I tables -I report -I leakcheck -I $(BUILD) $(INC_base)
 # The include list of source file $(1): its folder's.
 layer_inc = $(INC_$(firstword $(subst /, ,$(1))))
 # The preload library's (see its rules below).
@@ -109,7 +145,8 @@ all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
 $(BUILD)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(call layer_inc,$<) $(PKG_CFLAGS) $(CFLAGS) $(HARDEN_CFLAGS) $(ENV_CPPFLAGS) $(ENV_CFLAGS) $(DEPFLAGS) \
+		-c $< -o $@
 
 # Code a layer copies into another process (target/inject_cave.S): assembled
 # with the layer's includes.
@@ -127,7 +164,36 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer_lib,$(ASAN),$(l))))
 
 dwleak: $(BUILD)/cli/main.o $(LIBS)
-	$(CC) $(CFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(ENV_CFLAGS) $(HARDEN_LDFLAGS) $(ENV_LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+
+# --- Generated sources ---
+
+ifeq ($(VERSION),)
+$(error no version: debian/changelog's first line should read "dwleak (VERSION) ...")
+endif
+
+# cli/cmd_trace.c's --version, from debian/changelog and git; rewritten only
+# when it changes, so a build of the same commit recompiles nothing.
+$(GEN)/cli/version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '/* Written by the Makefile from debian/changelog and git: do not edit. */\n#define DWLEAK_VERSION "%s"\n#define DWLEAK_COMMIT "%s"\n' \
+		'$(VERSION)' '$(DWLEAK_COMMIT)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/cli/cmd_trace.o $(ASAN)/cli/cmd_trace.o: $(GEN)/cli/version.h
+
+# Where `make install` puts the preload library, PREFIX/lib/TUPLE/dwleak/,
+# is where target/preload_path.c looks beside PREFIX/bin/dwleak.
+MULTIARCH := $(or $(shell $(CC) -print-multiarch 2>/dev/null),x86_64-linux-gnu)
+$(BUILD)/target/preload_path.o $(ASAN)/target/preload_path.o: CFLAGS += -DDWLEAK_MULTIARCH='"$(MULTIARCH)"'
+
+# report/suppress.c's default rules: report/default.supp as one C string
+# literal.  The file itself is installed too (/usr/share/dwleak/), for
+# users to start their own rules from; dwleak reads no copy at run time.
+$(GEN)/report/default_supp.inc: report/default.supp
+	@mkdir -p $(@D)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/report/suppress.o $(ASAN)/report/suppress.o: $(GEN)/report/default_supp.inc
 
 # --- Headers: each one compiles alone with its folder's include list.  A
 # header is otherwise compiled only inside the files that include it, with
@@ -161,7 +227,7 @@ PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
 
 $(BUILD)/preload/%.c.o: preload/%.c
 	@mkdir -p $(@D)
-	$(CC) $(PRELOAD_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) $(HARDEN_CFLAGS) $(ENV_CPPFLAGS) $(ENV_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 $(BUILD)/preload/%.S.o: preload/%.S
 	@mkdir -p $(@D)
@@ -169,7 +235,7 @@ $(BUILD)/preload/%.S.o: preload/%.S
 
 # -z now: every symbol bound at load, so no lazy binding runs inside malloc.
 $(PRELOAD_LIB): $(PRELOAD_OBJS)
-	$(CC) -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -o $@ $^
+	$(CC) -shared $(HARDEN_LDFLAGS) $(ENV_LDFLAGS) -Wl,--no-undefined -o $@ $^
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
@@ -274,9 +340,10 @@ $(BUILD)/fuzz/fuzz_memory: tests/fuzz/fuzz_memory.c $(MEMORY_FUZZ_SRCS) target/a
 # mount table, /proc/PID/stat, HTTP parameters, label values, tokens);
 # http.c and metrics.c need the report layer and libmicrohttpd.
 AGENT_FUZZ_SRCS := agent/targets.c agent/metrics.c agent/http.c $(SRCS_report)
-$(BUILD)/fuzz/fuzz_agent: tests/fuzz/fuzz_agent.c $(AGENT_FUZZ_SRCS) $(wildcard agent/*.h report/*.h)
+$(BUILD)/fuzz/fuzz_agent: tests/fuzz/fuzz_agent.c $(AGENT_FUZZ_SRCS) $(wildcard agent/*.h report/*.h) \
+		$(GEN)/report/default_supp.inc
 	@mkdir -p $(@D)
-	$(CLANG) $(INC_agent) $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(AGENT_FUZZ_SRCS) $(LDLIBS)
+	$(CLANG) $(INC_agent) -I $(GEN)/report $(PKG_CFLAGS) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(AGENT_FUZZ_SRCS) $(LDLIBS)
 
 $(BUILD)/fuzz/agent_seeds/.done: tests/fuzz/make_agent_corpus.sh
 	bash tests/fuzz/make_agent_corpus.sh $(BUILD)/fuzz/agent_seeds
@@ -321,7 +388,7 @@ fuzz-smoke: fuzz-build
 
 # --- Tests ---
 
-check-build: all $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) $(TOOLS) testdata fuzz-build \
+check-build: all man $(ASAN_LIBS) $(ASAN)/dwleak $(UNIT_BINS) $(AGENT_TOOLS) $(TOOLS) testdata fuzz-build \
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 
 check: check-build
@@ -401,14 +468,78 @@ bench: bench-tables
 .PHONY: bench-malloc bench-leakcheck bench-all
 
 clean:
-	rm -rf $(BUILD) dwleak
+	rm -rf $(BUILD) dwleak dwleak_*.deb
+
+# --- The man page, installing, the Debian package ---
+
+# dwleak(1), written by help2man from `dwleak --help` and each command's
+# --help (man/dwleak-help.sh puts them together) with the sections --help
+# has no room for (man/dwleak.h2m): the options have one source, and
+# tests/man_page.sh checks the page lists exactly the options --help does.
+MAN_PAGE := $(BUILD)/man/dwleak.1
+
+man: $(MAN_PAGE)
+
+$(MAN_PAGE): dwleak man/dwleak-help.sh man/dwleak.h2m debian/changelog
+	@mkdir -p $(@D)
+	DWLEAK=./dwleak help2man --no-info --section=1 --manual='User Commands' --source='dwleak $(VERSION)' \
+		--include=man/dwleak.h2m --output=$@.tmp man/dwleak-help.sh
+	mv $@.tmp $@
+
+# make install [prefix=/usr/local] [DESTDIR=...]: the preload library goes
+# where target/preload_path.c looks beside PREFIX/bin/dwleak.
+prefix ?= /usr/local
+BINDIR = $(DESTDIR)$(prefix)/bin
+PKGLIBDIR = $(DESTDIR)$(prefix)/lib/$(MULTIARCH)/dwleak
+PKGDATADIR = $(DESTDIR)$(prefix)/share/dwleak
+MAN1DIR = $(DESTDIR)$(prefix)/share/man/man1
+# where bash-completion looks for a command's completion, loaded on first use
+BASHCOMPDIR = $(DESTDIR)$(prefix)/share/bash-completion/completions
+
+install: all man
+	install -d $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MAN1DIR) $(BASHCOMPDIR)
+	install -m 755 dwleak $(BINDIR)/dwleak
+	install -m 644 $(PRELOAD_LIB) $(PKGLIBDIR)/libdwleak-preload.so
+	install -m 644 report/default.supp $(PKGDATADIR)/default.supp
+	install -m 644 $(MAN_PAGE) $(MAN1DIR)/dwleak.1
+	install -m 644 completion/dwleak $(BASHCOMPDIR)/dwleak
+
+uninstall:
+	rm -f $(BINDIR)/dwleak $(PKGLIBDIR)/libdwleak-preload.so $(PKGDATADIR)/default.supp \
+		$(MAN1DIR)/dwleak.1 $(BASHCOMPDIR)/dwleak
+	-rmdir $(PKGLIBDIR) $(PKGDATADIR)
+
+# make deb: the Debian package (debian/), built by dpkg-buildpackage from a
+# copy of the tree in build/deb/ - its `debian/rules clean` empties the
+# copy's build/, not this one, and the package is built from scratch with
+# the distribution's flags - then checked with lintian and copied here as
+# ./dwleak_VERSION_amd64.deb.  The copy holds the files git knows of (with
+# their changes) and new ones it does not ignore; it has no .git, so the
+# commit comes along in DWLEAK_COMMIT.  DEB_JOBS: parallel jobs (nproc).
+DEB_DIR := $(BUILD)/deb
+DEB_JOBS ?= $(shell nproc)
+
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/dwleak-$(VERSION)
+	if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			tar --null --ignore-failed-read -T - -cf - 2> /dev/null; \
+	else \
+		tar --exclude=./$(BUILD) --exclude='./dwleak_*.deb' --exclude=./dwleak -cf - .; \
+	fi | tar -C $(DEB_DIR)/dwleak-$(VERSION) -xf -
+	cd $(DEB_DIR)/dwleak-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL DWLEAK_COMMIT=$(DWLEAK_COMMIT) \
+		dpkg-buildpackage -b -us -uc -j$(DEB_JOBS)
+	lintian --fail-on error,warning --display-info $(DEB_DIR)/dwleak_$(VERSION)_*.changes
+	rm -f dwleak_*.deb
+	cp $(DEB_DIR)/dwleak_$(VERSION)_*.deb .
+	@ls -l dwleak_$(VERSION)_*.deb
 
 # The README's demo: the seed article's leak, traced from its first
 # instruction, with the frames frame-pointer tools lose.
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: all bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: FORCE all man install uninstall deb bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:

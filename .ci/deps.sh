@@ -25,6 +25,11 @@ packages=(
 	jq						# a command whose stdout is piped (tests/cmd_exit_status.sh)
 	redis-server redis-tools			# a real service under load: dwleak -p loads its library into it (tests/inject_trace.sh, bench/run_redis_bench.sh)
 	curl wget gnupg git openssh-client procps	# tests/preload_no_hang.sh runs them under the preload library (curl, wget, gpg, git over https, ps once hung there)
+	libdebuginfod-dev				# reports fetch missing debug information by build id (report/symbolize.c)
+	debuginfod					# a local server for tests/debuginfod.sh
+	help2man man-db					# dwleak(1) from --help (make man); man renders it in tests/man_page.sh
+	bash-completion					# what completion/dwleak runs in (tests/completion.sh)
+	debhelper dpkg-dev lintian			# make deb: dpkg-buildpackage with dh, then lintian
 )
 
 # Packages the tests need as files, not installed: busybox-static conflicts

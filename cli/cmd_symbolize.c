@@ -1,7 +1,8 @@
 /* `dwleak symbolize [--debug-dir DIR]... [-o OUT] REPORT.json`: reads a JSON
  * report back (report/json_read.c), names every frame again against the
- * objects and debug files found here (report/frames.c), and writes it out in
- * the same format. */
+ * objects and debug files found here or fetched from debuginfod
+ * (report/frames.c, report/symbolize.h), and writes it out in the same
+ * format, with a loss line for each debug file a lookup did not get. */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmd_symbolize.h"
+#include "fetch.h"
 
 /* No report dwleak writes comes near this. */
 #define REPORT_JSON_MAX (1ull << 30)
@@ -61,6 +63,11 @@ struct run {
 	struct module_entry *modules;
 	size_t nmodules;
 	struct frame_arena frames;
+	/* the report's losses and a line per debuginfod miss after them; the
+	 * new lines' texts are owned here */
+	struct report_loss *losses;
+	char **loss_texts;
+	size_t nloss_texts;
 };
 
 static const struct option symbolize_options[] = {
@@ -83,6 +90,12 @@ static const char symbolize_usage[] =
 	"object or symbols are not found keeps what the report had.  Everything else\n"
 	"in the report is written back unchanged.\n"
 	"\n"
+	"With DEBUGINFOD_URLS set, a debug file found nowhere here is fetched by build\n"
+	"id from those servers (into debuginfod's cache), for an object that is here\n"
+	"and for one that is not; what could not be fetched is said on stderr and\n"
+	"added to the report's \"losses\".  DWLEAK_DEBUGINFOD_SECONDS (default 120)\n"
+	"bounds the time all lookups take.\n"
+	"\n"
 	"  -D, --debug-dir DIR   look for objects and debug files by build id under DIR\n"
 	"                        (repeatable, searched in order)\n"
 	"  -o, --output OUT      write the report to OUT (default: stdout)\n"
@@ -91,9 +104,14 @@ static const char symbolize_usage[] =
 	"REPORT.json may be '-' for stdin.\n"
 	"\n"
 	"Examples:\n"
-	"  dwleak --format json -o leaks.json -- ./app-stripped      (in CI)\n"
+	"  dwleak --format json -o leaks.json -- ./app-stripped\n"
+	"                        in CI: a report on stripped binaries\n"
 	"  dwleak symbolize --debug-dir ./debug -o named.json leaks.json\n"
+	"                        later, where their debug files are (./debug/.build-id/)\n"
 	"  dwleak symbolize --debug-dir /usr/lib/debug leaks.json | jq '.stacks[0]'\n"
+	"                        the biggest stack, named from -dbgsym packages\n"
+	"  DEBUGINFOD_URLS=https://debuginfod.debian.net dwleak symbolize leaks.json\n"
+	"                        named from Debian's debuginfod server\n"
 	"\n"
 	"Exit status: 0 success, 2 a usage error, an unreadable or invalid report, or\n"
 	"an output that could not be written.\n";
@@ -105,6 +123,10 @@ static int symbolize_usage_error(const char *fmt, const char *arg)
 
 static void run_free(struct run *run)
 {
+	for (size_t i = 0; i < run->nloss_texts; i++)
+		free(run->loss_texts[i]);
+	free(run->loss_texts);
+	free(run->losses);
 	frame_arena_free(&run->frames);
 	for (size_t i = 0; i < run->nmodules; i++)
 		free(run->modules[i].candidates);
@@ -136,7 +158,8 @@ static int candidate_try(struct run *run, struct module_entry *e, const char *pa
 }
 
 /* Looks up the candidates of E: its recorded path, then by build id in
- * every --debug-dir, the way gdb and libdwfl lay out .build-id trees. */
+ * every --debug-dir, the way gdb and libdwfl lay out .build-id trees,
+ * and last, when none is here, its debug file from debuginfod. */
 static int candidates_find(struct run *run, struct module_entry *e)
 {
 	static const char *const suffixes[] = { "", ".debug" };
@@ -158,6 +181,19 @@ static int candidates_find(struct run *run, struct module_entry *e)
 			if (err)
 				return err;
 		}
+	}
+	if (!e->ncandidates) {
+		char *fetched;
+
+		/* a failure is noted by the symbolizer and said with the others */
+		err = symbolizer_fetch_debuginfo(run->sym, e->path, e->build_id, &fetched);
+		if (err == -ENOMEM)
+			return err;
+		if (!err) {
+			err = candidate_try(run, e, fetched);
+			free(fetched);
+		}
+		return err == -ENOMEM ? err : 0;
 	}
 	return 0;
 }
@@ -338,6 +374,34 @@ static int report_symbolize(struct run *run)
 	return err;
 }
 
+/* Adds to the report a loss line per debug file debuginfod did not give
+ * (the report's own lines first).  Returns 0 or -ENOMEM. */
+static int fetch_losses_add(struct run *run)
+{
+	struct report *r = &run->in.report;
+	const struct sym_fetch_miss *m;
+	size_t n = symbolizer_fetch_misses(run->sym, &m);
+
+	if (!n)
+		return 0;
+	run->losses = calloc(r->nlosses + n, sizeof(*run->losses));
+	run->loss_texts = calloc(n, sizeof(*run->loss_texts));
+	if (!run->losses || !run->loss_texts)
+		return -ENOMEM;
+	if (r->nlosses)
+		memcpy(run->losses, r->losses, r->nlosses * sizeof(*r->losses));
+	for (size_t i = 0; i < n; i++) {
+		if (sym_fetch_miss_text(&m[i], &run->loss_texts[i]))
+			return -ENOMEM;
+		run->nloss_texts++;
+		run->losses[r->nlosses + i] = (struct report_loss){ .what = "debuginfo_not_fetched", .count = 1,
+								    .text = run->loss_texts[i] };
+	}
+	r->losses = run->losses;
+	r->nlosses += n;
+	return 0;
+}
+
 /* Says which objects were found nowhere, so the user knows what to add. */
 static void missing_print(const struct run *run)
 {
@@ -432,6 +496,7 @@ int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_env env = { 0 };
 	struct run run = { .env = &env };
+	struct sym_fetch fetch;
 	const char *what = NULL;
 	char *text = NULL;
 	size_t len;
@@ -460,16 +525,22 @@ int cmd_symbolize(int argc, char **argv)
 		goto out;
 
 	/* Resolve every frame group, then write */
+	if (fetch_settings("dwleak symbolize", &fetch))
+		goto out;
 	err = symbolizer_new(env.debug_dirs, &run.sym);
 	if (err == -EINVAL) {
 		ret = symbolize_usage_error("%s", "a --debug-dir is empty or contains ':'");
 		goto out;
 	}
-	if (!err)
+	if (!err) {
+		symbolizer_set_fetch(run.sym, &fetch);
 		err = report_symbolize(&run);
+	}
+	err = err ?: fetch_losses_add(&run);
 	if (err)
 		goto nomem;
 	missing_print(&run);
+	fetch_misses_print("dwleak symbolize", run.sym);
 	if (report_output(&run) == 0)
 		ret = 0;
 	goto out;

@@ -10,10 +10,11 @@
 #include <string.h>
 
 #include "dwleak.h"
+#include "fetch.h"
 #include "options.h"
 #include "trace.h"
 
-#define DWLEAK_VERSION "0.1.0"
+#include "version.h" /* DWLEAK_VERSION, DWLEAK_COMMIT: written by the Makefile */
 
 enum trace_opt_key {
 	OPT_UNWIND = 0x100,
@@ -63,110 +64,211 @@ static const struct option trace_options[] = {
 };
 
 static const char trace_usage[] =
-	"Usage: dwleak -p PID [OPTIONS]            trace a running process (all its threads)\n"
-	"       dwleak [OPTIONS] -- CMD [ARG...]   start CMD and trace it from its first instruction\n"
-	"       dwleak tables [--verify] FILE...   compile, print or verify unwind tables\n"
-	"       dwleak symbolize [--debug-dir DIR] REPORT.json\n"
-	"                                          name a JSON report's frames from debug files\n"
-	"       dwleak preload                     print the path of the preload library\n"
+	"Usage: dwleak -p PID [OPTION]...\n"
+	"  or:  dwleak [OPTION]... -- CMD [ARG]...\n"
+	"  or:  dwleak tables [OPTION]... FILE...\n"
+	"  or:  dwleak symbolize [OPTION]... REPORT.json\n"
+	"  or:  dwleak preload\n"
+	"Find memory leaks in a running process, or in a command and every process it\n"
+	"starts: report the allocations still outstanding, grouped by the stack that\n"
+	"made them.  dwleak puts eBPF uprobes on the allocator each process really\n"
+	"calls (glibc, tcmalloc, jemalloc, mimalloc, or a program's own malloc and C++\n"
+	"operators) and walks its stack in the kernel with DWARF CFI: no frame\n"
+	"pointers, recompilation or restart needed.  It needs root (CAP_BPF and\n"
+	"CAP_PERFMON).\n"
 	"\n"
-	"Finds memory leaks: reports the allocations still outstanding, grouped by\n"
-	"the stack that made them, walking stacks with DWARF CFI in the kernel (no\n"
-	"frame pointers, recompilation or restart needed).  With -- CMD it follows\n"
-	"every process CMD forks or execs (sh -c, timeout, test runners) and reports\n"
-	"each apart; it finds the allocator each process really calls (glibc,\n"
-	"tcmalloc, jemalloc, mimalloc, or any malloc/new a program defines).  A\n"
-	"process it cannot trace (a static program without symbols) is still\n"
-	"followed to its end, with what it starts, and the report lists it.  With\n"
-	"-- CMD the report goes to stderr (CMD's stdout is CMD's own), with -p to\n"
-	"stdout, unless -o FILE.\n"
+	"With -p PID, dwleak attaches to a running process (all its threads) until\n"
+	"Ctrl-C, SIGTERM, --duration or the process's exit, and writes the report to\n"
+	"stdout.  With -- CMD, it starts CMD and traces it from its first instruction,\n"
+	"with every process it forks or execs (sh -c, env, timeout, test runners), each\n"
+	"reported apart, when the last of them has exited; the report goes to stderr,\n"
+	"since CMD's stdout is CMD's own.  A process it cannot trace (a static program\n"
+	"without symbols) is still followed to its end, and the report lists it.\n"
 	"\n"
-"  -p, --pid PID            trace this process\n"
-	"  -d, --duration SEC       stop after SEC seconds (default: Ctrl-C or target exit)\n"
+	"dwleak traces a process at the probe sites of its own library,\n"
+	"libdwleak-preload.so, without a trap per call: -- CMD preloads it, -p loads it\n"
+	"into a process that runs without it (one of its threads makes one call at a\n"
+	"safe point, the others run on), and a process started with\n"
+	"LD_PRELOAD=$(dwleak preload) has it already.  What cannot have it (a static or\n"
+	"setuid program, --no-inject, --no-preload, --mmap) is traced with uprobes.\n"
+	"\n"
+	"Options:\n"
+	"What to trace:\n"
+	"  -p, --pid PID            trace this running process (all its threads)\n"
+	"  -d, --duration SEC       stop after SEC seconds (default: Ctrl-C, SIGTERM or\n"
+	"                           the end of what is traced)\n"
 	"  -i, --interval SEC       also print a text report every SEC seconds (to stdout\n"
 	"                           with -p, stderr with -- CMD, also with -o)\n"
-	"  -t, --top N              stacks per report (default 10; 0 = all)\n"
-	"      --unwind MODE        dwarf (default), fp, or both (compare the two)\n"
-	"      --min-age SEC        count only allocations at least SEC seconds old\n"
-	"      --format FMT         text (default), json, folded, pprof or svg\n"
-	"  -o, --output FILE        write the final report to FILE instead of stdout (-p)\n"
-	"                           or stderr (-- CMD); needed for json, folded, svg\n"
-	"                           and pprof with -- CMD, and for pprof to a terminal\n"
-	"      --mmap               also track anonymous mmap/munmap\n"
-	"      --sample-bytes N     sample allocations, one per N bytes on average (0 = all,\n"
-	"                           default); bytes and counts become unbiased estimates whose\n"
-	"                           relative error for a stack of B bytes is about sqrt(N/B);\n"
-	"                           the cheap way to watch a busy process: calls not sampled\n"
-	"                           are not walked and, on Linux 6.13+ (uprobe sessions),\n"
-	"                           skip their return probe\n"
-	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
+	"      --follow-forks       with -p, also trace children forked after attach\n"
+	"      --no-follow-forks    with -- CMD, trace only CMD's first process\n"
+	"      --no-preload         with -- CMD, do not preload libdwleak-preload.so:\n"
+	"                           trace every process with uprobes on its allocator.\n"
+	"                           By default CMD runs with it, and a process that has\n"
+	"                           it (also with -p) is traced at its probe sites: no\n"
+	"                           trap per call, and with --sample-bytes the library\n"
+	"                           samples in the process\n"
+	"      --no-inject          with -p, do not load libdwleak-preload.so into a\n"
+	"                           process that runs without it: trace it with uprobes\n"
+	"                           (a trap per call).  By default dwleak loads it and\n"
+	"                           routes the process's allocator calls through it; when\n"
+	"                           dwleak ends, the library stays, idle\n"
+	"      --mmap               also track anonymous mmap/munmap made outside the\n"
+	"                           allocator\n"
+	"      --sample-bytes N     sample allocations, one per N bytes on average (0 =\n"
+	"                           all, the default); bytes and counts become unbiased\n"
+	"                           estimates whose relative error for a stack of B\n"
+	"                           bytes is about sqrt(N/B): the cheap way to watch a\n"
+	"                           busy process (calls not sampled are not walked and,\n"
+	"                           on Linux 6.13+, skip their return probe)\n"
+	"      --unwind MODE        dwarf (default), fp, or both: walk every allocation\n"
+	"                           both ways and show, stack by stack, the frames the\n"
+	"                           frame-pointer walk loses\n"
+	"\n"
+	"Lost or still in use:\n"
 	"      --leak-check         tell lost from reachable, as valgrind does: stop the\n"
 	"                           process briefly (at exit() with -- CMD, before each\n"
 	"                           report with -p), scan its memory for pointers, and\n"
 	"                           mark each block definitely, indirectly or possibly\n"
 	"                           lost, or still reachable (a cache, a global)\n"
-	"      --follow-forks       with -p, also trace children forked after attach\n"
-	"      --no-follow-forks    with -- CMD, trace only CMD's first process\n"
-	"      --fail-on-leak[=BYTES] exit 1 when leaked bytes exceed BYTES (default 0);\n"
+	"      --fail-on-leak[=BYTES]\n"
+	"                           exit 1 when leaked bytes exceed BYTES (default 0);\n"
 	"                           with --leak-check only lost bytes count; when a\n"
 	"                           process of the tree could not be traced and nothing\n"
 	"                           traced is over BYTES, exit 2 (its leaks are unknown)\n"
-	"      --allow-untraced     --fail-on-leak may pass though some process could not\n"
-	"                           be traced (the report still lists it)\n"
+	"      --allow-untraced     let --fail-on-leak pass though some process could\n"
+	"                           not be traced (the report still lists it)\n"
 	"      --suppressions FILE  stacks to leave out of reports and --fail-on-leak\n"
-	"                           (repeatable): dwleak's rules (fun:GLOB, mod:GLOB, ...\n"
-	"                           one per paragraph) and memcheck's { } blocks, in one\n"
-	"                           file or several; of memcheck's only Memcheck:Leak ones\n"
-	"                           apply, fun: matches mangled or demangled names, and a\n"
-	"                           match-leak-kinds rule leaves out a stack only when\n"
-	"                           every kind its blocks have is listed\n"
-	"      --no-default-suppressions  also report what glibc and libstdc++ keep until\n"
-	"                           exit on purpose (stdio buffers, the C++ EH pool)\n"
+	"                           (repeatable): dwleak's rules (fun:GLOB, mod:GLOB,\n"
+	"                           ... one per paragraph) and memcheck's { } blocks, in\n"
+	"                           one file or several; of memcheck's only Memcheck:Leak\n"
+	"                           ones apply, fun: matches mangled or demangled names,\n"
+	"                           and a match-leak-kinds rule leaves out a stack only\n"
+	"                           when every kind its blocks have is listed\n"
+	"      --no-default-suppressions\n"
+	"                           also report what glibc and libstdc++ keep until exit\n"
+	"                           on purpose (stdio buffers, the C++ EH pool: the rules\n"
+	"                           of /usr/share/dwleak/default.supp, built in)\n"
+	"\n"
+	"The report:\n"
+	"  -t, --top N              stacks per report (default 10; 0 = all)\n"
+	"      --min-age SEC        count only allocations at least SEC seconds old\n"
+	"      --format FMT         text (default), json, folded, pprof or svg\n"
+	"  -o, --output FILE        write the final report to FILE instead of stdout (-p)\n"
+	"                           or stderr (-- CMD); needed for json, folded, svg and\n"
+	"                           pprof with -- CMD, and for pprof to a terminal\n"
+	"      --debug-dir DIR      also look for separate debug files under DIR, by\n"
+	"                           build id and by .gnu_debuglink name (repeatable)\n"
 	"      --stats              also print the walker's counters (why walks stopped)\n"
-	"      --no-preload         -- CMD: do not preload libdwleak-preload.so; trace every\n"
-	"                           process with uprobes on its allocator.  By default CMD\n"
-	"                           runs with it, and a process that has it (also with -p)\n"
-	"                           is traced at its probe sites: no trap per call, and with\n"
-	"                           --sample-bytes the library samples in the process\n"
-	"      --no-inject          -p: do not load libdwleak-preload.so into a process that\n"
-	"                           runs without it; trace it with uprobes (a trap per\n"
-	"                           call).  By default dwleak loads the library into it\n"
-	"                           (one of its threads makes one call at a safe point,\n"
-	"                           the others run on) and routes its allocator calls\n"
-	"                           through it; when dwleak ends the library stays, idle\n"
+	"\n"
+	"Help:\n"
 	"  -h, --help               show this help\n"
 	"      --version            show the version\n"
 	"\n"
+	"Report formats:\n"
+	"  text                     stacks, most bytes first, innermost frame first, with\n"
+	"                           function+offset [object] file:line; with --leak-check\n"
+	"                           memcheck's loss records and LEAK SUMMARY\n"
+	"  json                     every stack with its frames, totals, the process tree\n"
+	"                           and what was lost on the way; dwleak symbolize reads\n"
+	"                           it back\n"
+	"  folded                   one line per stack, outer;...;inner BYTES: input for\n"
+	"                           FlameGraph, inferno and speedscope\n"
+	"  pprof                    gzip-compressed profile.proto (inuse_space,\n"
+	"                           inuse_objects, build ids) for go tool pprof, Parca\n"
+	"                           and Grafana Pyroscope\n"
+	"  svg                      a self-contained interactive flame graph of the\n"
+	"                           outstanding bytes (click to zoom, Ctrl-F to search)\n"
+	"\n"
+	"Naming frames:\n"
+	"  Frames are named from each object's symbols and DWARF, and from its separate\n"
+	"  debug file: next to it (.gnu_debuglink, .debug/), by build id under\n"
+	"  /usr/lib/debug (Debian's -dbgsym packages) and under every --debug-dir.  When\n"
+	"  DEBUGINFOD_URLS is set, what is still missing is fetched by build id from\n"
+	"  those servers once the report is made (never while a traced process waits),\n"
+	"  kept in debuginfod's cache, and the report says what could not be fetched.\n"
+	"\n"
+	"Commands (dwleak COMMAND --help says more):\n"
+	"  tables FILE...           compile, print, or --verify against libdw, the unwind\n"
+	"                           tables dwleak's walker uses (a debug aid)\n"
+	"  symbolize REPORT.json    name a JSON report's frames again, from the objects\n"
+	"                           and debug files found here (--debug-dir, debuginfod)\n"
+	"  preload                  print the path of libdwleak-preload.so\n"
+	"\n"
 	"Examples:\n"
-	"  dwleak -p 1234 -d 30                    30 seconds of a running server\n"
-	"  dwleak --format json -o r.json -- ./app  everything ./app never freed\n"
-	"  dwleak -- ./filter < in | sort          report on stderr; stdout is ./filter's\n"
-	"  dwleak --fail-on-leak=4096 -- ./tests    CI: fail when over 4 KiB leak\n"
+	"  dwleak -p 1234 -d 30     what process 1234 allocates in 30 seconds and has\n"
+	"                           not freed, by stack\n"
+	"  dwleak -t 3 -- ./app --config test.conf\n"
+	"                           run ./app under dwleak; its 3 biggest stacks of\n"
+	"                           outstanding memory on stderr once it has exited\n"
+	"  dwleak -- ./filter < in | sort\n"
+	"                           the report on stderr; stdout is ./filter's\n"
 	"  dwleak --leak-check --fail-on-leak -- make test\n"
-	"                                          CI: fail on lost memory only, in\n"
-	"                                          every process the tests start\n"
-	"  dwleak --leak-check -p 1234 -i 600       a verdict every 10 minutes, live\n"
-	"  LD_PRELOAD=$(dwleak preload) ./server &  dwleak -p $!   a service started with the\n"
-	"                                          library, traced at its sites when needed\n"
-	"  dwleak -p 1234 --sample-bytes 524288    a running service at the library's\n"
-	"                                          cost (loaded into it), sampled\n"
-	"  dwleak tables --verify /lib/x86_64-linux-gnu/libc.so.6\n"
+	"                           CI: fail when memory is lost (not merely held) in\n"
+	"                           any process the tests start\n"
+	"  dwleak --fail-on-leak=4096 -- ./tests\n"
+	"                           CI: fail when more than 4 KiB are outstanding\n"
+	"  dwleak --leak-check -p 1234 -i 600\n"
+	"                           a verdict every 10 minutes on a live service\n"
+	"  dwleak --format svg -o leaks.svg -p 1234 -d 60\n"
+	"                           an interactive flame graph of a minute's leaks\n"
+	"  dwleak --format json -o leaks.json -- ./app-stripped\n"
+	"                           in CI: a report on stripped binaries, to name later\n"
+	"  dwleak symbolize --debug-dir ./debug -o named.json leaks.json\n"
+	"                           that report named where the debug files are\n"
+	"  dwleak -p 1234 --sample-bytes 524288 -d 60\n"
+	"                           a running service at the library's cost: the\n"
+	"                           library loaded into it, sampled\n"
+	"  LD_PRELOAD=$(dwleak preload) ./server &  dwleak -p $!\n"
+	"                           a service started with the preload library, traced\n"
+	"                           at its sites when needed\n"
+	"  DEBUGINFOD_URLS=https://debuginfod.debian.net dwleak -p 1234\n"
+	"                           names and lines for libraries whose -dbgsym package\n"
+	"                           is not installed\n"
+	"  dwleak --unwind both -- ./app\n"
+	"                           what the frame-pointer walk loses, stack by stack\n"
 	"\n"
-	"Environment: DWLEAK_DEBUG=1 prints libbpf's messages (the verifier's log when\n"
-	"loading fails); DWLEAK_UPROBE_SESSION=1 or 0 probes allocator calls with uprobe\n"
-	"sessions or with entry and return probes (default: sessions with --sample-bytes,\n"
-	"where they pay off, on Linux 6.13+); DWLEAK_PREEMPT_GUARD=1 or 0 forces on or\n"
-	"off the guard that keeps probes preempted mid-walk (preempt=full or lazy\n"
-	"kernels) from sharing a CPU's walker buffers; --stats says which was chosen.\n"
+	"Environment:\n"
+	"  DEBUGINFOD_URLS          debuginfod servers (URLs separated by spaces) to\n"
+	"                           fetch missing debug information from by build id;\n"
+	"                           unset (Debian's default): no lookups.  sudo drops\n"
+	"                           it: sudo --preserve-env=DEBUGINFOD_URLS dwleak ...\n"
+	"  DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME, ...\n"
+	"                           read by libdebuginfod, as for debuginfod-find(1)\n"
+	"  DWLEAK_DEBUGINFOD_SECONDS\n"
+	"                           the most time a run's debuginfod lookups take all\n"
+	"                           together (default 120)\n"
+	"  DWLEAK_PRELOAD_LIB       the preload library to use instead of the one found\n"
+	"                           next to dwleak or installed with it\n"
+	"  DWLEAK_NO_CACHE=1        compile unwind tables afresh, without the table cache\n"
+	"  DWLEAK_DEBUG=1           print libbpf's messages (the verifier's log when\n"
+	"                           loading fails)\n"
+	"  DWLEAK_UPROBE_SESSION=1|0\n"
+	"                           probe allocator calls with uprobe sessions or with\n"
+	"                           entry and return probes (default: sessions with\n"
+	"                           --sample-bytes, where they pay off, on Linux 6.13+)\n"
+	"  DWLEAK_PREEMPT_GUARD=1|0\n"
+	"                           force on or off the guard that keeps probes preempted\n"
+	"                           mid-walk (preempt=full or lazy kernels) from sharing\n"
+	"                           a CPU's walker buffers; --stats says which was chosen\n"
 	"\n"
-	"Exit status: 0 success, 1 leaks over --fail-on-leak, 2 usage or runtime error\n"
-	"(and --fail-on-leak with part of the tree untraced); with -- CMD, when CMD\n"
-	"fails, its status (128+N when killed by signal N), which wins over all of\n"
-	"these.  With -- CMD dwleak returns when the whole tree it started has ended.\n";
+	"Exit status:\n"
+	"  0 success; 1 leaks over --fail-on-leak; 2 a usage or runtime error (and a\n"
+	"  failure of --fail-on-leak because part of the tree was not traced).  When\n"
+	"  the CMD of -- CMD fails, its status (128+N when killed by signal N), which\n"
+	"  wins over all of these; dwleak returns once the whole tree it started ended.\n";
 
 static int trace_usage_error(const char *fmt, const char *arg)
 {
 	return usage_error("dwleak", fmt, arg);
+}
+
+/* An unknown --format ARG, said with the formats of the one table
+ * (report/write.h) that the bash completion is tested against. */
+static int format_usage_error(const char *arg)
+{
+	fprintf(stderr, "dwleak: unknown --format '%s' (it takes %s)\n", arg, report_format_list);
+	fprintf(stderr, "Try 'dwleak --help' for more information.\n");
+	return EXIT_USAGE;
 }
 
 /* A number of seconds for option NAME, 0 or in [MIN, a year]: 0, or an
@@ -223,7 +325,7 @@ static int option_apply(struct env *env, int c, const char *arg)
 			       : 0;
 	case OPT_FORMAT:
 		if (report_format_parse(arg, &env->format))
-			return usage_error("dwleak", "unknown --format '%s' (it takes text, json, folded, pprof or svg)", arg);
+			return format_usage_error(arg);
 		return 0;
 	case OPT_SAMPLE_BYTES:
 		return parse_count(arg, 0, LLONG_MAX, &env->sample_bytes)
@@ -280,8 +382,8 @@ static int option_apply(struct env *env, int c, const char *arg)
 	}
 }
 
-/* The environment knobs for tests and bench/, read once.  Returns 0 or an
- * exit status. */
+/* The environment: debuginfod's settings and the knobs for tests and
+ * bench/, read once.  Returns 0 or an exit status. */
 static int env_knobs_read(struct env *env)
 {
 	const char *session = getenv("DWLEAK_UPROBE_SESSION");
@@ -291,6 +393,8 @@ static int env_knobs_read(struct env *env)
 	char *end = NULL;
 	unsigned long n;
 
+	if (fetch_settings("dwleak", &env->fetch))
+		return EXIT_USAGE;
 	env->uprobe_session = session ? !strcmp(session, "1") : -1;
 	env->bench_no_walk = no_walk && !strcmp(no_walk, "1");
 	if (stacks_max && *stacks_max) {
@@ -331,7 +435,9 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 			return 0;
 		}
 		if (c == OPT_VERSION) {
-			printf("dwleak %s\n", DWLEAK_VERSION);
+			/* help2man reads the first line: the name, then the version */
+			printf("dwleak %s%s%s%s\n", DWLEAK_VERSION, *DWLEAK_COMMIT ? " (git " : "", DWLEAK_COMMIT,
+			       *DWLEAK_COMMIT ? ")" : "");
 			return 0;
 		}
 		if (c == '?')

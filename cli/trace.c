@@ -291,6 +291,7 @@ static void settings_of(const struct env *env, struct suppressions *supp, struct
 		.min_age_ns = (uint64_t)(env->min_age_s * 1e9),
 		.growth = env->interval_s > 0,
 		.debug_dirs = env->debug_dirs,
+		.fetch = &env->fetch,
 		.supp = supp,
 		.uprobe_session = env->uprobe_session,
 		.preempt_guard = env->preempt_guard,
@@ -334,7 +335,10 @@ int trace_run(const struct env *env)
 		fprintf(stderr, "dwleak: needs CAP_BPF and CAP_PERFMON (run as root)\n");
 		return EXIT_USAGE;
 	}
-	unsetenv("DEBUGINFOD_URLS"); /* no network lookups behind the user's back */
+	/* DEBUGINFOD_URLS is the user's to set: when it is, the report fetches
+	 * missing debug information from those servers (report/symbolize.h),
+	 * as gdb and valgrind do; unset, as Debian leaves it, nothing is
+	 * fetched.  The traced command gets the environment as it was. */
 	/* the first SIGINT or SIGTERM asks for the report; without SA_RESTART
 	 * a blocking call returns EINTR instead of waiting on; a second one
 	 * (SA_RESETHAND) ends dwleak at once: the kernel detaches every

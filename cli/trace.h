@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "options.h"
+#include "symbolize.h"
 #include "write.h"
 
 /* Tracing settings, each with its default. */
@@ -39,6 +40,8 @@ struct env {
 	bool no_preload;	  /* --no-preload: -- CMD runs without the preload library,
 				   * and no process is traced at its sites (uprobes only) */
 	bool no_inject;		  /* --no-inject: -p never loads the library into a process */
+	struct sym_fetch fetch;	  /* debuginfod lookups at report time: DEBUGINFOD_URLS,
+				   * DWLEAK_DEBUGINFOD_SECONDS (cli/fetch.h) */
 	/* environment knobs for tests and bench/ */
 	int uprobe_session;	  /* DWLEAK_UPROBE_SESSION: 1 or 0 forces; -1 = choose */
 	int preempt_guard;	  /* DWLEAK_PREEMPT_GUARD: enum preempt_guard; -1 = choose */

@@ -18,30 +18,11 @@
 
 /* Memory that glibc and libstdc++ keep on purpose until exit: reported as
  * leaks by every tool that does not know better.  --no-default-suppressions
- * shows them again. */
+ * shows them again.  The rules are report/default.supp, which the build
+ * turns into this string (and installs, for users to read). */
 static const char default_rules[] =
-	"# glibc stdio: a FILE's buffer (stdout, stderr, std::cout) lives until exit\n"
-	"fun:malloc\n"
-	"fun:_IO_file_doallocate\n"
-	"\n"
-	"# libstdc++: the emergency exception-handling pool, made at start-up\n"
-	"fun:malloc\n"
-	"mod:*/libstdc++.so*\n"
-	"mod:*/ld-linux*.so*\n"
-	"\n"
-	"# libstdc++'s emergency pool in a static executable: made by its constructor\n"
-	"fun:malloc\n"
-	"fun:_GLOBAL__sub_I_eh_alloc.cc\n"
-	"\n"
-	"# glibc in a static executable: the dynamic-linker state it sets up at start\n"
-	"fun:*alloc\n"
-	"...\n"
-	"fun:_dl_non_dynamic_init\n"
-	"\n"
-	"# glibc locale data loaded by setlocale/newlocale, cached for the process\n"
-	"fun:malloc\n"
-	"...\n"
-	"fun:_nl_find_locale\n";
+#include "default_supp.inc"
+	;
 
 static void rule_free(struct supp_rule *r)
 {

@@ -1,7 +1,10 @@
 /* Symbolization of report frames with libdwfl, offline: each object gets its
  * own Dwfl (so its ELF addresses are its dwfl addresses up to one bias), is
  * read from an fd because the mapped file may be gone from disk, and keeps
- * a cache of resolved addresses because stacks of one report share frames. */
+ * a cache of resolved addresses because stacks of one report share frames.
+ * What no local file has is fetched by build id through libdwfl's own
+ * debuginfod client when the host turns lookups on, time-bounded, and
+ * what is still missing is noted. */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dwarf.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
@@ -66,6 +71,8 @@ struct sym_module {
 	size_t cache_cap;
 	size_t cache_len;
 	struct sym_aliases aliases;
+	struct symbolizer *owner;
+	bool debug_missing; /* the search for its separate debug file found none */
 };
 
 /*
@@ -79,6 +86,20 @@ struct symbolizer {
 	struct sym_module **modules;
 	size_t n_buckets;
 	size_t n_modules;
+	struct sym_fetch fetch;	       /* debuginfod lookups: off until set */
+	double fetch_spent_s;	       /* what the lookups took so far */
+	debuginfod_client *client;     /* symbolizer_fetch_debuginfo()'s own, made on first use */
+	struct sym_fetch_miss *misses; /* NMISSES of MISSES_CAP */
+	size_t nmisses, misses_cap;
+};
+
+/* One lookup while it runs: the client's user data, for fetch_progress(). */
+struct fetch_lookup {
+	struct symbolizer *s;
+	const char *path;
+	double start;	/* CLOCK_MONOTONIC seconds */
+	bool shown;	/* the host's progress was called */
+	bool cancelled; /* by the symbolizer's bound */
 };
 
 /* A growing array of frames while one address is resolved. */
@@ -124,17 +145,207 @@ int debug_dirs_add(const char ***dirs, size_t *n, const char *dir)
 	return 0;
 }
 
+/* ---- debuginfod ---- */
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+const char *sym_fetch_why(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no server has it";
+	case -ECONNREFUSED:
+		return "connection refused (is the server up, is the URL right?)";
+	case -EHOSTUNREACH:
+		return "the server's host name is not known";
+	case -ETIME:
+	case -ETIMEDOUT:
+		return "no answer in time (DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME)";
+	case -ECONNRESET:
+		return "the connection broke off";
+	case -EACCES:
+		return "the server refused access";
+	case -EFBIG:
+		return "larger than DEBUGINFOD_MAXSIZE";
+	case -EINVAL:
+		return "a URL in DEBUGINFOD_URLS is malformed";
+	case -ECANCELED:
+		return "dwleak's time for debuginfod lookups was spent (DWLEAK_DEBUGINFOD_SECONDS)";
+	case -ENOMEM:
+		return "out of memory";
+	default:
+		return strerror(-err);
+	}
+}
+
+int sym_fetch_miss_text(const struct sym_fetch_miss *m, char **out)
+{
+	if (asprintf(out, "%s of %s (build id %s) could not be fetched from DEBUGINFOD_URLS: %s; %s",
+		     m->supplement ? "the dwz supplement of the debug information" : "debug information", m->path,
+		     m->build_id, sym_fetch_why(m->err),
+		     m->supplement ? "its frames may lack names of inlined calls and source lines"
+				   : "its frames have no source lines, and names only from its own symbols") < 0) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void symbolizer_set_fetch(struct symbolizer *s, const struct sym_fetch *f)
+{
+	s->fetch = *f;
+}
+
+size_t symbolizer_fetch_misses(const struct symbolizer *s, const struct sym_fetch_miss **out)
+{
+	*out = s->misses;
+	return s->nmisses;
+}
+
+/* Notes that the lookup of PATH's (BUILD_ID's) debug file or SUPPLEMENT
+ * found nothing, for ERR; once per build id and kind.  A note that cannot
+ * be kept for want of memory is let go: the frames say it all the same. */
+static void miss_note(struct symbolizer *s, const char *path, const char *build_id, bool supplement, int err)
+{
+	struct sym_fetch_miss *m;
+
+	for (size_t i = 0; i < s->nmisses; i++)
+		if (s->misses[i].supplement == supplement && !strcmp(s->misses[i].build_id, build_id))
+			return;
+	if (s->nmisses == s->misses_cap) {
+		size_t cap = s->misses_cap ? 2 * s->misses_cap : 8;
+
+		m = realloc(s->misses, cap * sizeof(*m));
+		if (!m)
+			return;
+		s->misses = m;
+		s->misses_cap = cap;
+	}
+	m = &s->misses[s->nmisses];
+	m->path = strdup(path);
+	m->build_id = strdup(build_id);
+	m->supplement = supplement;
+	m->err = err;
+	if (!m->path || !m->build_id) {
+		free(m->path);
+		free(m->build_id);
+		return;
+	}
+	s->nmisses++;
+}
+
+/* libdebuginfod's progress callback, at least once a second while a
+ * lookup runs: A is the bytes received once a server answers (before,
+ * a count of waits), B the size when the server said it.  Returns
+ * nonzero to cancel the lookup, once the symbolizer's bound is spent. */
+static int fetch_progress(debuginfod_client *c, long a, long b)
+{
+	struct fetch_lookup *l = debuginfod_get_user_data(c);
+	double took;
+
+	if (!l)
+		return 0;
+	took = now_s() - l->start;
+	if (l->s->fetch_spent_s + took >= l->s->fetch.seconds) {
+		l->cancelled = true;
+		return 1;
+	}
+	if (l->s->fetch.progress) {
+		l->s->fetch.progress(l->s->fetch.arg, l->path, took, b > 0 ? a : 0, b > 0 ? b : 0);
+		l->shown = true;
+	}
+	return 0;
+}
+
+/* Readies client C for a lookup of PATH's into L. */
+static void fetch_begin(struct symbolizer *s, debuginfod_client *c, const char *path, struct fetch_lookup *l)
+{
+	*l = (struct fetch_lookup){ .s = s, .path = path, .start = now_s() };
+	debuginfod_set_progressfn(c, fetch_progress);
+	debuginfod_set_user_data(c, l);
+}
+
+/* Ends lookup L on client C, which gave FD: the time counted, the host
+ * told, a failure noted for BUILD_ID (SUPPLEMENT: see miss_note()). */
+static void fetch_end(debuginfod_client *c, struct fetch_lookup *l, int fd, const char *build_id, bool supplement)
+{
+	struct symbolizer *s = l->s;
+
+	debuginfod_set_user_data(c, NULL);
+	s->fetch_spent_s += now_s() - l->start;
+	if (l->shown && s->fetch.done)
+		s->fetch.done(s->fetch.arg);
+	if (fd >= 0)
+		return;
+	/* libdwfl gives -1 for "not found" when no lookup could be made */
+	miss_note(s, l->path, build_id, supplement, l->cancelled ? -ECANCELED : fd < -1 ? fd : -ENOENT);
+}
+
+int symbolizer_fetch_debuginfo(struct symbolizer *s, const char *path, const char *build_id, char **file)
+{
+	struct fetch_lookup l;
+	int fd;
+
+	*file = NULL;
+	if (!s->fetch.on)
+		return -ENOSYS;
+	if (!build_id[0] || strspn(build_id, "0123456789abcdef") != strlen(build_id))
+		return -EINVAL;
+	if (!s->client) {
+		s->client = debuginfod_begin();
+		if (!s->client)
+			return -ENOMEM;
+	}
+	fetch_begin(s, s->client, path, &l);
+	/* a length of 0: the build id is given as hex */
+	fd = debuginfod_find_debuginfo(s->client, (const unsigned char *)build_id, 0, file);
+	fetch_end(s->client, &l, fd, build_id, false);
+	if (fd < 0)
+		return l.cancelled ? -ECANCELED : fd;
+	close(fd);
+	return *file ? 0 : -ENOMEM;
+}
+
+/* ---- Finding separate debug files ---- */
+
 /* libdwfl's own search for separate debug files, whose find it gets as a
  * copy (fd_snapshot): a debug file beside a user's program is the user's
- * to truncate while we read it. */
+ * to truncate while we read it.  The search ends with libdwfl's debuginfod
+ * client when DEBUGINFOD_URLS is set; with lookups on, that client is
+ * given the progress callback and its failures are noted.
+ *
+ * libdwfl asks for the debug file once for the symbol table and once for
+ * DWARF when the first search failed: the second gets the same answer
+ * without a search.  It asks for a dwz supplement with the supplement's
+ * path as DEBUGLINK_FILE and no CRC (a .gnu_debuglink always has one). */
 static int find_debuginfo_snapshot(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 				   const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 				   char **debuginfo_file_name)
 {
-	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-					      debuglink_crc, debuginfo_file_name);
-	int copy;
+	struct sym_module *m = userdata ? *userdata : NULL;
+	bool supplement = debuglink_file && !debuglink_crc;
+	debuginfod_client *c = NULL;
+	struct fetch_lookup l;
+	int fd, copy;
 
+	if (m && !supplement && m->debug_missing)
+		return -1;
+	if (m && m->build_id && m->owner->fetch.on)
+		c = dwfl_get_debuginfod_client(m->dwfl);
+	if (c)
+		fetch_begin(m->owner, c, m->path, &l);
+	fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	if (c)
+		fetch_end(c, &l, fd, m->build_id, supplement);
+	if (m && !supplement && fd < 0)
+		m->debug_missing = true;
 	if (fd < 0)
 		return fd;
 	copy = fd_snapshot(fd);
@@ -227,6 +438,13 @@ void symbolizer_free(struct symbolizer *s)
 	}
 	free(s->modules);
 	free(s->debuginfo_path);
+	if (s->client)
+		debuginfod_end(s->client);
+	for (size_t i = 0; i < s->nmisses; i++) {
+		free(s->misses[i].path);
+		free(s->misses[i].build_id);
+	}
+	free(s->misses);
 	free(s);
 }
 
@@ -313,7 +531,10 @@ static void modules_grow(struct symbolizer *s)
  */
 static int module_report(struct symbolizer *s, struct sym_module *m, int fd, bool *consumed)
 {
+	void **userdata;
+
 	*consumed = false;
+	m->owner = s;
 	m->dwfl = dwfl_begin(&s->callbacks);
 	if (!m->dwfl)
 		return -ENOMEM;
@@ -323,6 +544,9 @@ static int module_report(struct symbolizer *s, struct sym_module *m, int fd, boo
 	if (!m->mod)
 		return -ENOEXEC;
 	*consumed = true;
+	/* the module's user data is M, for find_debuginfo_snapshot() */
+	dwfl_module_info(m->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = m;
 	if (dwfl_report_end(m->dwfl, NULL, NULL) != 0)
 		return -ENOEXEC;
 	if (!dwfl_module_getelf(m->mod, &m->bias))

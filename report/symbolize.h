@@ -42,6 +42,65 @@ struct sym_frame {
 };
 
 /*
+ * debuginfod: fetching what is missing by build id, the way gdb and
+ * valgrind do.  Each object's lookup of its separate debug file (and of
+ * its dwz supplement) is libdwfl's own, dwfl_standard_find_debuginfo():
+ * next to the object, under /usr/lib/debug and every debug dir, and only
+ * then, when DEBUGINFOD_URLS names servers, from them through libdwfl's
+ * libdebuginfod client, which keeps what it fetched in its cache
+ * ($DEBUGINFOD_CACHE_PATH, else ~/.cache/debuginfod_client).  Lookups
+ * happen when a frame is named, that is when a report is made: never
+ * while a traced process waits.
+ *
+ * What the host says about them (symbolizer_set_fetch()):
+ *   on        DEBUGINFOD_URLS is set and not empty: lookups are made and
+ *             what they do not find is noted (libdebuginfod reads the
+ *             servers, DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME, ... itself;
+ *             unset, it asks no server and not even its cache)
+ *   seconds   the longest all lookups of this symbolizer take together
+ *             (> 0): past it the one running is cancelled, and each later
+ *             one is at its first progress call (within a second)
+ *   progress  NULL, or called while a lookup runs, about once a second and
+ *             as data comes: OBJECT the object's path, SECONDS since the
+ *             lookup began, and TOTAL bytes with DONE of them received
+ *             once a server said the size (else 0 and 0)
+ *   done      NULL, or called once a lookup that called PROGRESS ended
+ *   arg       their first argument
+ */
+struct sym_fetch {
+	bool on;
+	double seconds;
+	void (*progress)(void *arg, const char *object, double seconds, long done, long total);
+	void (*done)(void *arg);
+	void *arg;
+};
+
+/*
+ * One debug file a lookup did not get: PATH is the object, BUILD_ID its
+ * build id (hex), SUPPLEMENT true when what was missing is the dwz
+ * supplement its debug file refers to (.gnu_debugaltlink) rather than the
+ * debug file itself; ERR why, a negative errno from libdebuginfod (-ENOENT:
+ * no server has it, -ECONNREFUSED, -EHOSTUNREACH, -ETIME: the server did
+ * not answer in DEBUGINFOD_TIMEOUT, ...) or -ECANCELED: the symbolizer's
+ * own bound (SECONDS) was spent.
+ */
+struct sym_fetch_miss {
+	char *path;
+	char *build_id;
+	bool supplement;
+	int err;
+};
+
+/* Why a lookup failed with ERR (a sym_fetch_miss's), as words for a note:
+ * "no server has it", "connection refused", ...  Static. */
+const char *sym_fetch_why(int err);
+
+/* The line a report and `dwleak symbolize` say for M, malloc'd into
+ * *OUT: what was not fetched, for which object and build id, and why.
+ * Returns 0 or -ENOMEM. */
+int sym_fetch_miss_text(const struct sym_fetch_miss *m, char **out);
+
+/*
  * Creates a symbolizer in *OUT.  DEBUG_DIRS is a NULL-terminated list of
  * extra places holding separate debug files (dwleak's --debug-dir; may be
  * NULL), each searched both as a root of `.build-id/xx/yyyy.debug` files
@@ -61,6 +120,28 @@ int debug_dirs_add(const char ***dirs, size_t *n, const char *dir);
 
 /* Frees S, every module registered in it and their caches.  NULL is ok. */
 void symbolizer_free(struct symbolizer *s);
+
+/* Sets S's debuginfod lookups as F says (copied; see struct sym_fetch).
+ * Whether libdwfl asks servers is DEBUGINFOD_URLS's to say, not S's: until
+ * this is called, or with F->on false, S gives its client no progress
+ * callback and no bound and notes nothing, so a host turns lookups on
+ * exactly when that variable names servers (cli/fetch.c does). */
+void symbolizer_set_fetch(struct symbolizer *s, const struct sym_fetch *f);
+
+/* The lookups that found nothing so far, one per (build id, supplement),
+ * in the order they happened: *OUT points at S's array (valid until S's
+ * next lookup or symbolizer_free()).  Returns how many. */
+size_t symbolizer_fetch_misses(const struct symbolizer *s, const struct sym_fetch_miss **out);
+
+/*
+ * Fetches by BUILD_ID (hex) the separate debug file of an object that is
+ * not here at all (`dwleak symbolize` on another machine's report), PATH
+ * being the object's path for the notes.  Stores at *FILE the malloc'd
+ * path of the file in debuginfod's cache.  Returns 0, -ENOSYS when
+ * lookups are off, -EINVAL when BUILD_ID is not hex, -ENOMEM, or why the
+ * lookup failed (noted as a miss, see struct sym_fetch_miss).
+ */
+int symbolizer_fetch_debuginfo(struct symbolizer *s, const char *path, const char *build_id, char **file);
 
 /*
  * Registers an object to symbolize and stores its module at *OUT.

@@ -383,6 +383,15 @@ loss_add(struct built *b, const char *what, int pid, uint64_t count, uint64_t by
 	return 0;
 }
 
+int build_loss_add(struct built *b, const char *what, int pid, uint64_t count, uint64_t bytes, const char *text)
+{
+	int err = loss_add(b, what, pid, count, bytes, "%s", text);
+
+	b->r.losses = b->losses; /* moved when it grew */
+	b->r.nlosses = b->nlosses;
+	return err;
+}
+
 /* The loss lines of process P (its sums PL), and what it lost on its own. */
 static int proc_losses_say(struct built *b, const struct build_proc *p, const struct proc_losses *pl)
 {

@@ -96,4 +96,11 @@ int build_report(const struct build_proc *procs, size_t n, const struct build_op
 
 void build_free(struct built *b);
 
+/* Adds to B's report a loss line TEXT (copied) of WHAT, for process PID (0:
+ * the trace as a whole), COUNT things of BYTES bytes (0 when they are no
+ * allocations): for what was lost after the report was built, such as
+ * debug information a lookup made while naming its frames did not get.
+ * Returns 0 or -ENOMEM. */
+int build_loss_add(struct built *b, const char *what, int pid, uint64_t count, uint64_t bytes, const char *text);
+
 #endif

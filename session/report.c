@@ -74,6 +74,23 @@ static void leak_check_totals(struct build_opts *o, const struct leak_scan_resul
 		o->rss.parts[part_of[k]] += c->rss.bytes[k];
 }
 
+/* A loss line for each debug file a debuginfod lookup did not get while
+ * this report's frames (or an earlier report's) were named. */
+static int fetch_losses_say(struct session *s, struct built *b)
+{
+	const struct sym_fetch_miss *m;
+	size_t n = symbolizer_fetch_misses(s->sym, &m);
+	char *text;
+	int err = 0;
+
+	for (size_t i = 0; i < n && !err; i++) {
+		err = sym_fetch_miss_text(&m[i], &text);
+		err = err ?: build_loss_add(b, "debuginfo_not_fetched", 0, 1, 0, text);
+		free(text);
+	}
+	return err;
+}
+
 /* What one report holds per process while it is built. */
 struct per_proc {
 	struct ledger_stacks stacks;
@@ -165,6 +182,7 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 		k++;
 	}
 	err = err ?: build_report(bps, k, &o, &out->b);
+	err = err ?: fetch_losses_say(s, &out->b);
 	for (i = 0; pp && i < n; i++) {
 		stack_names_free(&pp[i].names);
 		ledger_stacks_free(&pp[i].stacks);

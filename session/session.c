@@ -209,6 +209,8 @@ int session_new(const struct session_settings *set, const struct session_log *lo
 		session_say(&s->log, SESSION_WARNING, "not using the table cache: %s", table_cache_why());
 	err = unwinder_new(s->cache, set->debug_dirs, &s->uw);
 	err = err ?: symbolizer_new(set->debug_dirs, &s->sym);
+	if (!err && set->fetch)
+		symbolizer_set_fetch(s->sym, set->fetch);
 	err = err ?: stack_store_new(&s->stacks);
 	if (err) {
 		session_say(&s->log, SESSION_ERROR, "cannot set up: %s", strerror(-err));

@@ -39,6 +39,7 @@ struct session_settings {
 	uint64_t min_age_ns;	  /* --min-age */
 	bool growth;		  /* reports carry growth since the previous one (--interval) */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL), borrowed */
+	const struct sym_fetch *fetch; /* debuginfod lookups when frames are named (NULL: none) */
 	struct suppressions *supp; /* applied to reports (borrowed; NULL = none) */
 	/* knobs for tests and bench/ (see cli/cmd_trace.c) */
 	int uprobe_session;

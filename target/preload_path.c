@@ -1,5 +1,7 @@
 /* The lookup of the preload library next to dwleak's own executable (see
- * preload_path.h for the places tried, in order). */
+ * preload_path.h for the places tried, in order): a build tree's dwleak
+ * finds its own build's library, an installed one the library installed
+ * with it, never the other's. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -11,10 +13,18 @@
 #include "preload.h"
 #include "preload_path.h"
 
+/* The Makefile passes the multiarch tuple its compiler installs libraries
+ * under (x86_64-linux-gnu); `make install` and the Debian package put the
+ * library in PREFIX/lib/TUPLE/dwleak/ beside PREFIX/bin/dwleak. */
+#ifndef DWLEAK_MULTIARCH
+#define DWLEAK_MULTIARCH "x86_64-linux-gnu"
+#endif
+
 static const char *const places[] = {
 	"%s/" DWLEAK_PRELOAD_NAME,
 	"%s/build/" DWLEAK_PRELOAD_NAME,
 	"%s/../" DWLEAK_PRELOAD_NAME,
+	"%s/../lib/" DWLEAK_MULTIARCH "/dwleak/" DWLEAK_PRELOAD_NAME,
 	"%s/../lib/dwleak/" DWLEAK_PRELOAD_NAME,
 };
 

@@ -10,9 +10,10 @@
 #   BUILD     the build directory (ROOT/build)
 #   DWLEAK    the ASan/UBSan build of dwleak (BUILD/asan/dwleak)
 #   TESTDATA  the built test programs (BUILD/testdata)
-# A test exits 0 to pass, 77 to skip (its last output line says why), anything
-# else to fail.  With CI=true a skip counts as a failure.  TEST_TIMEOUT sets
-# the per-test limit in seconds (default 300).
+# and no DEBUGINFOD_URLS.  A test exits 0 to pass, 77 to skip (its last
+# output line says why), anything else to fail.  With CI=true a skip counts
+# as a failure.  TEST_TIMEOUT sets the per-test limit in seconds (default
+# 300).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,10 @@ export ROOT BUILD DWLEAK TESTDATA
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ROOT/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Reports fetch debug information from debuginfod when this is set (some
+# distributions set it for every login): the tests name frames from what
+# the machine has, and tests/debuginfod.sh sets it to its own server.
+unset DEBUGINFOD_URLS
 timeout_s=${TEST_TIMEOUT:-300}
 cd "$ROOT" || exit 2
 
