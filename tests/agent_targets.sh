@@ -23,18 +23,9 @@ if [ "$(id -u)" != 0 ]; then
 	exit 77
 fi
 [ -x "$TOOL" ] || { echo "FAIL: $TOOL missing (make check)"; exit 1; }
-if grep -q ' /sys/fs/cgroup/unified cgroup2 ' /proc/mounts; then
-	V2=/sys/fs/cgroup/unified
-elif grep -q ' /sys/fs/cgroup cgroup2 ' /proc/mounts; then
-	V2=/sys/fs/cgroup
-else
-	echo "skip: no cgroup2 file system mounted"
-	exit 77
-fi
-V1SD=
-grep -q ' /sys/fs/cgroup/systemd cgroup ' /proc/mounts && V1SD=/sys/fs/cgroup/systemd
-V1MEM=
-grep -q ' /sys/fs/cgroup/memory cgroup ' /proc/mounts && V1MEM=/sys/fs/cgroup/memory
+# shellcheck source=tests/lib_cgroup.sh
+. "$ROOT/tests/lib_cgroup.sh"
+cgroup_mounts "/run/dwleak-cgroups-$$" || { echo "skip: making cgroups needs a cgroup2 file system"; exit 77; }
 echo "cgroup v2 at $V2; v1 name=systemd at ${V1SD:-(none)}; v1 memory at ${V1MEM:-(none)}"
 
 T=$(mktemp -d /tmp/dwleak-agent-targets-XXXXXX)
@@ -50,6 +41,7 @@ cleanup() {
 	for ((i = ${#CGS[@]} - 1; i >= 0; i--)); do
 		rmdir "${CGS[$i]}" 2> /dev/null
 	done
+	cgroup_unmount
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -151,7 +143,7 @@ got=$("$TOOL" members --unit "$LATER" --match $PID)
 [ "$got" = "match $PID --unit $LATER" ] && pass "a unit started after it was named: $got" || fail "later unit: $got"
 
 # errors say what is wrong
-"$TOOL" members --cgroup /sys/fs/cgroup/memory/dwleak-none-$$ > /dev/null 2> "$T/err" && fail "a missing cgroup taken"
+"$TOOL" members --cgroup "${V1MEM:-$V2}/dwleak-none-$$" > /dev/null 2> "$T/err" && fail "a missing cgroup taken"
 grep -q 'no such directory' "$T/err" || fail "missing cgroup: $(cat "$T/err")"
 "$TOOL" members --unit nginx > /dev/null 2> "$T/err" && fail "a unit without .service taken"
 

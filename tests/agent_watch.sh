@@ -39,9 +39,13 @@ cleanup() {
 		for p in $(cat "$cg/cgroup.procs" 2> /dev/null); do echo "$p" > "$(dirname "$cg")/cgroup.procs" 2> /dev/null; done
 		rmdir "$cg" 2> /dev/null
 	done
+	cgroup_unmount
 	rm -rf "$T"
 }
 trap cleanup EXIT
+# shellcheck source=tests/lib_cgroup.sh
+. "$ROOT/tests/lib_cgroup.sh"
+cgroup_mounts "/run/dwleak-cgroups-$$" || { echo "skip: making cgroups needs a cgroup2 file system"; exit 77; }
 errors=0
 fail() {
 	echo "FAIL: $*"
@@ -73,12 +77,7 @@ wait_for() {
 	return 1
 }
 
-# the cgroup v2 tree: unified on hybrid hosts
-if grep -q ' /sys/fs/cgroup/unified cgroup2 ' /proc/mounts; then
-	V2=/sys/fs/cgroup/unified
-else
-	V2=/sys/fs/cgroup
-fi
+# the cgroup v2 tree (unified on hybrid hosts): V2, from lib_cgroup.sh
 
 # --- a, b: exec and exit through the tracepoints ---
 watch_start "$T/watch.txt" --exit-all || exit 1
@@ -132,8 +131,8 @@ kill $zparent 2> /dev/null
 
 # --- c: the OOM killer's victim ---
 if grep -q '^how victim: BPF tp_btf/mark_victim' "$T/watch.txt" && command -v python3.11 > /dev/null; then
-	if [ -d /sys/fs/cgroup/memory ] && grep -q ' /sys/fs/cgroup/memory cgroup ' /proc/mounts; then
-		MCG=/sys/fs/cgroup/memory/dwleak-watch-oom-$$
+	if [ -n "$V1MEM" ]; then
+		MCG=$V1MEM/dwleak-watch-oom-$$
 		mkdir "$MCG" && CGS+=("$MCG")
 		echo $((64 << 20)) > "$MCG/memory.limit_in_bytes"
 		echo 0 > "$MCG/memory.swappiness" 2> /dev/null
