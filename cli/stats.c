@@ -50,7 +50,8 @@ void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const stru
 		(unsigned long long)s->freed, (unsigned long long)s->put_late, s->images_ended, s->images);
 }
 
-void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c)
+void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c, uint32_t checks,
+			    uint64_t changed_all)
 {
 	const struct proc_mem_read_stats *r = &c->read;
 	const struct leakcheck_scan_stats *s = &c->scan;
@@ -69,10 +70,11 @@ void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c)
 		(unsigned long long)r->unreadable_bytes);
 	fprintf(f, "dwleak: stats: leak check of pid %d: the pause, ms: %.3f stopping every thread, %.3f "
 		   "applying the records written up to then, %.3f reading and scanning, %.3f resuming; %.3f ms "
-		   "indexing the blocks, %s; %llu blocks freed or resized meanwhile (left unclassified)\n",
+		   "indexing the blocks, %s; %llu blocks freed or resized meanwhile (left unclassified); "
+		   "%llu over its %u checks\n",
 		pid, c->stop_ms, c->drain_ms, c->scan_ms, c->resume_ms, c->index_ms,
 		c->index_in_pause ? "in the pause (the process was stopped in its exit)" : "before the pause",
-		(unsigned long long)c->changed);
+		(unsigned long long)c->changed, (unsigned long long)changed_all, checks);
 	fprintf(f, "dwleak: stats: leak check of pid %d: %llu register values, %llu root pointers, %llu "
 		   "block-to-block pointers, %llu overlapping blocks (a missed free), %llu edge bytes not "
 		   "scanned\n",

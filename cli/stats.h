@@ -24,7 +24,9 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s);
 
 /* Prints to F how the last --leak-check of process PID went (C): what was
- * read and how, what could not be, and the scan's own counts. */
-void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c);
+ * read and how, what could not be, and the scan's own counts; CHECKS
+ * checks in all, CHANGED_ALL blocks changed while indexed over them. */
+void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c, uint32_t checks,
+			    uint64_t changed_all);
 
 #endif

@@ -98,7 +98,8 @@ static void stats_say(const struct env *env, const struct session *s, const uint
 		    counters);
 	stats_print_stacks(stderr, &st.kernel_stacks, &st.stacks);
 	for (i = 0; env->leak_check && i < ps->n; i++)
-		stats_print_leak_check(stderr, ps->v[i]->pid, &ps->v[i]->check);
+		stats_print_leak_check(stderr, ps->v[i]->pid, &ps->v[i]->check, ps->v[i]->checks,
+				       ps->v[i]->checks_changed);
 }
 
 /* Writes a report of what is outstanding now to F: the final one (in

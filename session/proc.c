@@ -447,6 +447,10 @@ void proc_leak_check(const struct proc_services *sv, struct proc *p, const char 
 		return;
 	err = sv->leak_scan(sv->ctx, p->pid, p->exited, &p->alloc, &p->ledger, exiting, &p->check);
 	p->check_err = err;
+	if (!err) {
+		p->checks++;
+		p->checks_changed += p->check.changed;
+	}
 	proc_notes_checked(sv, p, when);
 }
 

@@ -44,6 +44,8 @@ struct proc {
 	struct leak_scan_exit exit_at; /* the thread that called exit(), where */
 	struct leak_scan_result check; /* --leak-check: the last check of it */
 	int check_err;		  /* the last check's failure (negative errno), or 0 */
+	uint32_t checks;	  /* leak checks done */
+	uint64_t checks_changed;  /* blocks freed or resized while they were indexed, over them all */
 	uint32_t slot;		  /* the walker's mapping-table slot, or DWLEAK_NO_SLOT */
 	bool no_slot;		  /* it was given none: all were taken (counted, said) */
 	uint32_t table_dropped;	  /* mappings left out of its table (> DWLEAK_MAX_PROC_MAPPINGS) */
