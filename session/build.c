@@ -189,7 +189,8 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = kind_name(g->kind);
 	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;
-	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, bp->pid, g->stack_id, g->bytes, o->now_s) : NAN;
+	/* in the report's bytes: estimates with --sample-bytes */
+	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, bp->pid, g->stack_id, rs->bytes, o->now_s) : NAN;
 	rs->fp_divergence = -1;
 	span[0] = frame_span_start(&b->arena);
 	err = frames_of(src, b, g->stack_id, &end);

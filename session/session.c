@@ -331,6 +331,10 @@ int session_poll(struct session *s, int timeout_ms)
 		return err;
 	if (s->tracees)
 		return procs_alive(&s->procs) > 0;
+	/* the host says the exits (session_exited): a process it did not
+	 * hear of yet is alive, whatever kill(0) says meanwhile */
+	if (s->set->exits_from_host)
+		return 1;
 	return proc_top_alive(&s->procs);
 }
 

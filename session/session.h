@@ -38,6 +38,10 @@ struct session_settings {
 	bool growth;		  /* reports carry growth since the previous one (--interval) */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL), borrowed */
 	struct suppressions *supp; /* applied to reports (borrowed; NULL = none) */
+	bool exits_from_host;	  /* the host learns of exits itself and hands them over
+				   * (session_exited): without ptrace, the session does
+				   * not probe its first process with kill(0) (the agent,
+				   * whose first process is just one of many) */
 	/* knobs for tests and bench/ (see cli/cmd_trace.c) */
 	int uprobe_session;
 	int preempt_guard;
@@ -110,7 +114,26 @@ int session_leak_check(struct session *s, pid_t pid);
 struct session_report_opts {
 	bool check_first; /* with --leak-check, check the running processes first */
 	pid_t pid;	  /* only this process (0: every one) */
+	/* with PID: report these aggregated stacks of it (session_aggregate's,
+	 * which the host may have kept or cut down: the agent's peak and its
+	 * --max-stacks) instead of its ledger's now; borrowed.  Their ids
+	 * must still be in the stack store: the process's image has not
+	 * ended, or they are what its ledger still names. */
+	const struct ledger_stacks *stacks;
+	/* growth of each stack since this state (growth.h) instead of the
+	 * session's own between reports (--interval); the report overwrites
+	 * it with its own stacks, as it does the session's */
+	struct growth *growth;
 };
+
+/*
+ * PID's outstanding allocations now (every record applied first),
+ * aggregated by stack with the session's --min-age and --sample-bytes,
+ * into OUT (empty on entry; free with ledger_stacks_free, also after an
+ * error): what a host keeps between reports.  Returns 0, -ENOENT (no such
+ * process) or -ENOMEM.
+ */
+int session_aggregate(struct session *s, pid_t pid, struct ledger_stacks *out);
 
 /*
  * A report of what is outstanding now into *OUT (free with
