@@ -153,6 +153,21 @@ struct session_report {
 int session_report(struct session *s, const struct session_report_opts *o, struct session_report *out);
 void session_report_free(struct session_report *r);
 
+/* Every record applied and every walk moved out of the kernel into the
+ * stack store, as before a report: what a host does once before it reads
+ * several processes' aggregates and their stacks' ends. */
+void session_sync(struct session *s);
+
+/* The programs' counters now (CNT_COUNT values, bpf/abi/dwleak.h), for a
+ * host that counts without a report: a report's dropped_events are
+ * CNT_RING_FULL + CNT_EVENTS_LOST and its processes' lost records. */
+void session_counters(const struct session *s, uint64_t counters[CNT_COUNT]);
+
+/* Whether a report would say the walk of stack ID ended early (its
+ * unwind_error; a truncated walk is no error): a walk error, a special
+ * id, or a walk the store does not have. */
+bool session_stack_error(const struct session *s, uint64_t id);
+
 /* The parts' own statistics, for --stats. */
 struct session_stats {
 	struct unwinder_stats unwinder;
