@@ -5,6 +5,7 @@
  * fork whose child the targets match, an exit reported once more and then
  * forgotten, an OOM victim handed to agent_oom.c. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -197,6 +198,8 @@ static void proc_drop(struct agent *a, struct agent_proc *p)
 	agent_books_free(p);
 }
 
+static void children_take(struct agent *a, pid_t pid);
+
 /* Attaches PID, which MATCHED a target and whose dynamic linker has
  * settled: traced, or skipped with why. */
 static int attach(struct agent *a, pid_t pid, const char *matched)
@@ -262,8 +265,56 @@ static int attach(struct agent *a, pid_t pid, const char *matched)
 	} else if (err) {
 		agent_say("warning: cannot watch pid %d's exit: %s; it is reported until the agent stops", (int)pid,
 			  strerror(-err));
+	} else {
+		children_take(a, pid);
 	}
 	return 0;
+}
+
+/*
+ * The children PID forked before the agent followed it (a pre-forking
+ * server forks its workers first thing, before it could be attached):
+ * their fork events were never sent, so they are found in
+ * /proc/PID/task/TID/children; one forked after the follow is an event.
+ */
+static void children_take(struct agent *a, pid_t pid)
+{
+	char path[384], dirpath[64], *text = NULL;
+	struct agent_match m;
+	struct dirent *de;
+	size_t cap = 0;
+	DIR *d;
+
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/task", (int)pid);
+	d = opendir(dirpath);
+	while (d && (de = readdir(d))) {
+		FILE *f;
+		char *tok, *save = NULL;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/children", dirpath, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (getline(&text, &cap, f) > 0) {
+			for (tok = strtok_r(text, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+				pid_t child = (pid_t)atoi(tok);
+				char comm[16], matched[300];
+
+				comm_read(child, comm);
+				if (child <= 0 || agent_targets_match_exec(a->targets, child, comm, &m) != 1)
+					continue;
+				snprintf(matched, sizeof(matched), "%s %s, forked by %d", agent_target_options[m.kind],
+					 m.text, (int)pid);
+				agent_consider(a, child, matched);
+			}
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	free(text);
 }
 
 int agent_consider(struct agent *a, pid_t pid, const char *matched)

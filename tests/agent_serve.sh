@@ -1,0 +1,216 @@
+#!/bin/bash
+# dwleak agent serving real processes (issue 23), as root, on loopback;
+# the processes are testdata/agent_service started with the preload
+# library (LD_PRELOAD=$(dwleak preload)):
+#  a. exact (--sample-bytes 0): Debian's prometheus server scrapes the
+#     agent and its HTTP API returns the process's dwleak_outstanding_bytes
+#     equal to the agent's JSON report (/report?pid=N), whose grow_here
+#     stack holds exactly what the program kept; POST /leak-check
+#     classifies its blocks (all still reachable: it keeps them in a list);
+#  b. sampled (the default): `go tool pprof -raw` reads /debug/pprof/heap
+#     of two processes, its inuse_space and inuse_objects totals equal
+#     their JSON reports', samples labelled pid and comm; ?peak=1 serves
+#     the heap at the peak; a process without the library is skipped, said
+#     in the log and in its /report's 404; POST /leak-check on a sampled
+#     process is refused (409), saying why;
+#  c. a non-loopback --listen without --auth-token-file is refused: exit
+#     2 with one line saying why;
+#  d. SIGHUP: a process moved into the --cgroup after its exec (no exec
+#     event matched it) is traced once the agent reloads its targets;
+#  e. SIGTERM: the agent exits 0, and every process it traced runs on
+#     untouched: no tracer, not stopped, its own "alive" lines go on.
+# Exit 0 pass, 1 fail, 77 skip (not root; no curl, go or prometheus:
+# .ci/deps.sh installs them).
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+# shellcheck source=tests/lib_agent.sh
+. "$(dirname "$0")/lib_agent.sh"
+lt_require_bpf
+for c in curl go prometheus; do
+	command -v $c > /dev/null 2>&1 || { echo "skip: $c is not installed (.ci/deps.sh)"; exit 77; }
+done
+lt_testdata agent_service
+[ -n "$LA_PRELOAD" ] || fail_now "no preload library ($DWLEAK preload)"
+export HOME=$LT_TMP GOCACHE=$LT_TMP/gocache GOFLAGS= GOTOOLCHAIN=local GOPROXY=off PPROF_BINARY_PATH=$LT_TMP/none
+# peaks are kept within half a second of being reached
+export DWLEAK_AGENT_PEAK_S=0.5
+T=$LT_TMP
+
+# --- a. exact: prometheus, the JSON report, a leak check ---
+if lt_part a; then
+	la_start agent_a "$T/a.err" --comm dwl_srv_exact --sample-bytes 0 --listen 127.0.0.1:0 ||
+		fail_now "the agent did not start"
+	A=$LA_ADDR
+	# it allocates only once the agent had time to attach: every block seen
+	la_service svc dwl_srv_exact --delay-ms 1500 --grow-bytes 10000 --iterations 20 --interval-ms 5
+	la_wait_for "$T/a.err" "^dwleak: tracing pid $svc " 5 || fail "pid $svc not traced: $(cat "$T/a.err")"
+	la_wait_for "$T/dwl_srv_exact.out" '^quiet' 10 || fail "the service never went quiet"
+	sleep 0.5
+	curl -sf "http://$A/report?pid=$svc&format=json" > "$T/a.json" || fail "GET /report?pid=$svc"
+	lt_check "$T/a.json" 200000 20 << 'PY'
+s = only_stack_with("grow_here")
+if s and (s["bytes"], s["allocations"]) != (int(ARGS[0]), int(ARGS[1])):
+    fail("grow_here: %d B in %d, the program kept %s B in %s" % (s["bytes"], s["allocations"], ARGS[0], ARGS[1]))
+elif s:
+    ok("grow_here: %d B in %d allocations, what the program kept" % (s["bytes"], s["allocations"]))
+PY
+	want=$(la_total "http://$A/report?pid=$svc" outstanding_bytes)
+	PPORT=$("$LT_PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	cat > "$T/prometheus.yml" << EOF
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: dwleak
+    static_configs:
+      - targets: ['$A']
+EOF
+	prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/tsdb" \
+		--web.listen-address="127.0.0.1:$PPORT" > "$T/prometheus.log" 2>&1 &
+	lt_pids+=($!)
+	got=
+	for i in $(seq 150); do
+		got=$(curl -sf -G "http://127.0.0.1:$PPORT/api/v1/query" \
+			--data-urlencode "query=dwleak_outstanding_bytes{pid=\"$svc\",comm=\"dwl_srv_exact\"}" 2> /dev/null |
+			"$LT_PYTHON" -c 'import json, sys
+d = json.load(sys.stdin)["data"]["result"]
+print(d[0]["value"][1] if d else "")' 2> /dev/null)
+		[ -n "$got" ] && break
+		sleep 0.2
+	done
+	if [ -n "$want" ] && [ "$got" = "$want" ]; then
+		pass "prometheus's API: dwleak_outstanding_bytes of pid $svc is $got, the agent's JSON report's total"
+	else
+		fail "prometheus's API gave '$got', the JSON report '$want' ($(tail -n 2 "$T/prometheus.log"))"
+	fi
+	code=$(curl -s -X POST -o "$T/check.json" -w '%{http_code}' "http://$A/leak-check?pid=$svc")
+	lt_check "$T/check.json" "$code" << 'PY'
+lc = r["totals"].get("leak_check") if ARGS[0] == "200" else None
+if not lc:
+    fail("POST /leak-check: HTTP %s, no totals.leak_check" % ARGS[0])
+elif lc["reachable"]["bytes"] < 200000 or lc["definitely_lost"]["bytes"]:
+    fail("leak check: %s" % lc)
+else:
+    ok("POST /leak-check: %d B still reachable, none lost, %.2f ms paused" % (lc["reachable"]["bytes"], lc["pause_ms"]))
+PY
+	grep -q '^dwleak_leak_check_bytes{pid="'"$svc"'",comm="dwl_srv_exact",kind="reachable"} [1-9]' \
+		<(curl -sf "http://$A/metrics") || fail "no leak check series in /metrics after the check"
+	kill -TERM "$agent_a"
+	lt_wait "$agent_a" 30 || fail "agent a exited $?"
+fi
+
+# --- b. sampled: go tool pprof, peak, skipped, leak check refused ---
+if lt_part b || lt_part e; then
+	la_start agent_b "$T/b.err" --comm dwl_srv_one --comm dwl_srv_two --comm dwl_srv_bare --listen 127.0.0.1:0 ||
+		fail_now "the agent did not start"
+	B=$LA_ADDR
+	la_service one dwl_srv_one --delay-ms 1000 --grow-bytes 200000 --iterations 30 --interval-ms 5
+	la_service two dwl_srv_two --delay-ms 1000 --grow-bytes 300000 --iterations 20 --interval-ms 5
+	cp "$TESTDATA/agent_service" "$T/dwl_srv_bare"
+	"$T/dwl_srv_bare" --iterations 0 > "$T/bare.out" 2>&1 &
+	bare=$!
+	lt_pids+=($bare)
+	for p in $one $two; do
+		la_wait_for "$T/b.err" "^dwleak: tracing pid $p " 5 || fail "pid $p not traced: $(cat "$T/b.err")"
+	done
+	la_wait_for "$T/dwl_srv_one.out" '^quiet' 10 && la_wait_for "$T/dwl_srv_two.out" '^quiet' 10 ||
+		fail "the services never went quiet"
+	sleep 2
+	if lt_part b; then
+		la_wait_for "$T/b.err" "^dwleak: not tracing pid $bare \(dwl_srv_bare, --comm dwl_srv_bare\): it runs without the preload library" 5 &&
+			pass "a process without the library is skipped, and the log says why" ||
+			fail "pid $bare: $(grep "$bare" "$T/b.err")"
+		curl -s "http://$B/report?pid=$bare" | grep -q "is not traced: it runs without the preload library" ||
+			fail "/report of the skipped pid: $(curl -s "http://$B/report?pid=$bare")"
+		sum_b=0 sum_o=0
+		for p in $one $two; do
+			sum_b=$((sum_b + $(la_total "http://$B/report?pid=$p" outstanding_bytes)))
+			sum_o=$((sum_o + $(la_total "http://$B/report?pid=$p" outstanding_allocations)))
+		done
+		go tool pprof -raw "http://$B/debug/pprof/heap" > "$T/raw.txt" 2> "$T/pprof.err"
+		read -r objs byts labels <<< "$("$LT_PYTHON" -c '
+import re, sys
+objs = byts = 0
+labels = set()
+samples = False
+for line in open(sys.argv[1]):
+    if line.startswith("Samples:"):
+        samples = True
+        continue
+    if line.startswith("Locations"):
+        break
+    m = re.match(r"^\s+(\d+)\s+(\d+):", line)
+    if samples and m:
+        objs += int(m.group(1)); byts += int(m.group(2))
+    for k, v in re.findall(r"(\w+):\[([^\]]*)\]", line):
+        labels.add("%s=%s" % (k, v))
+print(objs, byts, ";".join(sorted(labels)))' "$T/raw.txt")"
+		if [ "$byts" = "$sum_b" ] && [ "$objs" = "$sum_o" ] && [ "$sum_b" -gt 0 ]; then
+			pass "go tool pprof -raw: inuse_space $byts, inuse_objects $objs: the JSON reports' totals"
+		else
+			fail "go tool pprof -raw: $objs objects, $byts bytes; the reports: $sum_o, $sum_b ($(tail -n 2 "$T/pprof.err"))"
+		fi
+		[[ $labels == *"comm=dwl_srv_one"*"comm=dwl_srv_two"*"pid=$one"* ]] && [[ $labels == *"pid=$two"* ]] ||
+			fail "labels: $labels"
+		peak=$(go tool pprof -raw "http://$B/debug/pprof/heap?peak=1&pid=$one" 2> /dev/null |
+			awk '/^Samples:/ { s = 1; next } /^Locations/ { s = 0 } s && /^ +[0-9]+ +[0-9]+:/ { b += $2 } END { print b + 0 }')
+		now=$(la_total "http://$B/report?pid=$one" outstanding_bytes)
+		[ "$peak" = "$now" ] && pass "?peak=1: the heap at its peak, $peak bytes (it only grew)" ||
+			fail "?peak=1 gave $peak bytes, now $now"
+		code=$(curl -s -X POST -o "$T/refused" -w '%{http_code}' "http://$B/leak-check?pid=$one")
+		[ "$code" = 409 ] && grep -q 'is sampled (--sample-bytes 524288): a leak check must see every block' "$T/refused" &&
+			pass "POST /leak-check on a sampled process: 409, saying why" || fail "leak check when sampled: $code $(cat "$T/refused")"
+	fi
+fi
+
+# --- c. a non-loopback listen without a token ---
+if lt_part c; then
+	if "$DWLEAK" agent --comm nothing --listen 0.0.0.0:0 > /dev/null 2> "$T/c.err"; then
+		fail "a non-loopback --listen without a token was not refused"
+	else
+		rc=$?
+		[ $rc = 2 ] && grep -q 'not a loopback address' "$T/c.err" &&
+			pass "a non-loopback --listen without a token: exit 2, $(grep -v '^dwleak: agent:' "$T/c.err" | tail -n 1)" ||
+			fail "exit $rc: $(cat "$T/c.err")"
+	fi
+fi
+
+# --- d. SIGHUP ---
+if lt_part d; then
+	la_cgroups
+	CG=$V2/dwleak-agent-hup-$$
+	la_mkcg "$CG"
+	la_start agent_d "$T/d.err" --cgroup "$CG" --listen 127.0.0.1:0 || fail_now "the agent did not start"
+	la_service moved dwl_srv_moved --iterations 0
+	sleep 1
+	grep -q "pid $moved " "$T/d.err" && fail "pid $moved was traced before it was in the cgroup"
+	echo "$moved" > "$CG/cgroup.procs"
+	kill -HUP "$agent_d"
+	la_wait_for "$T/d.err" "^dwleak: tracing pid $moved " 5 &&
+		pass "SIGHUP: pid $moved, moved into $CG after its exec, is traced" ||
+		fail "SIGHUP did not pick up pid $moved: $(cat "$T/d.err")"
+	kill -TERM "$agent_d"
+	lt_wait "$agent_d" 30 || fail "agent d exited $?"
+fi
+
+# --- e. SIGTERM: the targets run on untouched ---
+if lt_part e; then
+	before_one=$(grep -c '^alive' "$T/dwl_srv_one.out")
+	kill -TERM "$agent_b"
+	lt_wait "$agent_b" 30
+	rc=$?
+	[ $rc = 0 ] && grep -q '^dwleak: agent: detached from' "$T/b.err" && pass "SIGTERM: the agent exited 0" ||
+		fail "SIGTERM: exit $rc: $(tail -n 3 "$T/b.err")"
+	sleep 2.2
+	for p in $one $two; do
+		st=$(awk '/^State:/ { print $2 }' "/proc/$p/status" 2> /dev/null)
+		tr=$(awk '/^TracerPid:/ { print $2 }' "/proc/$p/status" 2> /dev/null)
+		[ -n "$st" ] && [ "$st" != T ] && [ "$st" != t ] && [ "$tr" = 0 ] ||
+			fail "pid $p after the agent's SIGTERM: state '$st', tracer '$tr'"
+	done
+	after_one=$(grep -c '^alive' "$T/dwl_srv_one.out")
+	[ "$after_one" -ge $((before_one + 2)) ] &&
+		pass "after SIGTERM the traced processes run on: their 'alive' lines went from $before_one to $after_one" ||
+		fail "the service's alive lines: $before_one before, $after_one after"
+fi
+check_finish "agent serve: all checks passed"
