@@ -18,7 +18,10 @@
 #  d. SIGHUP: a process moved into the --cgroup after its exec (no exec
 #     event matched it) is traced once the agent reloads its targets;
 #  e. SIGTERM: the agent exits 0, and every process it traced runs on
-#     untouched: no tracer, not stopped, its own "alive" lines go on.
+#     untouched: no tracer, not stopped, its own "alive" lines go on;
+#  f. --max-stacks 10 on a process with 40 stacks of its own (exact): its
+#     report shows the 10 that grew last and one [evicted] stack counting
+#     the other 30, their bytes in the totals, equal to /metrics's.
 # Exit 0 pass, 1 fail, 77 skip (not root; no curl, go or prometheus:
 # .ci/deps.sh installs them).
 # shellcheck source=tests/lib_trace.sh
@@ -212,5 +215,37 @@ if lt_part e; then
 	[ "$after_one" -ge $((before_one + 2)) ] &&
 		pass "after SIGTERM the traced processes run on: their 'alive' lines went from $before_one to $after_one" ||
 		fail "the service's alive lines: $before_one before, $after_one after"
+fi
+# --- f. --max-stacks ---
+if lt_part f; then
+	la_start agent_f "$T/f.err" --comm dwl_srv_stacks --sample-bytes 0 --max-stacks 10 --listen 127.0.0.1:0 ||
+		fail_now "the agent did not start"
+	# 40 stacks (64 B each) first, then grow_here last: the most recently grown
+	la_service st dwl_srv_stacks --delay-ms 1500 --stacks 40 --grow-bytes 1000 --iterations 3 --interval-ms 50
+	la_wait_for "$T/dwl_srv_stacks.out" '^quiet' 10 || fail "the service never went quiet"
+	sleep 0.5
+	curl -sf "http://$LA_ADDR/report?pid=$st" > "$T/f.json" || fail "GET /report?pid=$st"
+	mb=$(la_metric "$LA_ADDR" dwleak_outstanding_bytes "$st")
+	me=$(la_metric "$LA_ADDR" dwleak_evicted_stacks "$st")
+	lt_check "$T/f.json" "$mb" "$me" << 'PY'
+ev = [s for s in r["stacks"] if names(s) == ["[evicted]"]]
+if len(r["stacks"]) != 11 or len(ev) != 1:
+    fail("%d stacks, %d [evicted], want 11 and 1" % (len(r["stacks"]), len(ev)))
+else:
+    e = ev[0]
+    g = only_stack_with("grow_here")
+    if not g:
+        fail("grow_here, which grew last, was folded")
+    total = sum(s["bytes"] for s in r["stacks"])
+    if total != r["totals"]["outstanding_bytes"] or str(total) != ARGS[0]:
+        fail("totals %d, stacks %d, /metrics %s" % (r["totals"]["outstanding_bytes"], total, ARGS[0]))
+    elif e["bytes"] != 64 * e["allocations"] or e["allocations"] < 30 or r["totals"]["stacks"] < 40 or ARGS[1] != str(r["totals"]["stacks"] - 10):
+        fail("[evicted]: %d B in %d, stacks %d, /metrics evicted %s" % (e["bytes"], e["allocations"], r["totals"]["stacks"], ARGS[1]))
+    else:
+        ok("--max-stacks 10: 10 stacks and [evicted] holding %d B of %d more; totals %d B, as /metrics says" % (
+            e["bytes"], r["totals"]["stacks"] - 10, total))
+PY
+	kill -TERM "$agent_f"
+	lt_wait "$agent_f" 30 || fail "agent f exited $?"
 fi
 check_finish "agent serve: all checks passed"
