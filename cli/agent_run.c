@@ -31,6 +31,9 @@
 /* While a process waits in its dynamic linker: how soon it is looked at
  * again (it settles within milliseconds). */
 #define PENDING_MS 5
+/* How often every traced process's objects are looked at again beside
+ * what the dynamic linker's hook announces (the session's default: 1 s). */
+#define AGENT_RESCAN_S 10.0
 
 void agent_say(const char *fmt, ...)
 {
@@ -243,6 +246,10 @@ static void settings_of(const struct agent_env *env, struct session_settings *se
 		.unwind_name = "dwarf",
 		.debug_dirs = env->debug_dirs,
 		.exits_from_host = true,
+		/* the linker's hook announces new objects: a full look at
+		 * hundreds of processes' mappings every second is what an idle
+		 * agent would spend its time on */
+		.rescan_s = AGENT_RESCAN_S,
 		.uprobe_session = -1,
 		.preempt_guard = -1,
 	};

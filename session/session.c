@@ -24,7 +24,8 @@
 #include "preload_env.h"
 #include "session_private.h"
 
-/* Every live process's tables are looked at again this often. */
+/* Every live process's tables are looked at again this often, unless the
+ * settings say (rescan_s). */
 #define RESCAN_INTERVAL_S 1.0
 
 extern char **environ;
@@ -275,6 +276,11 @@ static int tracee_events(struct session *s)
 	return err ?: (ret < 0 ? ret : 0);
 }
 
+static double rescan_interval(const struct session *s)
+{
+	return s->set->rescan_s > 0 ? s->set->rescan_s : RESCAN_INTERVAL_S;
+}
+
 /* An epoll set of the programs' events and, when following, SIGCHLD (a
  * tracee stopped or exited: it waits for us, so no timer delay). */
 static int wakeups_open(struct session *s)
@@ -296,7 +302,7 @@ static int wakeups_open(struct session *s)
 		if (s->sigfd < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->sigfd, &e))
 			return -errno;
 	}
-	s->next_scan = session_now_s() + RESCAN_INTERVAL_S;
+	s->next_scan = session_now_s() + rescan_interval(s);
 	return 0;
 }
 
@@ -326,7 +332,7 @@ int session_poll(struct session *s, int timeout_ms)
 	now = session_now_s();
 	proc_tables_due(&s->sv, &s->procs, now >= s->next_scan);
 	if (now >= s->next_scan)
-		s->next_scan = now + RESCAN_INTERVAL_S;
+		s->next_scan = now + rescan_interval(s);
 	if (err)
 		return err;
 	if (s->tracees)

@@ -38,6 +38,11 @@ struct session_settings {
 	bool growth;		  /* reports carry growth since the previous one (--interval) */
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL), borrowed */
 	struct suppressions *supp; /* applied to reports (borrowed; NULL = none) */
+	double rescan_s;	  /* every live process's objects are looked at again this
+				   * often (0: every second): the dynamic linker's hook says
+				   * when objects come, this catches what it does not (a
+				   * process whose hook could not be probed); the agent,
+				   * with hundreds of processes, looks less often */
 	bool exits_from_host;	  /* the host learns of exits itself and hands them over
 				   * (session_exited): without ptrace, the session does
 				   * not probe its first process with kill(0) (the agent,
