@@ -332,8 +332,8 @@ out:
 	agent_watch_close(a.watch);
 	if (!ret)
 		agent_say("agent: detached from %zu processes, which run on", a.nprocs);
+	agent_procs_free(&a); /* their reports' names are the symbolizer's */
 	session_free(a.s);
-	agent_procs_free(&a);
 	agent_targets_free(a.targets);
 	if (a.sigfd >= 0)
 		close(a.sigfd);

@@ -12,7 +12,7 @@
  *                      (paths of path_step() calls through via_a/via_b)
  *   --prefork N        forks N workers after start-up that do the same
  *                      (a pre-forking server: its workers never exec);
- *                      only the parent prints
+ *                      only the parent prints; a worker ends with it
  *   --oom              keeps 1 MiB every --interval-ms from oom_grow(),
  *                      written so it is resident, until the OOM killer
  *                      ends it
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,6 +156,9 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		worker = pid == 0;
+		/* a worker ends with its server, as a test or benchmark expects */
+		if (worker && (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1))
+			return 1;
 	}
 	if (!worker)
 		signal(SIGCHLD, SIG_IGN); /* workers that end are reaped */
