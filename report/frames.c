@@ -184,6 +184,24 @@ int frame_arena_add_pc(struct frame_arena *a, struct symbolizer *sym, const char
 	return frame_arena_add_names(a, module, build_id, address, elf_address, names, n);
 }
 
+int frame_arena_reserve(struct frame_arena *a, size_t n)
+{
+	return frames_reserve(a, n);
+}
+
+int frame_arena_add_again(struct frame_arena *a, size_t first, size_t n)
+{
+	/* room first: the frames copied may move with the array */
+	int err = frames_reserve(a, n);
+
+	if (err)
+		return err;
+	if (n)
+		memcpy(a->frames + a->nframes, a->frames + first, n * sizeof(*a->frames));
+	a->nframes += n;
+	return 0;
+}
+
 int frame_arena_add_copies(struct frame_arena *a, const struct report_frame *src, size_t n)
 {
 	int err = frames_reserve(a, n);

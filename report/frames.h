@@ -126,4 +126,13 @@ int frame_arena_add_names(struct frame_arena *a, const char *module, const char 
  * where SRC borrows them.  Returns 0 or -ENOMEM. */
 int frame_arena_add_copies(struct frame_arena *a, const struct report_frame *src, size_t n);
 
+/* Makes room for N more frames at once (a report of many stacks knows
+ * about how many it will add: no copy of a growing array after each
+ * doubling).  0 or -ENOMEM. */
+int frame_arena_reserve(struct frame_arena *a, size_t n);
+
+/* Appends a copy of the N frames of A at index FIRST (a pc A named
+ * already, for another stack): 0 or -ENOMEM. */
+int frame_arena_add_again(struct frame_arena *a, size_t first, size_t n);
+
 #endif
