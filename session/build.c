@@ -10,34 +10,17 @@
 #include <string.h>
 
 #include "build.h"
+#include "pc_memo.h"
 #include "compare.h"
 #include "constants.h"
 #include "preload.h"
 #include "probes.h"
 
-/*
- * The pcs one process's stacks have named so far, each with where its
- * frames are in the arena: stacks share most of their frames (every
- * stack through main has main's), so a pc is named once per report and
- * copied after.  Open addressing; a key is the pc and whether it was
- * named as a return address, 0 an empty slot.
- */
-struct build_pc_memo {
-	struct pc_named {
-		uint64_t key;
-		size_t first;
-		size_t n;
-	} *slots;
-	size_t cap, len;
-};
-
 void build_free(struct built *b)
 {
 	size_t i;
 
-	if (b->pcs)
-		free(b->pcs->slots);
-	free(b->pcs);
+	pc_memo_free(b->pcs);
 	for (i = 0; i < b->nlosses; i++)
 		free((char *)b->losses[i].text);
 	free(b->losses);
@@ -77,71 +60,12 @@ static bool preload_frame(struct built *bt, const struct report_frame *f)
 	return bt->preload_seen.is;
 }
 
-static uint64_t pc_key(uint64_t pc, bool return_addr)
-{
-	return (pc << 1 | return_addr) + 1;
-}
-
-/* The slot of KEY in M, or the empty slot where it goes; NULL without
- * slots. */
-static struct pc_named *pc_slot(const struct build_pc_memo *m, uint64_t key)
-{
-	size_t i;
-
-	if (!m->cap)
-		return NULL;
-	for (i = (size_t)(key * 0x9e3779b97f4a7c15ull >> 20) & (m->cap - 1); m->slots[i].key && m->slots[i].key != key;
-	     i = (i + 1) & (m->cap - 1))
-		;
-	return &m->slots[i];
-}
-
-/* Remembers that KEY's frames are the N at FIRST (forgotten without
- * memory: the pc is named again next time). */
-static void pc_remember(struct build_pc_memo *m, uint64_t key, size_t first, size_t n)
-{
-	struct pc_named *s;
-
-	if ((m->len + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256, old = m->cap;
-		struct pc_named *v = calloc(cap, sizeof(*v)), *o = m->slots;
-
-		if (!v)
-			return;
-		m->slots = v;
-		m->cap = cap;
-		for (size_t i = 0; i < old; i++)
-			if (o[i].key)
-				*pc_slot(m, o[i].key) = o[i];
-		free(o);
-	}
-	s = pc_slot(m, key);
-	*s = (struct pc_named){ key, first, n };
-	m->len++;
-}
-
-/* A new process's stacks: its pcs are its own (its mappings). */
-static void pc_memo_reset(struct build_pc_memo *m)
-{
-	if (m->cap)
-		memset(m->slots, 0, m->cap * sizeof(*m->slots));
-	m->len = 0;
-}
-
-static void pc_memo_free(struct built *b)
-{
-	if (b->pcs)
-		free(b->pcs->slots);
-	free(b->pcs);
-	b->pcs = NULL;
-}
-
 /* Appends the named frames of stack ID; its walk's end (or one of the
  * END_* above) in *END. */
 static int frames_of(const struct stack_source *src, struct built *b, uint64_t id, int *end)
 {
 	struct stack_trace st;
-	struct pc_named *seen;
+	size_t first, n;
 	uint32_t i;
 	int err;
 
@@ -154,11 +78,11 @@ static int frames_of(const struct stack_source *src, struct built *b, uint64_t i
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
 		size_t before = b->arena.nframes;
 		bool ret = i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT);
-		uint64_t pc = st.pcs[i] & ~DWLEAK_FRAME_EXACT, key = pc_key(pc, ret);
+		uint64_t pc = st.pcs[i] & ~DWLEAK_FRAME_EXACT;
 
-		seen = b->pcs ? pc_slot(b->pcs, key) : NULL;
-		if (seen && seen->key) {
-			err = frame_arena_add_again(&b->arena, seen->first, seen->n);
+		/* a pc named for an earlier stack of the process: its frames again */
+		if (b->pcs && pc_memo_get(b->pcs, pc, ret, &first, &n)) {
+			err = frame_arena_add_again(&b->arena, first, n);
 			if (err)
 				return err;
 			continue;
@@ -169,7 +93,7 @@ static int frames_of(const struct stack_source *src, struct built *b, uint64_t i
 		if (b->arena.nframes > before && preload_frame(b, &b->arena.frames[before]))
 			b->arena.nframes = before;
 		if (b->pcs)
-			pc_remember(b->pcs, key, before, b->arena.nframes - before);
+			pc_memo_put(b->pcs, pc, ret, before, b->arena.nframes - before);
 	}
 	*end = st.end;
 	return 0;
@@ -580,7 +504,7 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		free(pl);
 		return -ENOMEM;
 	}
-	b->pcs = calloc(1, sizeof(*b->pcs)); /* without it, every pc is named */
+	pc_memo_new(&b->pcs); /* without it, every pc is named */
 	/* a stack's frames: about 20 (what is not touched costs no memory) */
 	if (total > 1000 && frame_arena_reserve(&b->arena, total * 20)) {
 		free(proc);
@@ -605,7 +529,8 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		}
 		lost_records += procs[p].records_lost;
 	}
-	pc_memo_free(b);
+	pc_memo_free(b->pcs);
+	b->pcs = NULL;
 	/* what was lost: the trace's causes first, then each process's */
 	err = trace_losses_say(b, o, b->counters);
 	for (p = 0; !err && p < nprocs; p++)
