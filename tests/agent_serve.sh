@@ -6,7 +6,8 @@
 #     agent and its HTTP API returns the process's dwleak_outstanding_bytes
 #     equal to the agent's JSON report (/report?pid=N), whose grow_here
 #     stack holds exactly what the program kept; POST /leak-check
-#     classifies its blocks (all still reachable: it keeps them in a list);
+#     classifies its blocks (all still reachable: it keeps them in a list),
+#     and --leak-check-every 2 checks it on its own;
 #  b. sampled (the default): `go tool pprof -raw` reads /debug/pprof/heap
 #     of two processes, its inuse_space and inuse_objects totals equal
 #     their JSON reports', samples labelled pid and comm; ?peak=1 serves
@@ -41,7 +42,7 @@ T=$LT_TMP
 
 # --- a. exact: prometheus, the JSON report, a leak check ---
 if lt_part a; then
-	la_start agent_a "$T/a.err" --comm dwl_srv_exact --sample-bytes 0 --listen 127.0.0.1:0 ||
+	la_start agent_a "$T/a.err" --comm dwl_srv_exact --sample-bytes 0 --leak-check-every 2 --listen 127.0.0.1:0 ||
 		fail_now "the agent did not start"
 	A=$LA_ADDR
 	# it allocates only once the agent had time to attach: every block seen
@@ -98,6 +99,11 @@ else:
 PY
 	grep -q '^dwleak_leak_check_bytes{pid="'"$svc"'",comm="dwl_srv_exact",kind="reachable"} [1-9]' \
 		<(curl -sf "http://$A/metrics") || fail "no leak check series in /metrics after the check"
+	# --leak-check-every 2: more checks came on their own meanwhile
+	sleep 2.5
+	checks=$(curl -sf "http://$A/metrics" | sed -n 's/^dwleak_leak_check_pause_seconds_count //p')
+	[ "${checks:-0}" -ge 3 ] && pass "--leak-check-every 2: $checks leak checks' pauses in /metrics" ||
+		fail "--leak-check-every 2: ${checks:-no} pauses counted"
 	kill -TERM "$agent_a"
 	lt_wait "$agent_a" 30 || fail "agent a exited $?"
 fi
