@@ -366,6 +366,9 @@ void agent_oom_report(struct agent *a, struct agent_proc *p, const struct agent_
 		agent_say("the OOM killer picked pid %d (%s): no report: %s", (int)p->pid, p->comm, strerror(-err));
 		goto out;
 	}
+	/* its heap now may be past the peak the ticks saw */
+	if (r.r->totals.outstanding_bytes > p->peak)
+		p->peak = r.r->totals.outstanding_bytes;
 	/* JSON: the report, and "oom" before its closing brace */
 	f = open_memstream(&body, &blen);
 	if (f) {
