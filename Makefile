@@ -12,6 +12,7 @@
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
+#   make bench-agent   only dwleak agent's benchmarks
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make clean
@@ -359,9 +360,15 @@ BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
+# dwleak agent's benchmarks alone (issue 23): a traced workload's cost, 200
+# processes idle, a scrape of 10,000 stacks, a 10-minute soak; writes
+# build/bench/agent_bench.md (needs root; ~40 minutes).
+bench-agent: $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime dwleak testdata
+	$(BENCH_ENV) bash bench/run_agent_bench.sh
+
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
 # memory, stack quality, the cost of each BPF operation, the leak check's
-# pause; writes bench/results.md (needs root; ~20 minutes).
+# pause, the agent; writes bench/results.md (needs root; ~1 hour).
 bench-all: $(BENCH_PROGS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
@@ -369,7 +376,7 @@ bench-all: $(BENCH_PROGS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak

@@ -8,16 +8,19 @@
 #   5. ops     bench/run_op_cost.sh       what each BPF operation costs in a uprobe
 #   6. leakcheck bench/run_leakcheck_bench.sh  the leak check's pause next to
 #              LeakSanitizer's and memcheck's (issue 15)
-# Environment: SECTIONS ("micro macro attach stacks ops leakcheck"), RESULTS (default
+#   7. agent   bench/run_agent_bench.sh   dwleak agent: a traced workload's cost,
+#              200 processes idle, a scrape of 10,000 stacks, a 10-minute soak
+#              (issue 23)
+# Environment: SECTIONS ("micro macro attach stacks ops leakcheck agent"), RESULTS (default
 # ROOT/bench/results.md), and each script's own (REPS, ... : see them).
 # Needs root; installs heaptrack, valgrind, bpftrace with apt-get when
-# missing.  Takes about 20 minutes on a 2-CPU VM.
+# missing.  Takes about an hour on a 2-CPU VM (the agent's section 40 minutes).
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=${RESULTS:-$ROOT/bench/results.md}
-SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck}
+SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck agent}
 export ROOT BUILD
 . "$ROOT/bench/ensure_tools.sh"
 
@@ -38,6 +41,7 @@ for s in $SECTIONS; do
 	stacks) script=run_stack_bench.sh ;;
 	ops) script=run_op_cost.sh ;;
 	leakcheck) script=run_leakcheck_bench.sh ;;
+	agent) script=run_agent_bench.sh ;;
 	*) echo "run_all: unknown section $s" >&2; exit 2 ;;
 	esac
 	echo "run_all: $s ($script)" >&2
