@@ -12,7 +12,7 @@
 #            IDLE_S (60) seconds while they idle (goal <= 2% of one core),
 #            and over IDLE_S more with /metrics scraped every 15 s, as
 #            Prometheus would
-#   scrape   a process with 10,000 stacks of its own (agent_service --stacks,
+#   scrape   a process with STACKS (10,000) stacks of its own (agent_service --stacks,
 #            exact: every one kept): GET /debug/pprof/heap and /metrics, wall
 #            (curl's time_total) and the agent's CPU per scrape, medians of
 #            SCRAPES (11) (goal <= 50 ms)
@@ -20,20 +20,22 @@
 #            starting every second and ending 3 s later, /metrics scraped
 #            every 5 s and /debug/pprof/heap every 15 s; the agent's RSS and
 #            open fds sampled every 10 s (goal: flat)
-# Environment: SECTIONS ("macro procs scrape soak"), REPS, WORKLOAD_S,
-# NPROCS, IDLE_S, SCRAPES, SOAK_S, OUT (default BUILD/bench/agent_bench.md),
-# DWLEAK (the release build).  Needs root.  Takes about 40 minutes.
+# Environment: AGENT_SECTIONS ("macro procs scrape soak"), REPS, WORKLOAD_S,
+# NPROCS, IDLE_S, STACKS (10000), SCRAPES, SOAK_S, OUT (default
+# BUILD/bench/agent_bench.md), DWLEAK (the release build).  Needs root.
+# Takes about 40 minutes (tests/agent_bench_smoke.sh runs it in seconds).
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 DWLEAK=${DWLEAK:-$ROOT/dwleak}
 PYTHON=${PYTHON:-/usr/bin/python3.11}
-SECTIONS=${SECTIONS:-macro procs scrape soak}
+SECTIONS=${AGENT_SECTIONS:-macro procs scrape soak}
 REPS=${REPS:-3}
 WORKLOAD_S=${WORKLOAD_S:-60}
 NPROCS=${NPROCS:-200}
 IDLE_S=${IDLE_S:-60}
+STACKS=${STACKS:-10000}
 SCRAPES=${SCRAPES:-11}
 SOAK_S=${SOAK_S:-600}
 OUT=${OUT:-$BUILD/bench/agent_bench.md}
@@ -103,6 +105,13 @@ if [[ " $SECTIONS " == *" macro "* ]]; then
 	PY_SCALE=$(awk -v t="$t" -v w="$WORKLOAD_S" 'BEGIN { printf "%d", 20 * w / t }')
 	t=$(calib "$tmp/cxx_workload" 10)
 	CXX_SCALE=$(awk -v t="$t" -v w="$WORKLOAD_S" 'BEGIN { printf "%d", 10 * w / t }')
+	ensure_tool /usr/bin/time time > /dev/null
+	if [ -x /usr/bin/time ]; then
+		TIMER=(/usr/bin/time -f "%e %U %S" -o "$tmp/time")
+	else
+		notes+=("no /usr/bin/time (Debian package time): the workloads' CPU is not measured")
+		TIMER=("$WALLTIME" "$tmp/time")
+	fi
 	: > "$tmp/macro"
 	for ((r = 1; r <= REPS; r++)); do
 		for wl in python c++; do
@@ -111,43 +120,49 @@ if [[ " $SECTIONS " == *" macro "* ]]; then
 			c++) cmd=("$tmp/cxx_workload" "$CXX_SCALE"); comm=cxx_workload ;;
 			esac
 			for tool in bare agent; do
+				# wall, and the workload's own CPU (user + system), which a
+				# shared machine's waits do not inflate
 				if [ $tool = agent ]; then
 					agent_start "$tmp/macro.err" --comm "$comm" || continue
-					LD_PRELOAD=$PRELOAD_LIB "$WALLTIME" "$tmp/wall" "${cmd[@]}" > "$tmp/run.out" 2>&1
+					LD_PRELOAD=$PRELOAD_LIB "${TIMER[@]}" "${cmd[@]}" > "$tmp/run.out" 2>&1
 					grep -q "^dwleak: tracing pid .*($comm, --comm $comm) at its preload library's sites" "$tmp/macro.err" ||
 						notes+=("$wl rep $r: the agent did not say it traced the workload at its sites")
 					agent_stop
 				else
-					"$WALLTIME" "$tmp/wall" "${cmd[@]}" > "$tmp/run.out" 2>&1
+					"${TIMER[@]}" "${cmd[@]}" > "$tmp/run.out" 2>&1
 				fi
 				prog=$(sed -n 's/^[a-z]*_workload: .*elapsed_s=\([0-9.]*\).*/\1/p' "$tmp/run.out")
-				echo "$wl $tool $(cat "$tmp/wall") ${prog:-0}" >> "$tmp/macro"
-				printf 'agent macro: %-6s rep %d/%d %-5s wall %s s\n' "$wl" "$r" "$REPS" "$tool" "$(cat "$tmp/wall")" >&2
+				read -r wall user sys < "$tmp/time"
+				echo "$wl $tool $wall ${prog:-0} $(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" >> "$tmp/macro"
+				printf 'agent macro: %-6s rep %d/%d %-5s wall %s s\n' "$wl" "$r" "$REPS" "$tool" "$wall" >&2
 			done
 		done
 	done
 	{
 		echo "#### The agent tracing a workload, sampled at the preload library's sites"
 		echo
-		echo "python: \`$PYTHON bench/py_workload.py $PY_SCALE\`; c++: \`cxx_workload $CXX_SCALE\`; each sized to run ~$WORKLOAD_S s bare; $REPS runs each, alternating. agent = the workload started with \`LD_PRELOAD=\$(dwleak preload)\` while \`dwleak agent --comm NAME\` runs (its default \`--sample-bytes 524288\`), which finds it at its exec and traces it at the library's sites; wall = the workload's command, start to exit; program = the time the workload measures itself."
+		echo "python: \`$PYTHON bench/py_workload.py $PY_SCALE\`; c++: \`cxx_workload $CXX_SCALE\`; each sized to run ~$WORKLOAD_S s bare; $REPS runs each, alternating. agent = the workload started with \`LD_PRELOAD=\$(dwleak preload)\` while \`dwleak agent --comm NAME\` runs (its default \`--sample-bytes 524288\`), which finds it at its exec and traces it at the library's sites; wall = the workload's command, start to exit; program = the time the workload measures itself; CPU = its user + system time (GNU time), which the waits of a shared machine do not inflate."
 		echo
 		python3 - "$tmp/macro" "$REPS" << 'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    wl, tool, w, p = line.split()
-    rows.setdefault((wl, tool), []).append((float(w), float(p)))
-print("| workload | bare wall s (median) | agent wall s (median) | min-max agent | x bare (wall) | x bare (program) | goal <= 1.02x |")
+    f = line.split()
+    wl, tool, w, p = f[:4]
+    c = float(f[4]) if len(f) > 4 and float(f[4]) > 0 else float("nan")
+    rows.setdefault((wl, tool), []).append((float(w), float(p), c))
+print("| workload | bare wall s (median; min-max) | agent wall s (median; min-max) | x bare (wall) | x bare (program) | x bare (the workload's CPU) | goal <= 1.02x (wall) |")
 print("|---|---:|---:|---:|---:|---:|---|")
 for wl in ("python", "c++"):
     b, a = rows.get((wl, "bare")), rows.get((wl, "agent"))
     if not b or not a:
         print(f"| {wl} | failed | | | | | |")
         continue
-    bw, aw = statistics.median(x[0] for x in b), statistics.median(x[0] for x in a)
-    bp, ap = statistics.median(x[1] for x in b), statistics.median(x[1] for x in a)
-    x = aw / bw
-    print(f"| {wl} | {bw:.2f} | {aw:.2f} | {min(v[0] for v in a):.2f}-{max(v[0] for v in a):.2f} | {x:.3f} | {ap / bp:.3f} | {'met' if x <= 1.02 else 'NOT met'} |")
+    med = lambda v, i: statistics.median(x[i] for x in v)
+    rng = lambda v: f"{min(x[0] for x in v):.2f}-{max(x[0] for x in v):.2f}"
+    x = med(a, 0) / med(b, 0)
+    print(f"| {wl} | {med(b, 0):.2f}; {rng(b)} | {med(a, 0):.2f}; {rng(a)} | {x:.3f} | {med(a, 1) / med(b, 1):.3f} | "
+          f"{med(a, 2) / med(b, 2):.3f} | {'met' if x <= 1.02 else 'NOT met'} |")
 EOF
 		echo
 	} >> "$tmp/out.md"
@@ -210,7 +225,7 @@ fi
 if [[ " $SECTIONS " == *" scrape "* ]]; then
 	cp "$SERVICE" "$tmp/dwl_stacks"
 	if agent_start "$tmp/scrape.err" --comm dwl_stacks --sample-bytes 0; then
-		LD_PRELOAD=$PRELOAD_LIB "$tmp/dwl_stacks" --delay-ms 1500 --stacks 10000 --iterations 1 > "$tmp/stacks.out" 2>&1 &
+		LD_PRELOAD=$PRELOAD_LIB "$tmp/dwl_stacks" --delay-ms 1500 --stacks "$STACKS" --iterations 1 > "$tmp/stacks.out" 2>&1 &
 		st=$!
 		for i in $(seq 300); do grep -q '^quiet' "$tmp/stacks.out" && break; sleep 0.1; done
 		sleep 1
@@ -232,9 +247,9 @@ if [[ " $SECTIONS " == *" scrape "* ]]; then
 		agent_stop
 		kill "$st" 2> /dev/null
 		{
-			echo "#### A scrape of 10,000 stacks"
+			echo "#### A scrape of $STACKS stacks"
 			echo
-			echo "\`agent_service --stacks 10000\` (64 B kept from each of 10,000 stacks 17 frames deep, every one traced: \`--sample-bytes 0\`); the live agent names every frame and encodes the profile for each scrape. $SCRAPES scrapes; CPU = the agent's utime + stime across each scrape (clock ticks of $((1000 / TICK)) ms, so a mean)."
+			echo "\`agent_service --stacks $STACKS\` (64 B kept from each of $STACKS stacks 17 frames deep, every one traced: \`--sample-bytes 0\`); the live agent names every frame and encodes the profile for each scrape. $SCRAPES scrapes; CPU = the agent's utime + stime across each scrape (clock ticks of $((1000 / TICK)) ms, so a mean)."
 			echo
 			echo "| measure | value | goal |"
 			echo "|---|---:|---|"
