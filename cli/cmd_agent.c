@@ -53,7 +53,7 @@ static const char agent_usage[] =
 	"start and exit, and serves their outstanding native heap over HTTP, to\n"
 	"Prometheus (/metrics) and to pprof, Parca or Grafana Pyroscope\n"
 	"(/debug/pprof/heap).  Sampled by default, at the preload library's sites:\n"
-	"a process started with LD_PRELOAD=$(dwleak preload) costs ~1% to watch.\n"
+	"a process started with LD_PRELOAD=$(dwleak preload) costs little to watch.\n"
 	"A process without the library is skipped (the log says so) unless\n"
 	"--uprobes.  When the OOM killer picks a traced process, a report of what\n"
 	"it held and what grew most is written to --report-dir before it is gone.\n"
