@@ -12,11 +12,13 @@
 #   make bench-tables  build and run bench/bench_tables.c (BENCH_ARGS=...)
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
+#   make bench-agent   only dwleak agent's benchmarks
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
 #   make install       prefix=/usr/local, DESTDIR: dwleak, the preload library,
-#                      the man page, the bash completion, the default suppressions
+#                      the man page, the bash completion, the default suppressions,
+#                      the agent's systemd unit
 #   make deb           the Debian package, ./dwleak_VERSION_amd64.deb (lintian-checked)
 #   make clean
 
@@ -455,9 +457,15 @@ BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
+# dwleak agent's benchmarks alone (issue 23): a traced workload's cost, 200
+# processes idle, a scrape of 10,000 stacks, a 10-minute soak; writes
+# build/bench/agent_bench.md (needs root; ~40 minutes).
+bench-agent: $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime dwleak testdata
+	$(BENCH_ENV) bash bench/run_agent_bench.sh
+
 # The comparison batch: micro, macro (python3.11, C++), attach latency and map
 # memory, stack quality, the cost of each BPF operation, the leak check's
-# pause; writes bench/results.md (needs root; ~20 minutes).
+# pause, injection, redis, the agent; writes bench/results.md (needs root; ~1 hour).
 bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 	$(BENCH_ENV) bash bench/run_all.sh
 
@@ -465,7 +473,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb
@@ -495,6 +503,10 @@ PKGDATADIR = $(DESTDIR)$(prefix)/share/dwleak
 MAN1DIR = $(DESTDIR)$(prefix)/share/man/man1
 # where bash-completion looks for a command's completion, loaded on first use
 BASHCOMPDIR = $(DESTDIR)$(prefix)/share/bash-completion/completions
+# the agent's systemd unit (dist/dwleak-agent.service, its ExecStart and
+# comments pointed at PREFIX); systemd looks in /usr/local/lib/systemd/system
+# too.  The Debian package sets it to /lib/systemd/system.
+SYSTEMDUNITDIR ?= $(prefix)/lib/systemd/system
 
 install: all man
 	install -d $(BINDIR) $(PKGLIBDIR) $(PKGDATADIR) $(MAN1DIR) $(BASHCOMPDIR)
@@ -503,10 +515,15 @@ install: all man
 	install -m 644 report/default.supp $(PKGDATADIR)/default.supp
 	install -m 644 $(MAN_PAGE) $(MAN1DIR)/dwleak.1
 	install -m 644 completion/dwleak $(BASHCOMPDIR)/dwleak
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed -e 's|/usr/local/bin/dwleak|$(prefix)/bin/dwleak|' \
+		-e 's|/usr/local/lib/x86_64-linux-gnu/dwleak/|$(prefix)/lib/$(MULTIARCH)/dwleak/|' \
+		dist/dwleak-agent.service > $(DESTDIR)$(SYSTEMDUNITDIR)/dwleak-agent.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/dwleak-agent.service
 
 uninstall:
 	rm -f $(BINDIR)/dwleak $(PKGLIBDIR)/libdwleak-preload.so $(PKGDATADIR)/default.supp \
-		$(MAN1DIR)/dwleak.1 $(BASHCOMPDIR)/dwleak
+		$(MAN1DIR)/dwleak.1 $(BASHCOMPDIR)/dwleak $(DESTDIR)$(SYSTEMDUNITDIR)/dwleak-agent.service
 	-rmdir $(PKGLIBDIR) $(PKGDATADIR)
 
 # make deb: the Debian package (debian/), built by dpkg-buildpackage from a

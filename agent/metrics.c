@@ -212,6 +212,9 @@ int agent_metrics_write(const struct agent_metrics *m, char **out, size_t *len)
 	proc_family_u64(f, m, "dwleak_outstanding_stacks", "gauge",
 			"Distinct call stacks with outstanding allocations, by process.",
 			offsetof(struct agent_metrics_proc, stacks));
+	proc_family_u64(f, m, "dwleak_peak_outstanding_bytes", "gauge",
+			"The highest outstanding bytes the agent saw, by process (?peak=1 serves that heap).",
+			offsetof(struct agent_metrics_proc, peak_bytes));
 	family(f, "dwleak_growth_bytes_per_second", "gauge",
 	       "Growth rate of the outstanding bytes, by process.");
 	for (size_t i = 0; i < m->nprocs; i++) {
@@ -229,8 +232,9 @@ int agent_metrics_write(const struct agent_metrics *m, char **out, size_t *len)
 	proc_family_u64(f, m, "dwleak_unwind_errors_total", "counter",
 			"Stack walks ended by a missing rule or unreadable memory, by process.",
 			offsetof(struct agent_metrics_proc, unwind_errors));
-	proc_family_u64(f, m, "dwleak_evicted_stacks_total", "counter",
-			"Stacks folded into the [evicted] entry by --max-stacks, by process.",
+	/* a gauge: a folded stack whose blocks are all freed leaves [evicted] */
+	proc_family_u64(f, m, "dwleak_evicted_stacks", "gauge",
+			"Stacks folded into the [evicted] entry by --max-stacks (the least recently grown), by process.",
 			offsetof(struct agent_metrics_proc, evicted_stacks));
 	if (m->leak_check_pause)
 		histogram_family(f, "dwleak_leak_check_pause_seconds",

@@ -33,7 +33,8 @@ struct agent_metrics_proc {
 	double leak_check_time_seconds;  /* Unix time the last check ended */
 	uint64_t dropped_events;         /* records lost (report_totals.dropped_events) */
 	uint64_t unwind_errors;          /* walks ended early (report_totals.unwind_errors) */
-	uint64_t evicted_stacks;         /* stacks folded into [evicted] by --max-stacks */
+	uint64_t evicted_stacks;         /* stacks folded into [evicted] by --max-stacks now */
+	uint64_t peak_bytes;             /* the highest outstanding bytes the agent saw */
 };
 
 /*

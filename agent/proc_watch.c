@@ -85,6 +85,15 @@ static void bpf_event(void *ctx, const struct watch_event *e)
 			w->cb.exit(w->cb.ctx, &x);
 		}
 		break;
+	case WATCH_EVENT_FORK:
+		if (w->cb.fork) {
+			struct agent_fork x = { .pid = (pid_t)e->pid, .ppid = (pid_t)e->ppid, .cgroup_id = e->cgroup_id,
+						.time_ns = e->time_ns };
+
+			memcpy(x.comm, e->comm, sizeof(x.comm) - 1);
+			w->cb.fork(w->cb.ctx, &x);
+		}
+		break;
 	case WATCH_EVENT_VICTIM:
 		if (w->cb.victim) {
 			struct agent_victim v = { .pid = (pid_t)e->pid, .cgroup_id = e->cgroup_id,
@@ -335,6 +344,11 @@ int agent_watch_open(const struct agent_watch_settings *s, const struct agent_wa
 				 "exec (%s)", w->proc, scan_ms, cause);
 		else if (t == WATCH_EVENT_EXIT)
 			snprintf(w->info.how[t], sizeof(w->info.how[t]), "a pidfd per followed process (%s)", cause);
+		else if (t == WATCH_EVENT_FORK)
+			snprintf(w->info.how[t], sizeof(w->info.how[t]), "%s (%s)",
+				 w->info.tracepoint[WATCH_EVENT_EXEC]
+					 ? "none: a followed process's new children are not seen until SIGHUP"
+					 : "the /proc scan's new processes", cause);
 		else
 			snprintf(w->info.how[t], sizeof(w->info.how[t]), "none: no report at an OOM kill (%s)", cause);
 	}

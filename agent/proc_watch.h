@@ -1,6 +1,6 @@
 /* The agent's view of processes coming and going: exec (new programs, to
- * match against the targets), exit of the processes it follows, and the
- * OOM killer's victims, through the watcher's BTF tracepoints
+ * match against the targets), exit and forks of the processes it follows,
+ * and the OOM killer's victims, through the watcher's BTF tracepoints
  * (bpf/watch.c) where the kernel has them, and where it has not: a scan
  * of /proc every second for new programs, a pidfd per followed process
  * for exits, and no OOM event (agent_watch_info says which is used).
@@ -23,6 +23,15 @@ struct agent_exec {
 	char comm[16];         /* its new comm, NUL-ended */
 	uint64_t cgroup_id;    /* its cgroup v2 id; 0: unknown (the scan) */
 	uint64_t time_ns;      /* CLOCK_MONOTONIC when it happened (the scan: when seen) */
+};
+
+/* A followed process forked a new process (not a thread), which runs its
+ * parent's program without an exec: a pre-forking server's workers. */
+struct agent_fork {
+	pid_t pid, ppid;       /* the child, and the followed process that forked it */
+	char comm[16];         /* the child's comm (its parent's), NUL-ended */
+	uint64_t cgroup_id;    /* its cgroup v2 id */
+	uint64_t time_ns;      /* CLOCK_MONOTONIC */
 };
 
 /* A followed process that ended. */
@@ -55,6 +64,9 @@ struct agent_watch_callbacks {
 	void (*exec)(void *ctx, const struct agent_exec *e);
 	void (*exit)(void *ctx, const struct agent_exit *e);
 	void (*victim)(void *ctx, const struct agent_victim *v);
+	/* without the fork tracepoint none come: where exec falls back to the
+	 * /proc scan, a new child is an exec event like any new process */
+	void (*fork)(void *ctx, const struct agent_fork *f);
 };
 
 struct agent_watch_settings {
@@ -98,7 +110,7 @@ int agent_watch_run(struct agent_watch *w);
 
 /*
  * Reports the exit of process PID from now on (once; then it is
- * forgotten).  Returns 0, -ESRCH when it has ended already (a zombie
+ * forgotten), and the processes it forks meanwhile.  Returns 0, -ESRCH when it has ended already (a zombie
  * too: the caller handles it as ended now, and should ignore an exit
  * event for a pid it no longer knows), or a negative errno (-E2BIG: too
  * many followed).

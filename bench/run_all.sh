@@ -4,23 +4,26 @@
 #   1. micro   bench/run_malloc_bench.sh  ns per malloc(64)+free pair
 #   2. macro   bench/run_macro_bench.sh   end-to-end slowdown, python3.11 and C++
 #   3. attach  bench/run_attach_bench.sh  attach latency, BPF map memory
-#   inject     bench/run_inject_bench.sh  a routed process idle vs bare, the injection's latency
-#   redis      bench/run_redis_bench.sh   redis under load, each way into a running service
-#              (injected, uprobes, heaptrack -p), req/s x bare (issue 22)
 #   4. stacks  bench/run_stack_bench.sh   frames reported for seed_O2's leak
 #   5. ops     bench/run_op_cost.sh       what each BPF operation costs in a uprobe
 #   6. leakcheck bench/run_leakcheck_bench.sh  the leak check's pause next to
 #              LeakSanitizer's and memcheck's (issue 15)
-# Environment: SECTIONS ("micro macro attach stacks ops leakcheck inject redis"), RESULTS (default
+#   7. inject  bench/run_inject_bench.sh  a routed process idle vs bare, the injection's latency
+#   8. redis   bench/run_redis_bench.sh   redis under load, each way into a running service
+#              (injected, uprobes, heaptrack -p), req/s x bare (issue 22)
+#   9. agent   bench/run_agent_bench.sh   dwleak agent: a traced workload's cost,
+#              200 processes idle, a scrape of 10,000 stacks, a 10-minute soak
+#              (issue 23)
+# Environment: SECTIONS ("micro macro attach stacks ops leakcheck inject redis agent"), RESULTS (default
 # ROOT/bench/results.md), and each script's own (REPS, ... : see them).
 # Needs root; installs heaptrack, valgrind, bpftrace with apt-get when
-# missing.  Takes about 20 minutes on a 2-CPU VM.
+# missing.  Takes about an hour on a 2-CPU VM (the agent's section 40 minutes).
 set -uo pipefail
 
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=${RESULTS:-$ROOT/bench/results.md}
-SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck inject redis}
+SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck inject redis agent}
 export ROOT BUILD
 . "$ROOT/bench/ensure_tools.sh"
 
@@ -43,6 +46,7 @@ for s in $SECTIONS; do
 	leakcheck) script=run_leakcheck_bench.sh ;;
 	inject) script=run_inject_bench.sh ;;
 	redis) script=run_redis_bench.sh ;;
+	agent) script=run_agent_bench.sh ;;
 	*) echo "run_all: unknown section $s" >&2; exit 2 ;;
 	esac
 	echo "run_all: $s ($script)" >&2

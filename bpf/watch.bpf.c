@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The agent's watcher: three BTF tracepoints, which need no tracefs and no
+/* The agent's watcher: four BTF tracepoints, which need no tracefs and no
  * kprobes.  New programs (sched_process_exec), processes that end
  * (sched_process_exit, reported once its last thread ends and only for
- * the pids user space asks about), and the OOM killer's victim
- * (mark_victim, raised before the victim is killed).  Each writes one
- * struct watch_event into one ring buffer; a full ring is counted. */
+ * the pids user space asks about), the OOM killer's victim (mark_victim,
+ * raised before the victim is killed), and new processes those pids fork
+ * (sched_process_fork: a pre-forking server's workers run their parent's
+ * program and never exec).  Each writes one struct watch_event into one
+ * ring buffer; a full ring is counted. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -23,7 +25,7 @@ struct {
 	__uint(max_entries, WATCH_RING_BYTES);
 } watch_events SEC(".maps");
 
-/* The pids whose exit user space wants (value unused). */
+/* The pids whose exit and forks user space wants (value unused). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, WATCH_PIDS_MAX);
@@ -106,6 +108,34 @@ int BPF_PROG(watch_exit, struct task_struct *p)
 	e->exit_code = BPF_CORE_READ(p, exit_code);
 	e->cgroup_id = task_cgroup_id(p);
 	BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/*
+ * A clone: a new process when the child leads its own thread group (a
+ * thread's clone shares its parent's).  Only the children of watched pids
+ * (or of any, with exit_all), which the agent decides on before the child
+ * may have run much: it is runnable once this returns.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(watch_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
+	struct watch_event *e;
+
+	if (ctgid == ptgid || BPF_CORE_READ(child, pid) != ctgid)
+		return 0;
+	if (!exit_all && !bpf_map_lookup_elem(&watch_pids, &ptgid))
+		return 0;
+	e = event_reserve(WATCH_EVENT_FORK);
+	if (!e)
+		return 0;
+	e->pid = ctgid;
+	e->tid = ctgid;
+	e->ppid = ptgid;
+	e->cgroup_id = task_cgroup_id(child);
+	BPF_CORE_READ_STR_INTO(&e->comm, child, comm);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

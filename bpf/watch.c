@@ -26,7 +26,7 @@ struct watch {
 
 /* The tracepoint each type needs: its btf_trace_<NAME> typedef. */
 static const char *const tp_names[WATCH_EVENT_COUNT] = { "sched_process_exec", "sched_process_exit",
-							  "mark_victim" };
+							  "mark_victim", "sched_process_fork" };
 
 /* How mark_victim passes its victim. */
 enum victim_shape { VICTIM_NONE, VICTIM_TASK, VICTIM_PID };
@@ -89,6 +89,7 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 	struct bpf_program *progs[WATCH_EVENT_COUNT];
 	libbpf_print_fn_t old_print = NULL;
 	enum victim_shape shape;
+	bool any = false;
 	struct watch *w;
 	struct btf *btf;
 	int err, t;
@@ -114,15 +115,18 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 		w->info.live[t] = has && !(s->disable & 1u << t);
 		w->info.how[t] = !has ? (t == WATCH_EVENT_VICTIM ? "no BTF tracepoint mark_victim in this kernel"
 					 : t == WATCH_EVENT_EXEC ? "no BTF tracepoint sched_process_exec in this kernel"
+					 : t == WATCH_EVENT_FORK ? "no BTF tracepoint sched_process_fork in this kernel"
 								 : "no BTF tracepoint sched_process_exit in this kernel")
 			       : !w->info.live[t] ? "left out (settings)"
 			       : t == WATCH_EVENT_EXEC ? "tp_btf/sched_process_exec"
 			       : t == WATCH_EVENT_EXIT ? "tp_btf/sched_process_exit"
+			       : t == WATCH_EVENT_FORK ? "tp_btf/sched_process_fork"
 			       : shape == VICTIM_TASK ? "tp_btf/mark_victim (task, uid)"
 						      : "tp_btf/mark_victim (pid; no RSS)";
+		any |= w->info.live[t];
 	}
 	btf__free(btf);
-	if (!w->info.live[0] && !w->info.live[1] && !w->info.live[2]) {
+	if (!any) {
 		*out = w;
 		return 0;
 	}
@@ -139,6 +143,7 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 	progs[WATCH_EVENT_EXEC] = w->skel->progs.watch_exec;
 	progs[WATCH_EVENT_EXIT] = w->skel->progs.watch_exit;
 	progs[WATCH_EVENT_VICTIM] = shape == VICTIM_PID ? w->skel->progs.watch_victim_pid : w->skel->progs.watch_victim;
+	progs[WATCH_EVENT_FORK] = w->skel->progs.watch_fork;
 	bpf_program__set_autoload(w->skel->progs.watch_victim, false);
 	bpf_program__set_autoload(w->skel->progs.watch_victim_pid, false);
 	for (t = 0; t < WATCH_EVENT_COUNT; t++)
@@ -168,6 +173,8 @@ int watch_open(const struct watch_settings *s, void (*event)(void *ctx, const st
 			w->skel->links.watch_exec = l;
 		else if (t == WATCH_EVENT_EXIT)
 			w->skel->links.watch_exit = l;
+		else if (t == WATCH_EVENT_FORK)
+			w->skel->links.watch_fork = l;
 		else if (shape == VICTIM_PID)
 			w->skel->links.watch_victim_pid = l;
 		else

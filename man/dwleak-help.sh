@@ -20,7 +20,7 @@ main=$("$dwleak" --help)
 # "Exit status:" is no heading help2man knows: a section of its own, after
 # the commands (help2man orders the sections it does not know as they come)
 printf '%s\n' "$main" | sed '/^Exit status:$/,$d'
-for c in tables symbolize preload; do
+for c in agent tables symbolize preload; do
 	printf '\n*dwleak %s*\n' "$c"
 	# a command's examples stay with it, as a sub-section, instead of
 	# joining the EXAMPLES section help2man makes of an "Examples:" line

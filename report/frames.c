@@ -81,22 +81,11 @@ static int names_keep(struct frame_arena *a, struct sym_frame *names, size_t n)
 	return 0;
 }
 
-int frame_arena_add_names(struct frame_arena *a, const char *module, const char *build_id,
-			  uint64_t address, uint64_t elf_address, struct sym_frame *names,
-			  size_t n)
+/* Appends the frames of N NAMES (one nameless frame when N is 0) at
+ * ADDRESS; room reserved. */
+static void frames_fill(struct frame_arena *a, const char *module, const char *build_id, uint64_t address,
+			uint64_t elf_address, const struct sym_frame *names, size_t n)
 {
-	int err = frames_reserve(a, n ? n : 1);
-
-	if (err) {
-		sym_frames_free(names, n);
-		return err;
-	}
-	if (n)
-		err = names_keep(a, names, n);
-	else
-		sym_frames_free(names, 0); /* an empty array: nothing borrows from it */
-	if (err)
-		return err;
 	for (size_t i = 0; i < (n ? n : 1); i++) {
 		struct report_frame *f = &a->frames[a->nframes++];
 
@@ -113,7 +102,50 @@ int frame_arena_add_names(struct frame_arena *a, const char *module, const char 
 			f->inlined = names[i].inlined;
 		}
 	}
+}
+
+int frame_arena_add_names(struct frame_arena *a, const char *module, const char *build_id,
+			  uint64_t address, uint64_t elf_address, struct sym_frame *names,
+			  size_t n)
+{
+	int err = frames_reserve(a, n ? n : 1);
+
+	if (err) {
+		sym_frames_free(names, n);
+		return err;
+	}
+	if (n)
+		err = names_keep(a, names, n);
+	else
+		sym_frames_free(names, 0); /* an empty array: nothing borrows from it */
+	if (err)
+		return err;
+	frames_fill(a, module, build_id, address, elf_address, names, n);
 	return 0;
+}
+
+/* The module of MODULE (FD) for A's frames: remembered, or looked up and
+ * remembered in the oldest entry.  Returns what symbolizer_module() does. */
+static int arena_module(struct frame_arena *a, struct symbolizer *sym, const char *module, int fd,
+			struct sym_module **m)
+{
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < FRAME_ARENA_MODULES; i++) {
+		if (a->modules[i].m && a->modules[i].path == module && a->modules[i].fd == fd) {
+			*m = a->modules[i].m;
+			return 0;
+		}
+	}
+	err = symbolizer_module(sym, module, fd, m);
+	if (!err) {
+		i = a->modules_next++ % FRAME_ARENA_MODULES;
+		a->modules[i].path = module;
+		a->modules[i].fd = fd;
+		a->modules[i].m = *m;
+	}
+	return err;
 }
 
 int frame_arena_add_pc(struct frame_arena *a, struct symbolizer *sym, const char *module, int fd,
@@ -128,15 +160,46 @@ int frame_arena_add_pc(struct frame_arena *a, struct symbolizer *sym, const char
 	if (!module)
 		return frame_arena_add_names(a, NULL, NULL, address, address, NULL, 0);
 	/* an object that cannot be read still gets its nameless frame */
-	err = symbolizer_module(sym, module, fd, &m);
+	err = arena_module(a, sym, module, fd, &m);
 	if (err == -ENOMEM)
 		return err;
 	if (!err) {
-		err = sym_module_resolve(m, elf_address, return_addr, &names, &n);
+		const struct sym_frame *shared;
+		bool owned;
+
+		err = sym_module_resolve_shared(m, elf_address, return_addr, &shared, &n, &owned);
 		if (err)
 			return err;
+		if (owned)
+			names = (struct sym_frame *)shared;
+		else {
+			/* the symbolizer's own names: every frame at this address,
+			 * in every stack, points to the same strings */
+			err = frames_reserve(a, n ? n : 1);
+			if (!err)
+				frames_fill(a, module, build_id, address, elf_address, shared, n);
+			return err;
+		}
 	}
 	return frame_arena_add_names(a, module, build_id, address, elf_address, names, n);
+}
+
+int frame_arena_reserve(struct frame_arena *a, size_t n)
+{
+	return frames_reserve(a, n);
+}
+
+int frame_arena_add_again(struct frame_arena *a, size_t first, size_t n)
+{
+	/* room first: the frames copied may move with the array */
+	int err = frames_reserve(a, n);
+
+	if (err)
+		return err;
+	if (n)
+		memcpy(a->frames + a->nframes, a->frames + first, n * sizeof(*a->frames));
+	a->nframes += n;
+	return 0;
 }
 
 int frame_arena_add_copies(struct frame_arena *a, const struct report_frame *src, size_t n)

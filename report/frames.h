@@ -11,13 +11,20 @@
 #include "report.h"
 #include "symbolize.h"
 
+/* Modules an arena remembers by the caller's path pointer (see below). */
+#define FRAME_ARENA_MODULES 8
+
 /*
  * Every frame appended to one arena, in one growing array, and the
  * sym_module_resolve() results whose strings (function, file) those frames
  * borrow.
  *
- * Who owns what: the arena owns FRAMES and the resolved names, and frees
- * them in frame_arena_free().  Module paths and build ids are borrowed
+ * Who owns what: the arena owns FRAMES and the resolved names it was
+ * handed (frame_arena_add_names(), a module's names the symbolizer had no
+ * room to keep), and frees them in frame_arena_free(); the names of
+ * frame_arena_add_pc() are mostly the symbolizer's own (its cache of
+ * each module's addresses), shared by every frame at one address: read
+ * them while the symbolizer lives (freeing the arena reads none).  Module paths and build ids are borrowed
  * from the caller and must stay alive as long as the arena (the trace's
  * unwind objects, the symbolize command's report); so must the strings of
  * frames added by frame_arena_add_copies().
@@ -25,6 +32,10 @@
  * FRAMES moves while the arena grows: until the last frame is appended,
  * keep indexes (struct frame_span), not pointers, and read frames as
  * FRAMES[i] with i < NFRAMES.  Callers only read these fields.
+ * The arena also remembers the module of the last FRAME_ARENA_MODULES
+ * paths it named (the same path pointer and fd: the caller's object), so
+ * one arena, one report, looks a file up once: a file replaced while a
+ * report is built is read again by the next one.
  * Start from { 0 }; free with frame_arena_free().
  */
 struct frame_arena {
@@ -35,6 +46,15 @@ struct frame_arena {
 	size_t *name_counts;      /* the length of each */
 	size_t nnames;
 	size_t names_cap;
+	/* the modules of the last frames named (path pointer and fd as the
+	 * caller gave them): a report names thousands of frames in a few
+	 * modules, and symbolizer_module() stats the file for each one */
+	struct {
+		const char *path;
+		int fd;
+		struct sym_module *m;
+	} modules[FRAME_ARENA_MODULES];
+	unsigned int modules_next;
 };
 
 /* Consecutive frames of one arena by index, which stay right while the
@@ -105,5 +125,14 @@ int frame_arena_add_names(struct frame_arena *a, const char *module, const char 
 /* Appends copies of the N frames at SRC, whose strings stay borrowed from
  * where SRC borrows them.  Returns 0 or -ENOMEM. */
 int frame_arena_add_copies(struct frame_arena *a, const struct report_frame *src, size_t n);
+
+/* Makes room for N more frames at once (a report of many stacks knows
+ * about how many it will add: no copy of a growing array after each
+ * doubling).  0 or -ENOMEM. */
+int frame_arena_reserve(struct frame_arena *a, size_t n);
+
+/* Appends a copy of the N frames of A at index FIRST (a pc A named
+ * already, for another stack): 0 or -ENOMEM. */
+int frame_arena_add_again(struct frame_arena *a, size_t first, size_t n);
 
 #endif

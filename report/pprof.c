@@ -241,13 +241,14 @@ static long location_memo(struct profile *p, const struct report_frame *frames, 
 	key->len = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct report_frame *fr = &frames[i];
-		const void *ptrs[4] = { fr->module, fr->build_id, fr->function, fr->file };
-		int64_t line = fr->line;
+		/* one put per frame: this runs for every frame of every stack */
+		struct {
+			uint64_t address, elf_address;
+			const void *ptrs[4];
+			int64_t line;
+		} k = { fr->address, fr->elf_address, { fr->module, fr->build_id, fr->function, fr->file }, fr->line };
 
-		pb_buf_put(key, &fr->address, sizeof(fr->address));
-		pb_buf_put(key, &fr->elf_address, sizeof(fr->elf_address));
-		pb_buf_put(key, ptrs, sizeof(ptrs));
-		pb_buf_put(key, &line, sizeof(line));
+		pb_buf_put(key, &k, sizeof(k));
 	}
 	if (key->oom)
 		return -ENOMEM;

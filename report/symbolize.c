@@ -958,8 +958,8 @@ static bool cache_reserve(struct sym_module *m)
 	return true;
 }
 
-int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
-		       struct sym_frame **frames, size_t *n)
+int sym_module_resolve_shared(struct sym_module *m, uint64_t addr, bool return_addr,
+			      const struct sym_frame **frames, size_t *n, bool *owned)
 {
 	struct frame_list fl = { 0 };
 	struct addr_entry *e;
@@ -967,26 +967,25 @@ int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
 
 	*frames = NULL;
 	*n = 0;
+	*owned = false;
 	if (m->cache_cap) {
 		e = cache_slot(m->cache, m->cache_cap, addr, return_addr);
 		if (e->used) {
-			err = frames_copy(e->frames, e->n, frames);
-			if (!err)
-				*n = e->n;
-			return err;
+			*frames = e->frames;
+			*n = e->n;
+			return 0;
 		}
 	}
-
 	err = resolve_uncached(m, addr, return_addr, &fl);
 	if (err) {
 		sym_frames_free(fl.v, fl.n);
 		return err;
 	}
-	/* The cache keeps FL; the caller gets a copy.  Without room for it
-	 * the caller simply gets FL itself. */
-	if (!cache_reserve(m) || frames_copy(fl.v, fl.n, frames) != 0) {
+	/* the cache keeps FL; without room for it the caller owns it */
+	if (!cache_reserve(m)) {
 		*frames = fl.v;
 		*n = fl.n;
+		*owned = true;
 		return 0;
 	}
 	e = cache_slot(m->cache, m->cache_cap, addr, return_addr);
@@ -996,6 +995,27 @@ int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
 	e->frames = fl.v;
 	e->n = fl.n;
 	m->cache_len++;
+	*frames = fl.v;
 	*n = fl.n;
 	return 0;
+}
+
+int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
+		       struct sym_frame **frames, size_t *n)
+{
+	const struct sym_frame *shared;
+	bool owned;
+	int err = sym_module_resolve_shared(m, addr, return_addr, &shared, n, &owned);
+
+	*frames = NULL;
+	if (err)
+		return err;
+	if (owned) {
+		*frames = (struct sym_frame *)shared;
+		return 0;
+	}
+	err = frames_copy(shared, *n, frames);
+	if (err)
+		*n = 0;
+	return err;
 }

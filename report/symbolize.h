@@ -182,6 +182,18 @@ const char *sym_module_build_id(const struct sym_module *m);
 int sym_module_resolve(struct sym_module *m, uint64_t addr, bool return_addr,
 		       struct sym_frame **frames, size_t *n);
 
+/*
+ * The frames of ADDR as sym_module_resolve() gives them, without a copy:
+ * a report names the same addresses over and over, and frames that share
+ * one string per name are what pprof's encoder finds by pointer.  *FRAMES
+ * is M's own cache entry (valid while M lives, that is until its
+ * symbolizer is freed; never freed by the caller) when *OWNED comes back
+ * false, else a malloc'd array the caller frees with sym_frames_free() (M
+ * had no room to keep it).  Returns 0 or -ENOMEM.
+ */
+int sym_module_resolve_shared(struct sym_module *m, uint64_t addr, bool return_addr,
+			      const struct sym_frame **frames, size_t *n, bool *owned);
+
 /* Frees the N FRAMES returned by sym_module_resolve().  NULL is ok. */
 void sym_frames_free(struct sym_frame *frames, size_t n);
 

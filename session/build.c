@@ -10,15 +10,18 @@
 #include <string.h>
 
 #include "build.h"
+#include "pc_memo.h"
 #include "compare.h"
 #include "constants.h"
 #include "preload.h"
 #include "probes.h"
+#include "stack_merge.h"
 
 void build_free(struct built *b)
 {
 	size_t i;
 
+	pc_memo_free(b->pcs);
 	for (i = 0; i < b->nlosses; i++)
 		free((char *)b->losses[i].text);
 	free(b->losses);
@@ -44,12 +47,18 @@ void build_free(struct built *b)
  * a process the sites cannot serve) passes through its wrapper, and a
  * report must read the same either way.
  */
-static bool preload_frame(const struct report_frame *f)
+static bool preload_frame(struct built *bt, const struct report_frame *f)
 {
-	const char *b = f->module ? strrchr(f->module, '/') : NULL;
+	const char *b;
 
+	/* frames come in runs from one module, its path one string */
+	if (f->module == bt->preload_seen.module && f->module)
+		return bt->preload_seen.is;
+	b = f->module ? strrchr(f->module, '/') : NULL;
 	b = b ? b + 1 : f->module;
-	return b && !strncmp(b, DWLEAK_PRELOAD_NAME, strlen(DWLEAK_PRELOAD_NAME));
+	bt->preload_seen.module = f->module;
+	bt->preload_seen.is = b && !strncmp(b, DWLEAK_PRELOAD_NAME, strlen(DWLEAK_PRELOAD_NAME));
+	return bt->preload_seen.is;
 }
 
 /* Appends the named frames of stack ID; its walk's end (or one of the
@@ -57,6 +66,7 @@ static bool preload_frame(const struct report_frame *f)
 static int frames_of(const struct stack_source *src, struct built *b, uint64_t id, int *end)
 {
 	struct stack_trace st;
+	size_t first, n;
 	uint32_t i;
 	int err;
 
@@ -68,13 +78,23 @@ static int frames_of(const struct stack_source *src, struct built *b, uint64_t i
 		return 0;
 	for (i = 0; i < st.nframes && i < DWLEAK_MAX_FRAMES; i++) {
 		size_t before = b->arena.nframes;
+		bool ret = i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT);
+		uint64_t pc = st.pcs[i] & ~DWLEAK_FRAME_EXACT;
 
-		err = src->name(src->ctx, &b->arena, st.pcs[i] & ~DWLEAK_FRAME_EXACT,
-				i > 0 && !(st.pcs[i] & DWLEAK_FRAME_EXACT));
+		/* a pc named for an earlier stack of the process: its frames again */
+		if (b->pcs && pc_memo_get(b->pcs, pc, ret, &first, &n)) {
+			err = frame_arena_add_again(&b->arena, first, n);
+			if (err)
+				return err;
+			continue;
+		}
+		err = src->name(src->ctx, &b->arena, pc, ret);
 		if (err)
 			return err;
-		if (b->arena.nframes > before && preload_frame(&b->arena.frames[before]))
+		if (b->arena.nframes > before && preload_frame(b, &b->arena.frames[before]))
 			b->arena.nframes = before;
+		if (b->pcs)
+			pc_memo_put(b->pcs, pc, ret, before, b->arena.nframes - before);
 	}
 	*end = st.end;
 	return 0;
@@ -120,7 +140,10 @@ static void go_switch_cut(const struct report_frame *fr, struct frame_span *span
 	size_t i, k;
 
 	for (i = 0; i + 1 < span->n; i++) {
-		for (k = 0; fr[i].function && k < sizeof(switches) / sizeof(switches[0]); k++) {
+		/* every frame of every stack comes here: most are not Go's */
+		if (!fr[i].function || strncmp(fr[i].function, "runtime.", 8))
+			continue;
+		for (k = 0; k < sizeof(switches) / sizeof(switches[0]); k++) {
 			if (strncmp(fr[i].function, switches[k], strlen(switches[k])))
 				continue;
 			span->n = i + 1;
@@ -189,7 +212,8 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = kind_name(g->kind);
 	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;
-	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, bp->pid, g->stack_id, g->bytes, o->now_s) : NAN;
+	/* in the report's bytes: estimates with --sample-bytes */
+	rs->growth_bytes_per_s = o->growth ? growth_of(o->growth, bp->pid, g->stack_id, rs->bytes, o->now_s) : NAN;
 	rs->fp_divergence = -1;
 	span[0] = frame_span_start(&b->arena);
 	err = frames_of(src, b, g->stack_id, &end);
@@ -231,102 +255,6 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 		pl->missing_bytes += rs->bytes;
 	}
 	return err;
-}
-
-static bool frames_same(const struct report_frame *a, size_t na, const struct report_frame *b, size_t nb)
-{
-	size_t i;
-
-	if (na != nb)
-		return false;
-	for (i = 0; i < na; i++)
-		if (a[i].address != b[i].address || a[i].inlined != b[i].inlined)
-			return false;
-	return true;
-}
-
-/* Whether X and Y, of processes PX and PY, read the same: one stack. */
-static bool stacks_same(const struct report_stack *x, size_t px, const struct report_stack *y, size_t py)
-{
-	return px == py && x->allocator == y->allocator && x->unwind_error == y->unwind_error &&
-	       x->truncated == y->truncated && x->fp_complete == y->fp_complete &&
-	       frames_same(x->frames, x->nframes, y->frames, y->nframes) &&
-	       frames_same(x->fp_frames, x->nfp_frames, y->fp_frames, y->nfp_frames);
-}
-
-/* Adds what S counts into T, the stack it is merged into: bytes, the
- * leak check's kinds and residency (left out, S's blocks would read as
- * "not classified"), age and growth. */
-static void stack_merge_into(struct report_stack *t, const struct report_stack *s)
-{
-	size_t k;
-
-	t->bytes += s->bytes;
-	t->allocations += s->allocations;
-	if (s->oldest_age_s > t->oldest_age_s)
-		t->oldest_age_s = s->oldest_age_s;
-	t->growth_bytes_per_s += s->growth_bytes_per_s;
-	for (k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
-		t->leak_kinds[k].bytes += s->leak_kinds[k].bytes;
-		t->leak_kinds[k].allocations += s->leak_kinds[k].allocations;
-	}
-	t->leak_unsure.bytes += s->leak_unsure.bytes;
-	t->leak_unsure.allocations += s->leak_unsure.allocations;
-	t->has_leak_kinds |= s->has_leak_kinds;
-	if (s->has_residency) {
-		t->residency.resident += s->residency.resident;
-		t->residency.swapped += s->residency.swapped;
-		t->residency.untouched += s->residency.untouched;
-		t->has_residency = true;
-	}
-}
-
-/*
- * Different walks can end as the same report stack once cut (a Go stack
- * switch: what lay past it differed): they are merged, so a report never
- * shows one stack twice.  PROC[i] is stack i's process.  Identical stacks
- * are found through a hash of their frame addresses.
- */
-static int stacks_merge(struct built *b, const size_t *proc)
-{
-	size_t n = b->r.nstacks, cap = 16, i, j, k = 0;
-	struct report_stack *s = b->stacks;
-	size_t *slots, *keep;
-
-	while (cap < 2 * n)
-		cap *= 2;
-	slots = malloc(cap * sizeof(*slots));
-	keep = malloc((n + 1) * sizeof(*keep));
-	if (!slots || !keep) {
-		free(slots);
-		free(keep);
-		return -ENOMEM;
-	}
-	memset(slots, 0xff, cap * sizeof(*slots));
-	for (i = 0; i < n; i++) {
-		uint64_t h = 0x9e3779b97f4a7c15ull * (proc[i] + 1);
-
-		for (j = 0; j < s[i].nframes; j++)
-			h = (h ^ s[i].frames[j].address) * FNV64_PRIME;
-		for (j = h & (cap - 1); slots[j] != SIZE_MAX; j = (j + 1) & (cap - 1)) {
-			struct report_stack *t = &s[keep[slots[j]]];
-
-			if (!stacks_same(t, proc[keep[slots[j]]], &s[i], proc[i]))
-				continue;
-			stack_merge_into(t, &s[i]);
-			break;
-		}
-		if (slots[j] == SIZE_MAX) {
-			slots[j] = k;
-			keep[k++] = i;
-		}
-	}
-	for (i = 0; i < k; i++)
-		s[i] = s[keep[i]];
-	b->r.nstacks = k;
-	free(slots);
-	free(keep);
-	return 0;
 }
 
 /* Moves suppressed stacks out of the report, counting them per rule. */
@@ -490,9 +418,18 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		free(pl);
 		return -ENOMEM;
 	}
+	pc_memo_new(&b->pcs); /* without it, every pc is named */
+	/* a stack's frames: about 20 (what is not touched costs no memory) */
+	if (total > 1000 && frame_arena_reserve(&b->arena, total * 20)) {
+		free(proc);
+		free(pl);
+		return -ENOMEM;
+	}
 	for (p = 0; p < nprocs; p++) {
 		const struct ledger_stacks *t = procs[p].stacks;
 
+		if (b->pcs)
+			pc_memo_reset(b->pcs);
 		for (i = 0; i < t->cap; i++) {
 			if (!t->slots[i].count)
 				continue;
@@ -506,6 +443,8 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		}
 		lost_records += procs[p].records_lost;
 	}
+	pc_memo_free(b->pcs);
+	b->pcs = NULL;
 	/* what was lost: the trace's causes first, then each process's */
 	err = trace_losses_say(b, o, b->counters);
 	for (p = 0; !err && p < nprocs; p++)
@@ -544,7 +483,7 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 							   .unchecked = procs[p].unchecked };
 	b->r.processes = b->processes;
 	b->r.nprocesses = nprocs;
-	err = stacks_merge(b, proc);
+	err = stacks_merge(b->stacks, &b->r.nstacks, proc);
 	free(proc);
 	if (err)
 		return err;

@@ -84,6 +84,11 @@ struct built {
 	struct report_loss *losses;
 	size_t nlosses, losses_cap;
 	uint64_t counters[CNT_COUNT];
+	struct pc_memo *pcs;		  /* while building: the pcs of one process named */
+	struct {			  /* the last module asked about: the preload library's? */
+		const char *module;
+		bool is;
+	} preload_seen;
 };
 
 /*

@@ -46,7 +46,9 @@ void growth_remember(struct growth *g, const struct build_proc *procs, size_t np
 				continue;
 			g->ids[k] = t->slots[i].stack_id;
 			g->pids[k] = procs[p].pid;
-			g->bytes[k++] = (int64_t)t->slots[i].bytes;
+			/* the report's bytes: the estimate with --sample-bytes (the
+			 * same as the bytes without) */
+			g->bytes[k++] = (int64_t)llround(t->slots[i].est_bytes);
 		}
 	}
 	g->n = k;

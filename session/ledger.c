@@ -250,6 +250,8 @@ static struct ledger_stack *stacks_count(struct ledger_stacks *t, uint64_t id, u
 		return NULL;
 	if (!g->count || ts < g->oldest_ts)
 		g->oldest_ts = ts;
+	if (ts > g->newest_ts)
+		g->newest_ts = ts;
 	g->bytes += size;
 	g->count++;
 	g->kind = kind;
@@ -298,6 +300,8 @@ static int stacks_add(struct ledger_stacks *t, const struct ledger_stack *s)
 		return -ENOMEM;
 	if (!g->count || s->oldest_ts < g->oldest_ts)
 		g->oldest_ts = s->oldest_ts;
+	if (s->newest_ts > g->newest_ts)
+		g->newest_ts = s->newest_ts;
 	g->bytes += s->bytes;
 	g->count += s->count;
 	g->kind = s->kind;

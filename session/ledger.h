@@ -29,6 +29,8 @@ struct ledger_stack {
 	double est_bytes;  /* --sample-bytes: unbiased estimates; else = bytes */
 	double est_count;  /* and = count */
 	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
+	uint64_t newest_ts; /* and of the newest: when the stack last grew (the agent's
+			     * --max-stacks folds the least recently grown) */
 	uint32_t kind;	    /* enum alloc_kind of the call that made them */
 	/* --leak-check: what the last check found of them (blocks allocated
 	 * since are in none of these), by enum leak_kind, and where the

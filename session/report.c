@@ -117,18 +117,20 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 		.now_s = (double)now / 1e9,
 		.now_ns = now,
 		.duration_s = (double)now / 1e9 - (s->t_traced ? s->t_traced : s->t_start),
-		.growth = set->growth ? &s->growth : NULL,
+		.growth = opts && opts->growth ? opts->growth : set->growth ? &s->growth : NULL,
 		.supp = set->supp,
 		.counters = out->counters,
 		.counter_names = counter_names,
 		.leak_check = set->leak_check,
 	};
+	const struct ledger_stacks *given;
 	struct unwinder_stats limits;
 	int err = pp && bps && notes ? 0 : -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
 	if (!opts)
 		opts = &whole;
+	given = opts->pid ? opts->stacks : NULL;
 	if (opts->pid) {
 		const struct proc *only = procs_find(&s->procs, opts->pid);
 
@@ -168,14 +170,17 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 		out->counters[CNT_FREE_UNKNOWN] += p->ledger.allocs.free_unknown;
 		out->counters[CNT_REPLACED] += p->ledger.allocs.replaced;
 		out->counters[CNT_RESIZED] += p->ledger.allocs.resized;
-		err = ledger_aggregate(&p->ledger, now, set->min_age_ns, set->sample_bytes, &pp[k].stacks);
+		/* the host's own snapshot of it, or its ledger now */
+		if (!given)
+			err = ledger_aggregate(&p->ledger, now, set->min_age_ns, set->sample_bytes, &pp[k].stacks);
 		err = err ?: stack_names_open(&pp[k].names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid,
 					      p->maps_kept, p->maps, p->nmaps, &pp[k].src);
 		if (set->leak_check)
 			notes[k] = unchecked_why(p);
 		/* an untraced process is followed all the same: its state is
 		 * its life's, the reason says its allocations are missing */
-		bps[k] = (struct build_proc){ p->pid, p->command, &pp[k].stacks, &pp[k].src, p->parent,
+		bps[k] = (struct build_proc){ p->pid, p->command, given ? given : &pp[k].stacks,
+					      &pp[k].src, p->parent,
 					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
 					      p->exit_status, p->untraced, notes[k], p->ledger.oom,
 					      p->table_dropped };
@@ -190,6 +195,17 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 	free(pp);
 	free(bps);
 	return err;
+}
+
+int session_aggregate(struct session *s, pid_t pid, struct ledger_stacks *out)
+{
+	const struct proc *p = procs_find(&s->procs, pid);
+
+	memset(out, 0, sizeof(*out));
+	if (!p)
+		return -ENOENT;
+	session_drain(s);
+	return ledger_aggregate(&p->ledger, session_now_ns(), s->set->min_age_ns, s->set->sample_bytes, out);
 }
 
 void session_report_free(struct session_report *r)

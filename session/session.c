@@ -27,7 +27,8 @@
 #include "preload_path.h"
 #include "session_private.h"
 
-/* Every live process's tables are looked at again this often. */
+/* Every live process's tables are looked at again this often, unless the
+ * settings say (rescan_s). */
 #define RESCAN_INTERVAL_S 1.0
 
 extern char **environ;
@@ -234,32 +235,53 @@ static int following(struct session *s)
 	return err;
 }
 
-/* -p on a process without the preload library: loads it into the process
- * (target/inject.c), before ptrace holds it, so that it is traced at the
- * library's sites; where that cannot be done, says why (it is then traced
- * with uprobes).  Nothing to do with --no-inject, --no-preload, --mmap. */
-static void inject(struct session *s, pid_t pid)
+int session_inject(struct session *s, pid_t pid, double *ms, char **why)
 {
 	struct inject_result res = { 0 };
 	char *lib = NULL;
+	int err, r;
+
+	*why = NULL;
+	*ms = -1;
+	err = preload_library_path(&lib);
+	if (err) {
+		r = asprintf(why, "%s not found next to dwleak (DWLEAK_PRELOAD_LIB names it)", DWLEAK_PRELOAD_NAME);
+		if (r < 0)
+			*why = NULL;
+		return err;
+	}
+	err = inject_library(pid, lib, NULL, &res);
+	free(lib);
+	if (!err)
+		*ms = res.ms_total;
+	if (err && err != -EEXIST) {
+		*why = res.reason;
+		res.reason = NULL;
+		if (!*why && asprintf(why, "%s", strerror(-err)) < 0)
+			*why = NULL;
+	}
+	inject_result_free(&res);
+	s->inject_ms = *ms;
+	return err;
+}
+
+/* -p on a process without the preload library: loads it into the process
+ * before ptrace holds it, so that it is traced at the library's sites;
+ * where that cannot be done, says why (it is then traced with uprobes).
+ * Nothing to do with --no-inject, --no-preload, --mmap. */
+static void inject(struct session *s, pid_t pid)
+{
+	char *why = NULL;
+	double ms;
 	int err;
 
 	if (s->set->no_inject || s->set->no_preload || s->set->mmap)
 		return;
-	err = preload_library_path(&lib);
-	if (err) {
-		session_say(&s->log, SESSION_NOTE, "%s not found next to dwleak (DWLEAK_PRELOAD_LIB names it): tracing pid "
-			    "%d with uprobes", DWLEAK_PRELOAD_NAME, pid);
-		return;
-	}
-	err = inject_library(pid, lib, NULL, &res);
-	s->inject_ms = !err ? res.ms_total : -1; /* -1: loaded before (-EEXIST), or not at all */
+	err = session_inject(s, pid, &ms, &why);
 	if (err && err != -EEXIST)
 		session_say(&s->log, SESSION_NOTE, "pid %d: cannot load the preload library into it: %s; tracing it "
-			    "with uprobes (every allocator call traps: slower)", pid,
-			    res.reason ? res.reason : strerror(-err));
-	inject_result_free(&res);
-	free(lib);
+			    "with uprobes (every allocator call traps: slower)", pid, why ? why : strerror(-err));
+	free(why);
 }
 
 int session_attach(struct session *s, pid_t pid)
@@ -352,6 +374,11 @@ static int tracee_events(struct session *s)
 	return err ?: (ret < 0 ? ret : 0);
 }
 
+static double rescan_interval(const struct session *s)
+{
+	return s->set->rescan_s > 0 ? s->set->rescan_s : RESCAN_INTERVAL_S;
+}
+
 /* An epoll set of the programs' events and, when following, SIGCHLD (a
  * tracee stopped or exited: it waits for us, so no timer delay). */
 static int wakeups_open(struct session *s)
@@ -373,7 +400,7 @@ static int wakeups_open(struct session *s)
 		if (s->sigfd < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->sigfd, &e))
 			return -errno;
 	}
-	s->next_scan = session_now_s() + RESCAN_INTERVAL_S;
+	s->next_scan = session_now_s() + rescan_interval(s);
 	return 0;
 }
 
@@ -404,11 +431,15 @@ int session_poll(struct session *s, int timeout_ms)
 	now = session_now_s();
 	proc_tables_due(&s->sv, &s->procs, now >= s->next_scan);
 	if (now >= s->next_scan)
-		s->next_scan = now + RESCAN_INTERVAL_S;
+		s->next_scan = now + rescan_interval(s);
 	if (err)
 		return err;
 	if (s->tracees)
 		return procs_alive(&s->procs) > 0;
+	/* the host says the exits (session_exited): a process it did not
+	 * hear of yet is alive, whatever kill(0) says meanwhile */
+	if (s->set->exits_from_host)
+		return 1;
 	return proc_top_alive(&s->procs);
 }
 

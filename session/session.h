@@ -41,6 +41,15 @@ struct session_settings {
 	const char **debug_dirs;  /* --debug-dir, NULL-terminated (may be NULL), borrowed */
 	const struct sym_fetch *fetch; /* debuginfod lookups when frames are named (NULL: none) */
 	struct suppressions *supp; /* applied to reports (borrowed; NULL = none) */
+	double rescan_s;	  /* every live process's objects are looked at again this
+				   * often (0: every second): the dynamic linker's hook says
+				   * when objects come, this catches what it does not (a
+				   * process whose hook could not be probed); the agent,
+				   * with hundreds of processes, looks less often */
+	bool exits_from_host;	  /* the host learns of exits itself and hands them over
+				   * (session_exited): without ptrace, the session does
+				   * not probe its first process with kill(0) (the agent,
+				   * whose first process is just one of many) */
 	/* knobs for tests and bench/ (see cli/cmd_trace.c) */
 	int uprobe_session;
 	int preempt_guard;
@@ -63,6 +72,18 @@ void session_free(struct session *s);
 /* -p: traces running process PID (seized with ptrace too when following
  * forks).  Returns 0 once it is traced, or a negative errno (said). */
 int session_attach(struct session *s, pid_t pid);
+
+/*
+ * Loads the preload library into running process PID and routes its
+ * allocator calls through it (target/inject.c), so that a session_attach
+ * after finds it at the library's sites.  session_attach does this itself
+ * unless the settings say no_inject; a host that chooses the way in per
+ * process (the agent) sets no_inject and calls this.  *MS: the injection's
+ * milliseconds (-1 when not done).  Returns 0, -EEXIST when the library
+ * is loaded already (not a failure), or a negative errno with *WHY
+ * (malloc'd, the caller frees) saying why it could not be done safely.
+ */
+int session_inject(struct session *s, pid_t pid, double *ms, char **why);
 
 /* -- CMD: starts ARGV (ARGV[0] looked up in PATH) with the preload library
  * in LD_PRELOAD unless told not to, followed from its first instruction.
@@ -113,7 +134,26 @@ int session_leak_check(struct session *s, pid_t pid);
 struct session_report_opts {
 	bool check_first; /* with --leak-check, check the running processes first */
 	pid_t pid;	  /* only this process (0: every one) */
+	/* with PID: report these aggregated stacks of it (session_aggregate's,
+	 * which the host may have kept or cut down: the agent's peak and its
+	 * --max-stacks) instead of its ledger's now; borrowed.  Their ids
+	 * must still be in the stack store: the process's image has not
+	 * ended, or they are what its ledger still names. */
+	const struct ledger_stacks *stacks;
+	/* growth of each stack since this state (growth.h) instead of the
+	 * session's own between reports (--interval); the report overwrites
+	 * it with its own stacks, as it does the session's */
+	struct growth *growth;
 };
+
+/*
+ * PID's outstanding allocations now (every record applied first),
+ * aggregated by stack with the session's --min-age and --sample-bytes,
+ * into OUT (empty on entry; free with ledger_stacks_free, also after an
+ * error): what a host keeps between reports.  Returns 0, -ENOENT (no such
+ * process) or -ENOMEM.
+ */
+int session_aggregate(struct session *s, pid_t pid, struct ledger_stacks *out);
 
 /*
  * A report of what is outstanding now into *OUT (free with
@@ -132,6 +172,21 @@ struct session_report {
 
 int session_report(struct session *s, const struct session_report_opts *o, struct session_report *out);
 void session_report_free(struct session_report *r);
+
+/* Every record applied and every walk moved out of the kernel into the
+ * stack store, as before a report: what a host does once before it reads
+ * several processes' aggregates and their stacks' ends. */
+void session_sync(struct session *s);
+
+/* The programs' counters now (CNT_COUNT values, bpf/abi/dwleak.h), for a
+ * host that counts without a report: a report's dropped_events are
+ * CNT_RING_FULL + CNT_EVENTS_LOST and its processes' lost records. */
+void session_counters(const struct session *s, uint64_t counters[CNT_COUNT]);
+
+/* Whether a report would say the walk of stack ID ended early (its
+ * unwind_error; a truncated walk is no error): a walk error, a special
+ * id, or a walk the store does not have. */
+bool session_stack_error(const struct session *s, uint64_t id);
 
 /* The parts' own statistics, for --stats. */
 struct session_stats {

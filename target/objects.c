@@ -147,6 +147,57 @@ int proc_objects_of_pid(pid_t pid, struct proc_objects *out)
 	return err;
 }
 
+/* The head of glibc's struct r_debug (link.h), as it lies in memory. */
+struct r_debug_head {
+	int32_t version;   /* 0 until the dynamic linker set it up */
+	int32_t pad;
+	uint64_t map;	   /* the link map's first entry */
+	uint64_t brk;	   /* _dl_debug_state */
+	int32_t state;	   /* RT_CONSISTENT (0), RT_ADD, RT_DELETE */
+};
+
+int proc_linker_settled(pid_t pid)
+{
+	struct dl_hook dl = { 0 };
+	struct r_debug_head r = { 0 };
+	struct proc_map *maps;
+	uint64_t bias = 0;
+	size_t nmaps, i;
+	char path[64];
+	int err, fd;
+	ssize_t got;
+
+	err = proc_maps_read(pid, false, &maps, &nmaps);
+	if (err)
+		return err;
+	for (i = 0; i < nmaps; i++) {
+		if (maps[i].path[0] != '/' || !is_ld_so(maps[i].path) || maps[i].offset)
+			continue;
+		bias = maps[i].start;
+		dl.path = proc_maps_file_path(pid, maps, nmaps, maps[i].path, NULL);
+		break;
+	}
+	proc_maps_free(maps, nmaps);
+	if (!bias) {
+		free(dl.path);
+		return 1; /* no dynamic linker: a static program is all there */
+	}
+	dl_hook_find(&dl);
+	free(dl.path);
+	if (!dl.r_debug_vaddr)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = pread(fd, &r, sizeof(r), (off_t)(bias + dl.r_debug_vaddr));
+	err = got < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	return got == (ssize_t)sizeof(r) && r.version && r.map && r.state == 0;
+}
+
 int proc_objects_function(const struct proc_objects *o, const char *name, const char **path, uint64_t *off)
 {
 	size_t i;

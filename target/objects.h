@@ -50,6 +50,18 @@ int proc_objects_of_pid(pid_t pid, struct proc_objects *out);
  */
 int proc_objects_function(const struct proc_objects *o, const char *name, const char **path, uint64_t *off);
 
+/*
+ * Whether running process PID's dynamic linker has mapped and relocated
+ * its initial objects (its _r_debug has a link map and says RT_CONSISTENT),
+ * so that the objects read now are all it starts with: a process caught
+ * right after its exec (the agent hears of execs within microseconds) may
+ * still be inside its dynamic linker, its LD_PRELOAD'ed libraries not yet
+ * mapped.  Returns 1 (also for a program without a dynamic linker, or one
+ * whose _r_debug cannot be found: nothing to wait for), 0 (not yet), or a
+ * negative errno (-ENOENT: no such process).
+ */
+int proc_linker_settled(pid_t pid);
+
 /* A deep copy of SRC into *DST.  Returns 0 or -ENOMEM (DST then empty). */
 int proc_objects_copy(struct proc_objects *dst, const struct proc_objects *src);
 

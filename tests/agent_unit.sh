@@ -5,7 +5,9 @@
 # here (verify wants the program to exist), it must pass with nothing on
 # stderr; a copy with a misspelt key and a missing program must fail, so
 # that a pass means the check ran.  Also: the unit runs `dwleak agent`
-# with the defaults SPEC.md gives, reloads with SIGHUP, stops with SIGTERM.
+# with the defaults SPEC.md gives, reloads with SIGHUP, stops with SIGTERM;
+# as root, its command line runs the agent built here, which listens and
+# stops on SIGTERM with status 0.
 # Exit 0 pass, 1 fail, 77 skip (no systemd-analyze: .ci/deps.sh).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -42,5 +44,32 @@ fi
 grep -q '^ExecStart=/usr/local/bin/dwleak agent --listen 127.0.0.1:6464 ' "$UNIT" || fail "ExecStart is not dwleak agent on 127.0.0.1:6464"
 grep -q '^ExecReload=/bin/kill -HUP \$MAINPID' "$UNIT" || fail "no SIGHUP reload"
 grep -q '^KillSignal=SIGTERM' "$UNIT" || fail "not stopped by SIGTERM"
+# the unit's command line, as systemd would run it (its targets from the
+# environment file), with the dwleak built here: it must start, listen,
+# and stop with SIGTERM, exit 0 (root: it loads BPF programs)
+if [ "$(id -u)" = 0 ] && [ -x "${DWLEAK:-}" ]; then
+	cmd=$(sed -n 's/^ExecStart=//p' "$UNIT")
+	cmd=${cmd/\/usr\/local\/bin\/dwleak/$DWLEAK}
+	cmd=${cmd/127.0.0.1:6464/127.0.0.1:0}
+	cmd=${cmd/\/var\/lib\/dwleak-agent\/reports/$T}
+	# bash splits the unquoted $DWLEAK_AGENT_TARGETS as systemd does
+	DWLEAK_AGENT_TARGETS="--comm dwleak-unit-none" bash -c "exec $cmd" 2> "$T/agent.err" &
+	agent=$!
+	for i in $(seq 300); do
+		grep -q '^dwleak: agent listening on 127.0.0.1:' "$T/agent.err" && break
+		kill -0 $agent 2> /dev/null || break
+		sleep 0.1
+	done
+	if grep -q '^dwleak: agent listening on 127.0.0.1:' "$T/agent.err"; then
+		kill -TERM $agent
+		wait $agent
+		rc=$?
+		[ $rc = 0 ] && echo "ok: the unit's ExecStart runs dwleak agent, which listens and stops on SIGTERM with 0" ||
+			fail "the unit's command exited $rc after SIGTERM: $(tail -n 3 "$T/agent.err")"
+	else
+		kill -KILL $agent 2> /dev/null
+		fail "the unit's command ($cmd) did not start: $(cat "$T/agent.err")"
+	fi
+fi
 [ $errors -eq 0 ] || exit 1
 echo "agent unit: all checks passed"

@@ -13,7 +13,9 @@
 #     the victim's report from its own books, not from the victim);
 #  d. the fallbacks with the tracepoints left out: the /proc scan finds a
 #     new program by comm, a pidfd reports the exit, and no OOM event is
-#     said as such.
+#     said as such;
+#  e. fork: a followed process's new children are reported with their
+#     parent (a pre-forking server's workers never exec), its threads not.
 # Exit 0 pass, 1 fail, 77 skip (not root, or no BTF).
 set -u
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -128,6 +130,29 @@ else
 	fail "zombie ${zombie:-(none made)}: $(grep "^follow" "$T/follow.txt")"
 fi
 kill $zparent 2> /dev/null
+
+# --- e: forks of a followed process, not its threads ---
+sh -c "sleep 1; $T/dwleak_w_exec 0.1 & wait" &
+fparent=$!
+pids+=($fparent)
+/usr/bin/python3 -c 'import threading, time
+time.sleep(1)
+t = threading.Thread(target=time.sleep, args=(0.1,))
+t.start()
+t.join()' &
+tparent=$!
+pids+=($tparent)
+watch_start "$T/fork.txt" --follow $fparent --follow $tparent --seconds 4 || exit 1
+if grep -q '^how fork: BPF tp_btf/sched_process_fork' "$T/fork.txt"; then
+	wait_for "$T/fork.txt" "^fork pid=[0-9]+ ppid=$fparent comm=sh " &&
+		pass "a followed shell's forks reported: $(grep -c "^fork .*ppid=$fparent " "$T/fork.txt") children" ||
+		fail "no fork event of pid $fparent: $(cat "$T/fork.txt")"
+	wait $tparent
+	sleep 0.3
+	grep -q "^fork .*ppid=$tparent " "$T/fork.txt" && fail "a thread was reported as a fork: $(grep "ppid=$tparent" "$T/fork.txt")"
+else
+	echo "note: $(grep '^how fork' "$T/fork.txt")"
+fi
 
 # --- c: the OOM killer's victim ---
 if grep -q '^how victim: BPF tp_btf/mark_victim' "$T/watch.txt" && command -v python3.11 > /dev/null; then

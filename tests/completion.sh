@@ -57,11 +57,11 @@ expect "--for completes to" "--format" "$(complete_words dwleak --for)"
 expect "-p PID --leak completes to" "--leak-check" "$(complete_words dwleak -p 1 --leak)"
 expect "the trace's options, as its --help lists them" "$(help_options)" \
 	"$(complete_words dwleak - | sort -u)"
-for c in tables symbolize preload; do
+for c in agent tables symbolize preload; do
 	expect "dwleak $c's options, as its --help lists them" "$(help_options $c)" \
 		"$(complete_words dwleak $c - | sort -u)"
 done
-expect "the commands" "$(printf '%s\n' preload symbolize tables)" "$(complete_words dwleak '')"
+expect "the commands" "$(printf '%s\n' agent preload symbolize tables)" "$(complete_words dwleak '')"
 
 # (b) the formats dwleak says it takes, from its one table (report/write.h)
 "$DWLEAK" --format no-such-format -p 1 2> "$tmp/format.err" > /dev/null

@@ -16,7 +16,7 @@ for f in seed seed_malloc seed_O0_fp seed_O2 seed_O2_stripped seed_O2_stripped.d
 	threads dlopen_main signal_leak deep_recursion clean \
 	threads_clang dlopen_main_clang signal_leak_clang deep_recursion_clang clean_clang \
 	forker sig_in_malloc leak_layout leak_kinds static_run oracle_sizes oracle_freed oracle_dead_reg \
-	arena_probe supp_leaks; do
+	arena_probe supp_leaks agent_service; do
 	[ -f "$td/$f" ] || fail "$f missing"
 	[ -n "$(build_id "$td/$f")" ] || fail "$f has no build id"
 done

@@ -8,9 +8,9 @@
 
 /* --- Limits ---------------------------------------------------------- */
 
-/* Processes whose exit is reported (the agent's traced ones) unless the
- * program is told to report every exit: the watch_pids map's size, that
- * of the procs map (DWLEAK_MAX_PROCS). */
+/* Processes whose exit and forks are reported (the agent's traced ones)
+ * unless the program is told to report every exit: the watch_pids map's
+ * size, that of the procs map (DWLEAK_MAX_PROCS). */
 #define WATCH_PIDS_MAX 4096
 /* The event ring: 72-byte records, so ~3,600 events; a burst of execs
  * beyond that between two polls is counted (WATCH_LOST). */
@@ -26,7 +26,10 @@
 	X(EXIT, "exit")                                                              \
 	/* the OOM killer chose the process (tp_btf/mark_victim): it is killed */   \
 	/* next, and is still alive when this is written */                         \
-	X(VICTIM, "oom_victim")
+	X(VICTIM, "oom_victim")                                                      \
+	/* a watched process forked a new process, not a thread */                  \
+	/* (tp_btf/sched_process_fork): the child runs its parent's program */      \
+	X(FORK, "fork")
 
 enum watch_event_type {
 #define WATCH_EVENT_ENUM(id, name) WATCH_EVENT_##id,
@@ -57,7 +60,7 @@ struct watch_event {
 	watch_u32 type;      /* enum watch_event_type */
 	watch_u32 pid;
 	watch_u32 tid;
-	watch_u32 ppid;      /* its parent's pid (EXEC, VICTIM) */
+	watch_u32 ppid;      /* its parent's pid (EXEC, VICTIM, FORK: the watched process) */
 	watch_u64 time_ns;
 	watch_u64 cgroup_id;
 	watch_s32 exit_code; /* EXIT: the wait status (exit code << 8, or the signal) */

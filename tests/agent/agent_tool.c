@@ -8,11 +8,12 @@
  *       their totals, /debug/pprof/heap and /report from the reports,
  *       POST /leak-check answers what it would check.  Prints
  *       "agent_tool: listening on ADDR" on stderr, serves until SIGTERM.
- *   agent_tool watch [--disable exec,exit,victim] [--exit-all]
+ *   agent_tool watch [--disable exec,exit,victim,fork] [--exit-all]
  *              [--follow PID]... [--seconds N]
  *       prints how each kind is watched, then one line per event
  *       ("exec pid=.. ppid=.. comm=.. cgroup=.. t=NS", "exit pid=..
- *       status=.. t=NS", "victim pid=.. comm=.. rss=.. t=NS").
+ *       status=.. t=NS", "victim pid=.. comm=.. rss=.. t=NS", "fork
+ *       pid=.. ppid=.. comm=.. cgroup=.. t=NS").
  *   agent_tool bench PID:COMM:FILE.json [N]
  *       builds the /debug/pprof/heap and /metrics bodies of the report N
  *       times (default 10) and prints the median CPU time of each, ms:
@@ -309,6 +310,14 @@ static void on_exec(void *ctx, const struct agent_exec *e)
 	fflush(stdout);
 }
 
+static void on_fork(void *ctx, const struct agent_fork *f)
+{
+	(void)ctx;
+	printf("fork pid=%d ppid=%d comm=%s cgroup=%" PRIu64 " t=%" PRIu64 "\n", (int)f->pid, (int)f->ppid, f->comm,
+	       f->cgroup_id, f->time_ns);
+	fflush(stdout);
+}
+
 static void on_exit_event(void *ctx, const struct agent_exit *e)
 {
 	(void)ctx;
@@ -351,7 +360,8 @@ static void on_victim(void *ctx, const struct agent_victim *v)
 
 static int cmd_watch(int argc, char **argv)
 {
-	struct agent_watch_callbacks cb = { .exec = on_exec, .exit = on_exit_event, .victim = on_victim };
+	struct agent_watch_callbacks cb = { .exec = on_exec, .exit = on_exit_event, .victim = on_victim,
+					    .fork = on_fork };
 	struct agent_watch_settings s = { 0 };
 	struct agent_watch_info info;
 	struct agent_watch *w;
@@ -367,7 +377,8 @@ static int cmd_watch(int argc, char **argv)
 
 			s.disable |= (strstr(d, "exec") ? 1u << WATCH_EVENT_EXEC : 0) |
 				     (strstr(d, "exit") ? 1u << WATCH_EVENT_EXIT : 0) |
-				     (strstr(d, "victim") ? 1u << WATCH_EVENT_VICTIM : 0);
+				     (strstr(d, "victim") ? 1u << WATCH_EVENT_VICTIM : 0) |
+				     (strstr(d, "fork") ? 1u << WATCH_EVENT_FORK : 0);
 		} else if (!strcmp(argv[i], "--exit-all")) {
 			s.exit_all = true;
 		} else if (!strcmp(argv[i], "--follow") && i + 1 < argc && nfollow < 64) {
@@ -383,8 +394,8 @@ static int cmd_watch(int argc, char **argv)
 	if (agent_watch_open(&s, &cb, &w, why, sizeof(why)))
 		die("%s", why);
 	agent_watch_info_get(w, &info);
-	printf("how exec: %s\nhow exit: %s\nhow victim: %s\n", info.how[WATCH_EVENT_EXEC], info.how[WATCH_EVENT_EXIT],
-	       info.how[WATCH_EVENT_VICTIM]);
+	printf("how exec: %s\nhow exit: %s\nhow victim: %s\nhow fork: %s\n", info.how[WATCH_EVENT_EXEC],
+	       info.how[WATCH_EVENT_EXIT], info.how[WATCH_EVENT_VICTIM], info.how[WATCH_EVENT_FORK]);
 	for (size_t i = 0; i < nfollow; i++) {
 		int err = agent_watch_follow(w, follow[i]);
 

@@ -33,6 +33,10 @@ static const char want_full[] =
 	"# TYPE dwleak_outstanding_stacks gauge\n"
 	"dwleak_outstanding_stacks{pid=\"42\",comm=\"nginx\"} 3\n"
 	"dwleak_outstanding_stacks{pid=\"4194304\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\xc3\xa9\"} 0\n"
+	"# HELP dwleak_peak_outstanding_bytes The highest outstanding bytes the agent saw, by process (?peak=1 serves that heap).\n"
+	"# TYPE dwleak_peak_outstanding_bytes gauge\n"
+	"dwleak_peak_outstanding_bytes{pid=\"42\",comm=\"nginx\"} 2097152\n"
+	"dwleak_peak_outstanding_bytes{pid=\"4194304\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\xc3\xa9\"} 0\n"
 	"# HELP dwleak_growth_bytes_per_second Growth rate of the outstanding bytes, by process.\n"
 	"# TYPE dwleak_growth_bytes_per_second gauge\n"
 	"dwleak_growth_bytes_per_second{pid=\"42\",comm=\"nginx\"} -12.5\n"
@@ -59,10 +63,10 @@ static const char want_full[] =
 	"# TYPE dwleak_unwind_errors_total counter\n"
 	"dwleak_unwind_errors_total{pid=\"42\",comm=\"nginx\"} 2\n"
 	"dwleak_unwind_errors_total{pid=\"4194304\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\xc3\xa9\"} 0\n"
-	"# HELP dwleak_evicted_stacks_total Stacks folded into the [evicted] entry by --max-stacks, by process.\n"
-	"# TYPE dwleak_evicted_stacks_total counter\n"
-	"dwleak_evicted_stacks_total{pid=\"42\",comm=\"nginx\"} 9\n"
-	"dwleak_evicted_stacks_total{pid=\"4194304\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\xc3\xa9\"} 0\n"
+	"# HELP dwleak_evicted_stacks Stacks folded into the [evicted] entry by --max-stacks (the least recently grown), by process.\n"
+	"# TYPE dwleak_evicted_stacks gauge\n"
+	"dwleak_evicted_stacks{pid=\"42\",comm=\"nginx\"} 9\n"
+	"dwleak_evicted_stacks{pid=\"4194304\",comm=\"a\\\\b\\\"c\\nd\xef\xbf\xbd\xc3\xa9\"} 0\n"
 	"# HELP dwleak_leak_check_pause_seconds How long leak checks kept their process stopped.\n"
 	"# TYPE dwleak_leak_check_pause_seconds histogram\n"
 	"dwleak_leak_check_pause_seconds_bucket{le=\"0.001\"} 0\n"
@@ -105,7 +109,7 @@ static char *full_text(size_t *len)
 		  .stacks = 3, .growth_bytes_per_second = -12.5, .has_leak_check = true,
 		  .leak_kinds = { { 600, 5 }, { 0, 0 }, { 24, 1 }, { 1047952, 6 } },
 		  .leak_check_time_seconds = 1700000000.25, .dropped_events = 7, .unwind_errors = 2,
-		  .evicted_stacks = 9 },
+		  .evicted_stacks = 9, .peak_bytes = 2 << 20 },
 		/* a comm with every character to escape and a byte that is no UTF-8 */
 		{ .pid = 4194304, .comm = "a\\b\"c\nd\xff\xc3\xa9", .outstanding_bytes = UINT64_MAX,
 		  .growth_bytes_per_second = NAN },

@@ -236,14 +236,18 @@ static void test_estimates_growth_suppressions(void)
 	EXPECT(isnan(s->growth_bytes_per_s), "no growth at the first report");
 	build_free(&b);
 
-	/* two seconds later stack 11 has 1000 bytes: 300 B/s */
+	/* two seconds later stack 11 has 1000 bytes, estimated 1500: its
+	 * growth is in the report's bytes, the estimates, 600 -> 1500: 450 B/s
+	 * (the sampled bytes would say 300) */
 	slot[0].bytes = 1000;
+	slot[0].est_bytes = 1500;
 	o = opts_at(12.0);
 	o.growth = &g;
+	o.sample_bytes = 4096;
 	CHECK(build_one(&t, &o, &b) == 0);
 	s = stack_with(&b.r, "operator new(unsigned long)");
 	CHECK(s);
-	EXPECT(fabs(s->growth_bytes_per_s - 300.0) < 1e-9, "growth %f B/s", s->growth_bytes_per_s);
+	EXPECT(fabs(s->growth_bytes_per_s - 450.0) < 1e-9, "growth %f B/s", s->growth_bytes_per_s);
 	build_free(&b);
 	growth_free(&g);
 	suppressions_free(&supp);

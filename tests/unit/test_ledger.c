@@ -80,6 +80,7 @@ static void test_records(void)
 	EXPECT(g->bytes == 24 && g->count == 2, "stack 7: %llu B in %llu", (unsigned long long)g->bytes,
 	       (unsigned long long)g->count);
 	EXPECT(g->oldest_ts == 2000, "oldest %llu", (unsigned long long)g->oldest_ts);
+	EXPECT(g->newest_ts == 2000, "newest %llu", (unsigned long long)g->newest_ts);
 	EXPECT(g->est_bytes == 24.0 && g->est_count == 2.0, "exact estimates");
 	EXPECT(g->kind == ALLOC_MALLOC);
 	g = find(&t, 11, 0);
@@ -209,6 +210,7 @@ static void expect_same(const struct ledger_stacks *a, const struct ledger_stack
 			continue;
 		}
 		EXPECT(x->bytes == y->bytes && x->count == y->count && x->oldest_ts == y->oldest_ts &&
+			       x->newest_ts == y->newest_ts &&
 			       x->kind == y->kind && x->checked == y->checked && fabs(x->est_bytes - y->est_bytes) < 1e-6 &&
 			       x->resident == y->resident && x->untouched == y->untouched,
 		       "%s: stack %llu: %llu B in %llu, was %llu B in %llu", when, (unsigned long long)x->stack_id,
