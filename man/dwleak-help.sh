@@ -24,7 +24,9 @@ for c in agent tables symbolize preload; do
 	printf '\n*dwleak %s*\n' "$c"
 	# a command's examples stay with it, as a sub-section, instead of
 	# joining the EXAMPLES section help2man makes of an "Examples:" line
-	"$dwleak" "$c" --help | sed "s/^Examples:\$/Examples of dwleak $c:/"
+	# and so do its options, its targets and endpoints (the agent's), which
+	# help2man would otherwise file under OPTIONS with the trace's
+	"$dwleak" "$c" --help | sed -E "s/^(Examples|Options|Targets|Endpoints|Signals)( \(.*\))?:\$/\1 of dwleak $c\2:/"
 done
 printf '\n*Exit status*\n'
 printf '%s\n' "$main" | sed '1,/^Exit status:$/d'

@@ -24,13 +24,19 @@ fi
 
 # (a)
 for f in usr/bin/dwleak "usr/lib/$tuple/dwleak/libdwleak-preload.so" usr/share/dwleak/default.supp \
-	usr/share/man/man1/dwleak.1 usr/share/bash-completion/completions/dwleak; do
+	usr/share/man/man1/dwleak.1 usr/share/bash-completion/completions/dwleak usr/lib/systemd/system/dwleak-agent.service; do
 	[ -f "$dest/$f" ] && pass "/$f" || fail "make install did not install /$f"
 done
 [ -x "$dest/usr/bin/dwleak" ] || fail "/usr/bin/dwleak is not executable"
 extra=$(cd "$dest" && find . -type f | sort | grep -v -e '^./usr/bin/dwleak$' -e "^./usr/lib/$tuple/dwleak/" \
-	-e '^./usr/share/dwleak/' -e '^./usr/share/man/man1/dwleak.1$' -e '^./usr/share/bash-completion/completions/dwleak$')
+	-e '^./usr/share/dwleak/' -e '^./usr/share/man/man1/dwleak.1$' -e '^./usr/share/bash-completion/completions/dwleak$' \
+	-e '^./usr/lib/systemd/system/dwleak-agent.service$')
 [ -z "$extra" ] || fail "make install put more there: $extra"
+
+# the unit runs the installed dwleak
+grep -q '^ExecStart=/usr/bin/dwleak agent ' "$dest/usr/lib/systemd/system/dwleak-agent.service" &&
+	pass "the unit's ExecStart is /usr/bin/dwleak agent" ||
+	fail "the unit's ExecStart: $(grep '^ExecStart' "$dest/usr/lib/systemd/system/dwleak-agent.service")"
 
 # (b) from another directory, so nothing of the build tree is near
 got=$(cd / && "$dest/usr/bin/dwleak" preload)

@@ -29,7 +29,7 @@ else
 	pass "man renders dwleak(1) without a warning ($(wc -l < "$tmp/page.txt") lines)"
 fi
 
-for c in trace tables symbolize preload; do
+for c in trace agent tables symbolize preload; do
 	if [ $c = trace ]; then
 		"$DWLEAK" --help > "$tmp/help.$c"
 	else
@@ -104,6 +104,7 @@ def code_options(src, var):
 # (b) per command: the code's table, its --help, its part of the page
 commands = {
     "trace": (code_options("cli/cmd_trace.c", "trace_options"), ("OPTIONS",)),
+    "agent": (code_options("cli/cmd_agent.c", "agent_options"), ("DWLEAK AGENT",)),
     "tables": (code_options("cli/cmd_tables.c", "tables_options"), ("DWLEAK TABLES",)),
     "symbolize": (code_options("cli/cmd_symbolize.c", "symbolize_options"), ("DWLEAK SYMBOLIZE",)),
     # cmd_preload.c takes -h and --help only, by hand
