@@ -8,6 +8,9 @@
 #   injected, sampled  started plainly; dwleak -p --sample-bytes 524288 loads
 #                      the library into it and traces at its sites (the default way)
 #   injected, exact    the same without --sample-bytes
+#   preload, sampled   started with the library, dwleak -p --sample-bytes 524288:
+#   preload, exact     and exact; what injection is measured against (the same
+#                      sites, nothing loaded while it runs)
 #   uprobes, sampled   dwleak -p --no-inject --sample-bytes 524288: a trap per call
 #   uprobes, exact     dwleak -p --no-inject
 #   heaptrack -p       heaptrack attached to the running redis (gdb injects its library)
@@ -17,7 +20,7 @@
 #
 # Environment: REPS (3), REQUESTS (200000 per run; uprobe rows 50000: a
 # trap per call), DWLEAK (ROOT/dwleak), OUT (the markdown section).
-# Needs root.  Takes about 6 minutes.
+# Needs root.  Takes about 8 minutes.
 set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
@@ -93,12 +96,13 @@ one() {
 	local row=$1 n=$REQUESTS v
 	case $row in
 	bare) redis_start || { echo fail; return; } ;;
-	idle) redis_start "$LIB" || { echo fail; return; } ;;
+	idle | pre_*) redis_start "$LIB" || { echo fail; return; } ;;
 	*) redis_start || { echo fail; return; } ;;
 	esac
 	case $row in
 	inj_sampled) dwleak_attach --sample-bytes 524288 || { redis_stop; echo fail; return; } ;;
-	inj_exact) dwleak_attach || { redis_stop; echo fail; return; } ;;
+	inj_exact | pre_exact) dwleak_attach || { redis_stop; echo fail; return; } ;;
+	pre_sampled) dwleak_attach --sample-bytes 524288 || { redis_stop; echo fail; return; } ;;
 	up_sampled) n=$((REQUESTS / 4)); dwleak_attach --no-inject --sample-bytes 524288 || { redis_stop; echo fail; return; } ;;
 	up_exact) n=$((REQUESTS / 4)); dwleak_attach --no-inject || { redis_stop; echo fail; return; } ;;
 	heaptrack)
@@ -113,14 +117,14 @@ one() {
 	esac
 	v=$(load "$n")
 	case $row in
-	inj_* | up_*) dwleak_stop ;;
+	inj_* | up_* | pre_*) dwleak_stop ;;
 	heaptrack) kill -INT "$hpid" 2> /dev/null; sleep 0.5; kill "$hpid" 2> /dev/null; wait "$hpid" 2> /dev/null ;;
 	esac
 	redis_stop
 	echo "$v"
 }
 
-rows=(bare idle inj_sampled inj_exact up_sampled up_exact)
+rows=(bare idle pre_sampled pre_exact inj_sampled inj_exact up_sampled up_exact)
 [ $have_heaptrack = 1 ] && rows+=(heaptrack)
 declare -A vals
 for ((r = 0; r < REPS; r++)); do
@@ -138,6 +142,8 @@ median() {
 
 declare -A names=(
 	[bare]="bare" [idle]="started with the preload library, nothing attached"
+	[pre_sampled]="started with the library, \`dwleak -p --sample-bytes 524288\`"
+	[pre_exact]="started with the library, \`dwleak -p\` exact"
 	[inj_sampled]="started normally, \`dwleak -p --sample-bytes 524288\` (library injected)"
 	[inj_exact]="started normally, \`dwleak -p\` exact (library injected)"
 	[up_sampled]="started normally, \`dwleak -p --no-inject --sample-bytes 524288\` (uprobes)"
@@ -158,11 +164,15 @@ bare=$(median <<< "${vals[bare]}")
 		echo "| ${names[$row]} | $m | ${vals[$row]}| $x |"
 	done
 	echo
+	pre_s=$(median <<< "${vals[pre_sampled]}")
+	pre_e=$(median <<< "${vals[pre_exact]}")
 	inj_s=$(median <<< "${vals[inj_sampled]}")
 	inj_e=$(median <<< "${vals[inj_exact]}")
 	awk -v s="$inj_s" -v e="$inj_e" -v b="$bare" 'BEGIN {
 		printf "- goals: injected sampled %.2f x bare (>= 0.95: %s), injected exact %.2f x bare (>= 0.80: %s)\n",
 			s / b, s / b >= 0.95 ? "met" : "NOT met", e / b, e / b >= 0.80 ? "met" : "NOT met" }'
+	awk -v s="$inj_s" -v e="$inj_e" -v ps="$pre_s" -v pe="$pre_e" 'BEGIN {
+		printf "- injected against started with the library, the same sites: sampled %.2f x, exact %.2f x\n", s / ps, e / pe }'
 	echo "- attach, as each tracing line said it (the library's injection included in \"ms to attach\"):"
 	sed 's/^dwleak: tracing pid [0-9]* /  - /; s/; Ctrl-C to stop//' "$tmp/attach" | sort | uniq -c | sed 's/^ *\([0-9]*\) /  \1x /'
 } > "$tmp/out.md"

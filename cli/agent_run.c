@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,6 +35,9 @@
 /* How often every traced process's objects are looked at again beside
  * what the dynamic linker's hook announces (the session's default: 1 s). */
 #define AGENT_RESCAN_S 10.0
+/* allocations this large or larger are mmap'd by glibc (its default: 128 KiB,
+ * rising to 32 MiB as large blocks are freed) */
+#define AGENT_MMAP_THRESHOLD (256 << 20)
 
 void agent_say(const char *fmt, ...)
 {
@@ -269,6 +273,16 @@ int agent_run(const struct agent_env *env)
 	struct agent a = { .env = env, .sigfd = -1, .inject = !env->no_inject };
 	char why[512];
 	int err, ret = EXIT_USAGE;
+
+	/* A scrape builds a report of every stack in fresh memory (10,000
+	 * stacks: ~20 MiB of frames and encoding) and frees it; glibc would
+	 * give it back to the kernel each time (mmap'd chunks, or the heap's
+	 * top trimmed), and the next scrape fault it in again, page by page:
+	 * a fifth of a scrape's CPU here.  Kept in the heap instead, the
+	 * agent's RSS stays at its largest report's, reused scrape after
+	 * scrape (bench/run_agent_bench.sh measures both). */
+	mallopt(M_MMAP_THRESHOLD, AGENT_MMAP_THRESHOLD);
+	mallopt(M_TRIM_THRESHOLD, 2 * AGENT_MMAP_THRESHOLD);
 
 	/* phase: checks */
 	if (!probes_privileged()) {

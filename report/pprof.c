@@ -94,6 +94,15 @@ struct profile {
 	uint32_t *memo_loc;          /* MEMO id -> location intern id */
 	size_t memo_cap;
 	struct pb_buf memo_key;
+	/* label strings by their pointer: every sample has a few labels,
+	 * whose strings (the report's, or literals) are shared by thousands
+	 * of samples and stay put while it is encoded */
+	struct {
+		const char *s;
+		long id;
+	} label_ids[64];
+	int last_pid;		     /* the last pid label's value, and its id */
+	long last_pid_id;
 };
 
 #define LOC_HEAD_SIZE (sizeof(uint32_t) + sizeof(uint64_t))
@@ -275,9 +284,24 @@ static long location_memo(struct profile *p, const struct report_frame *frames, 
 	return id;
 }
 
-static int label_add(struct profile *p, const char *key, const char *value)
+/* str_id() of S, a string that stays put while the profile is made, found
+ * by its pointer when it was asked for before. */
+static long label_str_id(struct profile *p, const char *s)
 {
-	long k = str_id(p, key), v = str_id(p, value);
+	size_t slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 9) & (sizeof(p->label_ids) / sizeof(p->label_ids[0]) - 1);
+	long id;
+
+	if (s && p->label_ids[slot].s == s)
+		return p->label_ids[slot].id;
+	id = str_id(p, s);
+	if (s && id >= 0)
+		p->label_ids[slot].s = s, p->label_ids[slot].id = id;
+	return id;
+}
+
+static int label_add_id(struct profile *p, const char *key, long v)
+{
+	long k = label_str_id(p, key);
 
 	if (k < 0 || v < 0)
 		return -ENOMEM;
@@ -285,6 +309,11 @@ static int label_add(struct profile *p, const char *key, const char *value)
 	pb_uint(&p->sub, LABEL_STR, (uint64_t)v);
 	pb_message(&p->msg, SAMPLE_LABEL, &p->sub);
 	return 0;
+}
+
+static int label_add(struct profile *p, const char *key, const char *value)
+{
+	return label_add_id(p, key, label_str_id(p, value));
 }
 
 static int comm_cmp(const void *a, const void *b)
@@ -342,8 +371,13 @@ static int labels_add(struct profile *p, const struct report *r, const struct re
 	if (s->unwind_error && (err = label_add(p, "unwind_error", s->unwind_error)))
 		return err;
 	if (s->pid || s->command) {
-		snprintf(pid, sizeof(pid), "%d", report_stack_pid(r, s));
-		if ((err = label_add(p, "pid", pid)))
+		/* a stack buffer: by value, not by pointer */
+		if (!p->last_pid_id || p->last_pid != report_stack_pid(r, s)) {
+			p->last_pid = report_stack_pid(r, s);
+			snprintf(pid, sizeof(pid), "%d", p->last_pid);
+			p->last_pid_id = str_id(p, pid);
+		}
+		if ((err = label_add_id(p, "pid", p->last_pid_id)))
 			return err;
 		if (report_stack_command(r, s) &&
 		    (err = label_add(p, "command", report_stack_command(r, s))))

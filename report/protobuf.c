@@ -11,15 +11,23 @@ enum wire_type { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
 /* ---- A growable byte buffer ---- */
 
-static bool pb_buf_reserve(struct pb_buf *b, size_t n)
+static bool pb_buf_grow(struct pb_buf *b, size_t n);
+
+/* Room for N more bytes at B's end: true, or false with B->oom set. */
+static inline bool pb_buf_reserve(struct pb_buf *b, size_t n)
+{
+	if (__builtin_expect(!b->oom && n <= b->cap - b->len, 1))
+		return true;
+	return pb_buf_grow(b, n);
+}
+
+static bool pb_buf_grow(struct pb_buf *b, size_t n)
 {
 	size_t cap;
 	uint8_t *p;
 
 	if (b->oom)
 		return false;
-	if (n <= b->cap - b->len)
-		return true;
 	cap = b->cap ? b->cap : 256;
 	while (cap - b->len < n) {
 		if (cap > SIZE_MAX / 2) {
@@ -54,16 +62,20 @@ void pb_buf_free(struct pb_buf *b)
 
 /* ---- Fields ---- */
 
+/* written in place: a profile of 10,000 stacks holds millions of them */
 static void pb_varint(struct pb_buf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	size_t n = 0;
+	uint8_t *d;
 
-	do {
-		tmp[n++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+	if (!pb_buf_reserve(b, 10))
+		return;
+	d = b->data + b->len;
+	while (v > 0x7f) {
+		*d++ = (uint8_t)(v & 0x7f) | 0x80;
 		v >>= 7;
-	} while (v);
-	pb_buf_put(b, tmp, n);
+	}
+	*d++ = (uint8_t)v;
+	b->len = (size_t)(d - b->data);
 }
 
 static size_t varint_len(uint64_t v)

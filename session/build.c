@@ -141,7 +141,7 @@ static void go_switch_cut(const struct report_frame *fr, struct frame_span *span
 
 	for (i = 0; i + 1 < span->n; i++) {
 		/* every frame of every stack comes here: most are not Go's */
-		if (!fr[i].function || strncmp(fr[i].function, "runtime.", 8))
+		if (!fr[i].function || fr[i].function[0] != 'r' || strncmp(fr[i].function, "runtime.", 8))
 			continue;
 		for (k = 0; k < sizeof(switches) / sizeof(switches[0]); k++) {
 			if (strncmp(fr[i].function, switches[k], strlen(switches[k])))
