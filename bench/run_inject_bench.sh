@@ -68,8 +68,12 @@ b=$(median < "$tmp/bare")
 		awk -v m="$m" -v v="$v" -v b="$b" 'BEGIN { printf "| %s | %s | %.2f |\n", m, v, v / b }'
 	done
 	echo
+	declare -A what=([total_ms]="the whole injection, its checks included"
+		[stopped_ms]="the chosen thread stopped, the call excluded"
+		[call_ms]="the call of pthread_create in that thread, until it was put back"
+		[load_ms]="then, the wait until the new thread's dlopen and routing ended (begun with the call)")
 	for f in total_ms stopped_ms call_ms load_ms; do
-		printf -- '- injection %s (median of %s): %s\n' "$f" "$REPS" \
+		printf -- '- injection %s, %s (median of %s): %s\n' "$f" "${what[$f]}" "$REPS" \
 			"$(sed -n "s/.*\b$f=\([0-9.]*\).*/\1/p" "$tmp/injections" | median)"
 	done
 } | tee "$OUT"

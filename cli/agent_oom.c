@@ -167,6 +167,13 @@ static void facts_read(struct agent_proc *p, const struct agent_victim *v, struc
 	if (!f->rss_now)
 		unread_add(f, "its RSS when the agent looked (it was gone or reaped)");
 	f->memcg = agent_memcg_of(p->pid);
+	/* a victim already gone shows its hierarchy's root (the kernel
+	 * moves an exiting task out of its cgroup): the one read when it
+	 * was attached says more */
+	if (f->memcg && !f->rss_now && p->memcg && strcmp(f->memcg, p->memcg)) {
+		free(f->memcg);
+		f->memcg = NULL;
+	}
 	if (!f->memcg && p->memcg) {
 		f->memcg = strdup(p->memcg);
 		f->memcg_at_attach = true;

@@ -35,9 +35,12 @@
 /* How often every traced process's objects are looked at again beside
  * what the dynamic linker's hook announces (the session's default: 1 s). */
 #define AGENT_RESCAN_S 10.0
-/* allocations this large or larger are mmap'd by glibc (its default: 128 KiB,
- * rising to 32 MiB as large blocks are freed) */
-#define AGENT_MMAP_THRESHOLD (256 << 20)
+/* Freed memory the agent keeps for its next report: blocks under this size
+ * come from the heap (glibc's default mmaps them from 128 KiB, a threshold
+ * that rises to 32 MiB as such blocks are freed), and this much free at
+ * the heap's top is not given back (default 128 KiB, then twice the mmap
+ * threshold). */
+#define AGENT_HEAP_KEEP (64 << 20)
 
 void agent_say(const char *fmt, ...)
 {
@@ -275,14 +278,14 @@ int agent_run(const struct agent_env *env)
 	int err, ret = EXIT_USAGE;
 
 	/* A scrape builds a report of every stack in fresh memory (10,000
-	 * stacks: ~20 MiB of frames and encoding) and frees it; glibc would
+	 * stacks: ~24 MiB of frames and encoding) and frees it; glibc would
 	 * give it back to the kernel each time (mmap'd chunks, or the heap's
-	 * top trimmed), and the next scrape fault it in again, page by page:
-	 * a fifth of a scrape's CPU here.  Kept in the heap instead, the
-	 * agent's RSS stays at its largest report's, reused scrape after
-	 * scrape (bench/run_agent_bench.sh measures both). */
-	mallopt(M_MMAP_THRESHOLD, AGENT_MMAP_THRESHOLD);
-	mallopt(M_TRIM_THRESHOLD, 2 * AGENT_MMAP_THRESHOLD);
+	 * top trimmed), and the next scrape fault it in again, 6,000 page
+	 * faults, a quarter of a scrape's CPU here.  Up to AGENT_HEAP_KEEP of
+	 * freed memory stays in the heap instead, for the next report: the
+	 * agent's RSS includes it (bench/run_agent_bench.sh measures both). */
+	mallopt(M_MMAP_THRESHOLD, AGENT_HEAP_KEEP);
+	mallopt(M_TRIM_THRESHOLD, AGENT_HEAP_KEEP);
 
 	/* phase: checks */
 	if (!probes_privileged()) {

@@ -71,6 +71,38 @@ static int intern_grow(struct intern *t)
 	return 0;
 }
 
+/* Key copies, packed: a chunk's bytes never move, so KEYS keep pointers. */
+struct intern_chunk {
+	struct intern_chunk *next;
+	uint8_t bytes[];
+};
+
+#define INTERN_CHUNK_SIZE ((size_t)64 << 10)
+
+/* Room for LEN bytes (8-aligned) that live until intern_free, or NULL. */
+static uint8_t *key_room(struct intern *t, size_t len)
+{
+	size_t need = (len + 7) & ~(size_t)7;
+	uint8_t *p;
+
+	if (need < len)
+		return NULL;
+	if (!t->chunks || t->chunk_size - t->chunk_used < need) {
+		size_t size = need > INTERN_CHUNK_SIZE ? need : INTERN_CHUNK_SIZE;
+		struct intern_chunk *c = malloc(sizeof(*c) + size);
+
+		if (!c)
+			return NULL;
+		c->next = t->chunks;
+		t->chunks = c;
+		t->chunk_used = 0;
+		t->chunk_size = size;
+	}
+	p = t->chunks->bytes + t->chunk_used;
+	t->chunk_used += need;
+	return p;
+}
+
 long intern_get(struct intern *t, const void *key, size_t len)
 {
 	size_t slot;
@@ -97,7 +129,7 @@ long intern_get(struct intern *t, const void *key, size_t len)
 		t->keys = keys;
 		t->cap = cap;
 	}
-	copy = malloc(len ? len : 1);
+	copy = key_room(t, len ? len : 1);
 	if (!copy)
 		return -ENOMEM;
 	if (len)
@@ -109,8 +141,12 @@ long intern_get(struct intern *t, const void *key, size_t len)
 
 void intern_free(struct intern *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		free(t->keys[i].bytes);
+	while (t->chunks) {
+		struct intern_chunk *c = t->chunks;
+
+		t->chunks = c->next;
+		free(c);
+	}
 	free(t->keys);
 	free(t->slots);
 	*t = (struct intern){ 0 };

@@ -8,7 +8,9 @@
 
 /*
  * Gives each distinct key (any bytes) the id 0, 1, 2, ... in order of first
- * appearance.  KEYS[id] owns a copy of the key; SLOTS is an open-addressing
+ * appearance.  KEYS[id] points to a copy of the key, kept in CHUNKS (one
+ * malloc per 64 KiB of keys, not one per key: a profile of 10,000 stacks
+ * interns 300,000 of them, and frees them all at once); SLOTS is an open-addressing
  * hash table, at most half full, of id + 1 (0 = empty) with the low 32 bits
  * of the key's hash, so that probing and growing compare and place keys
  * without reading them (a profile of 10,000 stacks interns 300,000 keys
@@ -25,6 +27,8 @@ struct intern {
 		uint32_t hash; /* the key's hash, low 32 bits: its home slot and a tag */
 	} *slots;
 	size_t nslots; /* a power of two, at most 2^32 */
+	struct intern_chunk *chunks; /* the newest first; its free room: */
+	size_t chunk_used, chunk_size;
 };
 
 /* Returns the id of KEY (LEN bytes), adding it when new; or -ENOMEM.

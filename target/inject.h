@@ -51,7 +51,9 @@ struct inject_result {
 	double ms_total;    /* the whole injection, checks included */
 	double ms_stopped;  /* how long the chosen thread was stopped (the call excluded) */
 	double ms_call;	    /* pthread_create in the thread, until it was restored */
-	double ms_load;	    /* the new thread's dlopen and routing */
+	double ms_load;	    /* the wait, once the thread is put back, until the new thread's
+			     * dlopen and routing have ended (they start with the call,
+			     * so most of them is often over by then) */
 };
 
 /*

@@ -74,7 +74,7 @@ elif s:
     if not (o["rss_bytes_at_kill"] and limit // 2 < o["rss_bytes_at_kill"] < 2 * limit):
         fail("RSS at the kill %s, limit %d" % (o["rss_bytes_at_kill"], limit))
     if o["cgroup"] != ARGS[1] or o["cgroup_limit_bytes"] != limit:
-        fail("cgroup %s limit %s, want %s %d" % (o["cgroup"], o["cgroup_limit_bytes"], ARGS[1], limit))
+        fail("cgroup %s limit %s, want %s %d; could not read: %s" % (o["cgroup"], o["cgroup_limit_bytes"], ARGS[1], limit, o.get("not_read")))
     g = o["grew_most"]
     if not g or "oom_grow" not in g[0]["frames"]:
         fail("what grew most: %s" % g)

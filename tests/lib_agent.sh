@@ -73,16 +73,12 @@ la_total() {
 	curl -sf "$1" | "$LT_PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["totals"][sys.argv[1]])' "$2" 2> /dev/null
 }
 
+# la_cgroups: V2, V1SD, V1MEM as tests/lib_cgroup.sh finds them, mounted
+# under /run/dwleak-cgroups-PID where the host's are not reachable (a
+# fresh Debian root's /sys is bound without its cgroup submounts); what it
+# mounted is unmounted at exit, after the cgroups made are gone.
 la_cgroups() {
-	if grep -q ' /sys/fs/cgroup/unified cgroup2 ' /proc/mounts; then
-		V2=/sys/fs/cgroup/unified
-	else
-		V2=/sys/fs/cgroup
-	fi
-	V1SD=
-	grep -q ' /sys/fs/cgroup/systemd cgroup ' /proc/mounts && V1SD=/sys/fs/cgroup/systemd
-	V1MEM=
-	grep -q ' /sys/fs/cgroup/memory cgroup ' /proc/mounts && V1MEM=/sys/fs/cgroup/memory
+	cgroup_mounts "/run/dwleak-cgroups-$$" || fail_now "cannot reach a cgroup2 tree"
 }
 
 la_mkcg() {
@@ -101,7 +97,12 @@ la_cleanup() {
 		done
 		rmdir "$cg" 2> /dev/null
 	done
+	cgroup_unmount
+	rmdir "/run/dwleak-cgroups-$$" 2> /dev/null
 }
+
+# shellcheck source=tests/lib_cgroup.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib_cgroup.sh"
 
 LA_PRELOAD=$("$DWLEAK" preload 2> /dev/null)
 trap la_cleanup EXIT
