@@ -247,20 +247,24 @@ static long location_memo(struct profile *p, const struct report_frame *frames, 
 	size_t known;
 	long m, id;
 
+	struct memo_frame {
+		uint64_t address, elf_address;
+		const void *ptrs[4];
+		int64_t line;
+	} *k;
+
+	/* the key written in place: this runs for every frame of every stack */
 	key->len = 0;
+	k = pb_buf_append(key, n * sizeof(*k));
+	if (!k)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		const struct report_frame *fr = &frames[i];
-		/* one put per frame: this runs for every frame of every stack */
-		struct {
-			uint64_t address, elf_address;
-			const void *ptrs[4];
-			int64_t line;
-		} k = { fr->address, fr->elf_address, { fr->module, fr->build_id, fr->function, fr->file }, fr->line };
+		struct memo_frame f = { fr->address, fr->elf_address, { fr->module, fr->build_id, fr->function, fr->file },
+					fr->line };
 
-		pb_buf_put(key, &k, sizeof(k));
+		memcpy(&k[i], &f, sizeof(f));
 	}
-	if (key->oom)
-		return -ENOMEM;
 	known = p->memo.n;
 	m = intern_get(&p->memo, key->data, key->len);
 	if (m < 0)

@@ -54,6 +54,17 @@ void pb_buf_put(struct pb_buf *b, const void *p, size_t n)
 	}
 }
 
+void *pb_buf_append(struct pb_buf *b, size_t n)
+{
+	void *p;
+
+	if (!pb_buf_reserve(b, n))
+		return NULL;
+	p = b->data + b->len;
+	b->len += n;
+	return p;
+}
+
 void pb_buf_free(struct pb_buf *b)
 {
 	free(b->data);

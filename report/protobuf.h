@@ -20,6 +20,10 @@ struct pb_buf {
 /* Appends the N bytes at P to B (nothing when B is out of memory). */
 void pb_buf_put(struct pb_buf *b, const void *p, size_t n);
 
+/* Room for N more bytes at B's end, counted in B->len: where to write
+ * them, or NULL (B->oom set) when out of memory. */
+void *pb_buf_append(struct pb_buf *b, size_t n);
+
 /* Frees B's bytes and empties it for reuse. */
 void pb_buf_free(struct pb_buf *b);
 

@@ -199,9 +199,10 @@ static size_t slot_of(uint64_t id, uint64_t fp_id, size_t cap)
 	return (id ^ fp_id) & (cap - 1);
 }
 
-static int stacks_grow(struct ledger_stacks *t)
+/* Rehashes T into CAP slots (a power of two, over twice T->n). */
+static int stacks_resize(struct ledger_stacks *t, size_t cap)
 {
-	size_t cap = t->cap ? t->cap * 2 : 1024, i, j;
+	size_t i, j;
 	struct ledger_stack *slots = calloc(cap, sizeof(*slots));
 
 	if (!slots)
@@ -218,6 +219,11 @@ static int stacks_grow(struct ledger_stacks *t)
 	t->slots = slots;
 	t->cap = cap;
 	return 0;
+}
+
+static int stacks_grow(struct ledger_stacks *t)
+{
+	return stacks_resize(t, t->cap ? t->cap * 2 : 1024);
 }
 
 /* The aggregate of stacks (ID, FP_ID) in T, made empty if new; NULL when
@@ -389,6 +395,16 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
+	/* sized at once for as many stacks as there are blocks (at most),
+	 * not doubled from 1,024 up through every size between */
+	{
+		size_t want = 1024, most = l->allocs.n + l->regions.n + l->folded.n;
+
+		while (want < 2 * most && want < ((size_t)1 << 20))
+			want *= 2;
+		if (want > 1024 && stacks_resize(out, want)) /* few: as they come */
+			return -ENOMEM;
+	}
 	/* an exited process's blocks, folded when it exited */
 	for (i = 0; i < l->folded.cap; i++)
 		if (l->folded.slots[i].count && stacks_add(out, &l->folded.slots[i]))
