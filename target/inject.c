@@ -162,7 +162,11 @@ static const char *base_of(const char *path)
 }
 
 /* The library file and every directory above it are root's and nobody
- * else can write them: the process will run what is in it. */
+ * else can write them: the process will run what is in it.  A sticky
+ * directory of root's that others can write (/tmp) may be on the way:
+ * nobody but root can remove or rename root's entry in it, and that
+ * entry, checked first (the walk goes up from the file), is root's and
+ * written by nobody else. */
 static int library_check(struct target *t, struct inject_result *r)
 {
 	char *real = realpath(t->lib, NULL), *slash;
@@ -174,7 +178,12 @@ static int library_check(struct target *t, struct inject_result *r)
 	if (stat(real, &t->lib_st) || !S_ISREG(t->lib_st.st_mode))
 		err = fail(r, -ENOTSUP, "the library %s is not a regular file", real);
 	while (!err) {
-		if (stat(*real ? real : "/", &st) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		bool sticky_dir;
+
+		if (stat(*real ? real : "/", &st))
+			st.st_uid = (uid_t)-1, st.st_mode = 0;
+		sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+		if (st.st_uid != 0 || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir))
 			err = fail(r, -ENOTSUP, "%s is not root's, or others can write it: the library injected must be root's",
 				   *real ? real : "/");
 		if (!*real)

@@ -24,7 +24,8 @@
 #     (the dlopen stub), and a route request is honoured;
 #  6. (in 1) blocks from before the injection freed after it;
 #  7. refusals: a static program, a setuid one (AT_SECURE=1), each with its
-#     message; the library loaded already;
+#     message; the library loaded already; a library in a directory others
+#     can write (and one under a sticky directory of root's, accepted);
 #  8. the injector SIGKILLed at each of its phases: the target runs on and
 #     its own checks pass.
 # shellcheck source=tests/lib_trace.sh
@@ -250,6 +251,25 @@ if lt_part 6; then
 		out=$("$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q 'inject: error EEXIST' <<< "$out" && pass "loaded already: $out" || fail "loaded already: $out"
 		wait "$TP"
+	}
+	# the library's path: a directory others can write is refused (they
+	# could swap the file); a sticky one of root's (/tmp) is not, when the
+	# entry in it is root's and written by nobody else
+	mkdir -p "$T/open" "$T/sticky/lib" && chmod 0777 "$T/open" && chmod 1777 "$T/sticky" &&
+		cp "$LIB" "$T/open/" && cp "$LIB" "$T/sticky/lib/" || fail_now "cannot lay out the library's copies"
+	start_target open sleep 1000 && {
+		out=$("$PROBE" inject "$TP" "$T/open/$(basename "$LIB")" 2>&1)
+		grep -q "inject: error E[A-Z]*NOTSUPP*: $T/open is not root's, or others can write it" <<< "$out" &&
+			pass "a library in a directory others can write: $out" || fail "a directory others can write: $out"
+		kill "$TP" 2> /dev/null
+		wait "$TP" 2> /dev/null
+	}
+	start_target sticky sleep 1000 && {
+		out=$("$PROBE" inject "$TP" "$T/sticky/lib/$(basename "$LIB")" 2>&1)
+		grep -q '^inject: ok' <<< "$out" && pass "a library under a sticky directory of root's: $(head -1 <<< "$out" | cut -c1-40)" ||
+			fail "under a sticky directory: $out"
+		kill "$TP" 2> /dev/null
+		wait "$TP" 2> /dev/null
 	}
 fi
 
