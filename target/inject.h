@@ -58,7 +58,8 @@ struct inject_result {
 
 /*
  * Loads the library at LIBRARY_PATH (absolute; root's, not writable by
- * anyone else, as every directory above it) into process PID and routes
+ * anyone else, as every directory above it but a sticky one of root's,
+ * such as /tmp) into process PID and routes
  * its allocator calls through it.  OPTS may be NULL.  Fills *RES (free
  * its reason with inject_result_free).  Returns 0, or a negative errno
  * with RES->reason saying why:
