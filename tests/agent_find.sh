@@ -80,7 +80,7 @@ fi
 start_in() {
 	local name=$1 cg cmd=""
 	shift
-	cp "$TESTDATA/agent_service" "$T/$name"
+	[ -x "$T/$name" ] || cp "$TESTDATA/agent_service" "$T/$name" # once: see la_service
 	for cg in "$@"; do cmd="$cmd echo \$\$ > $cg/cgroup.procs &&"; done
 	T0=$(date +%s.%N)
 	sh -c "$cmd LD_PRELOAD=$LA_PRELOAD exec $T/$name --iterations 0" > "$T/$name.out" 2>&1 &

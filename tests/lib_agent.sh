@@ -58,7 +58,9 @@ la_wait_for() {
 la_service() {
 	local __var=$1 __name=$2 __pid
 	shift 2
-	cp "$TESTDATA/agent_service" "$LT_TMP/$__name" || fail_now "cannot copy agent_service"
+	# copied once per name: a copy still running from before (killed, not
+	# yet gone) cannot be written over (ETXTBSY)
+	[ -x "$LT_TMP/$__name" ] || cp "$TESTDATA/agent_service" "$LT_TMP/$__name" || fail_now "cannot copy agent_service"
 	LD_PRELOAD=$LA_PRELOAD "$LT_TMP/$__name" "$@" > "$LT_TMP/$__name.out" 2>&1 < /dev/null &
 	__pid=$!
 	lt_pids+=("$__pid")
