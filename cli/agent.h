@@ -263,7 +263,10 @@ void agent_routes_init(struct agent *a, struct agent_http_handlers *h);
 void agent_oom_report(struct agent *a, struct agent_proc *p, const struct agent_victim *v);
 
 /* The memory cgroup directory of PID (v1 memory controller, else v2), or
- * NULL; malloc'd. */
-char *agent_memcg_of(pid_t pid);
+ * NULL; malloc'd.  AT_ROOT (may be NULL) is set when that directory is
+ * its hierarchy's root: where v1 shows any exiting task ("/" in
+ * /proc/PID/cgroup once PF_EXITING is set, while its RSS is still
+ * readable), so an OOM victim's own cgroup is the one read earlier. */
+char *agent_memcg_of(pid_t pid, bool *at_root);
 
 #endif

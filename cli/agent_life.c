@@ -270,7 +270,7 @@ static int attach(struct agent *a, pid_t pid, const char *matched)
 	p->preload = sp->preload;
 	p->t_attached = agent_now();
 	p->status = -1;
-	p->memcg = agent_memcg_of(pid);
+	p->memcg = agent_memcg_of(pid, NULL);
 	a->procs[a->nprocs++] = p;
 	agent_say("tracing pid %d (%s, %s) %s; %.0f ms", (int)pid, comm, matched,
 		  sp->injected && why	 ? why

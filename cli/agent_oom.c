@@ -72,7 +72,7 @@ static const struct agent_cgroup_mount *mount_of(const struct agent_cgroup_mount
 	return NULL;
 }
 
-char *agent_memcg_of(pid_t pid)
+char *agent_memcg_of(pid_t pid, bool *at_root)
 {
 	static const char *const wants[] = { "memory", "" }; /* v1 first: hybrid hosts limit there */
 	struct agent_cgroup_mount *mounts = NULL;
@@ -80,6 +80,8 @@ char *agent_memcg_of(pid_t pid)
 	size_t cglen, milen, nmounts = 0;
 	const char *what = NULL;
 
+	if (at_root)
+		*at_root = false;
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	if (text_file_read(path, 1 << 20, &cg, &cglen, &what) ||
 	    text_file_read("/proc/self/mountinfo", 4 << 20, &mi, &milen, &what) ||
@@ -101,6 +103,8 @@ char *agent_memcg_of(pid_t pid)
 			rel += strlen(m->root);
 		if (asprintf(&dir, "%s%s", m->point, strcmp(rel, "/") ? rel : "") < 0)
 			dir = NULL;
+		if (dir && at_root)
+			*at_root = !strcmp(rel, "/");
 		free(f.path);
 	}
 out:
@@ -154,7 +158,7 @@ static void facts_read(struct agent_proc *p, const struct agent_victim *v, struc
 	const char *what = NULL;
 	size_t len;
 	uint64_t lim;
-	bool v1;
+	bool v1, at_root = false;
 
 	memset(f, 0, sizeof(*f));
 	f->rss_event = v->rss_bytes;
@@ -166,11 +170,11 @@ static void facts_read(struct agent_proc *p, const struct agent_victim *v, struc
 		unread_add(f, "its RSS at the kill (the kernel's tracepoint did not give it)");
 	if (!f->rss_now)
 		unread_add(f, "its RSS when the agent looked (it was gone or reaped)");
-	f->memcg = agent_memcg_of(p->pid);
-	/* a victim already gone shows its hierarchy's root (the kernel
-	 * moves an exiting task out of its cgroup): the one read when it
-	 * was attached says more */
-	if (f->memcg && !f->rss_now && p->memcg && strcmp(f->memcg, p->memcg)) {
+	f->memcg = agent_memcg_of(p->pid, &at_root);
+	/* a victim already gone, or (v1) already exiting, shows its
+	 * hierarchy's root, its RSS still readable in the second case: the
+	 * cgroup read when it was attached says more */
+	if (f->memcg && (!f->rss_now || at_root) && p->memcg && strcmp(f->memcg, p->memcg)) {
 		free(f->memcg);
 		f->memcg = NULL;
 	}

@@ -78,7 +78,7 @@ elif s:
     g = o["grew_most"]
     if not g or "oom_grow" not in g[0]["frames"]:
         fail("what grew most: %s" % g)
-    else:
+    elif o["cgroup_limit_bytes"] == limit:
         ok("oom_grow: %d B outstanding, grew %d B over %.1f s; RSS %d B at the kill, limit %d B in %s%s" % (
             s["bytes"], g[0]["growth_bytes"], o["grew_over_s"], o["rss_bytes_at_kill"], o["cgroup_limit_bytes"],
             o["cgroup"], "; not read: " + o["not_read"] if o["not_read"] else ""))
