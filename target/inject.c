@@ -44,16 +44,15 @@
 #include <elfutils/libdwfl.h>
 #include <linux/filter.h>
 
+#include "cave.h"
 #include "elf_symbols.h"
 #include "inject.h"
 #include "inject_abi.h"
 #include "inject_safe.h"
 #include "preload.h"
 #include "proc_maps.h"
+#include "seccomp_filters.h"
 
-#ifndef PTRACE_SECCOMP_GET_FILTER
-#define PTRACE_SECCOMP_GET_FILTER 0x420c
-#endif
 #ifndef PTRACE_GETSIGMASK
 #define PTRACE_GETSIGMASK 0x420a
 #define PTRACE_SETSIGMASK 0x420b
@@ -392,58 +391,12 @@ static int allocators_read(struct target *t, struct inject_result *r)
 /* Where the cave goes: a CAVE_LEN run of zeros, 64-byte aligned, between
  * the end of an executable segment's file contents and the end of its
  * mapping (libc's first, then any other object's). */
-static int cave_find(struct target *t, const struct proc_map *libc, struct inject_result *r)
+static int inject_cave_find(struct target *t, const struct proc_map *libc, struct inject_result *r)
 {
-	size_t pass, i;
-
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 0; i < t->nmaps; i++) {
-			const struct proc_map *m = &t->maps[i];
-			Elf64_Ehdr eh;
-			Elf64_Phdr ph;
-			unsigned char buf[4096];
-			uint64_t seg_end = 0, a;
-			struct iovec local, remote;
-			int fd, k;
-
-			if (!m->exec || m->path[0] != '/' || (pass == 0) != (m->ino == libc->ino && m->dev == libc->dev))
-				continue;
-			fd = proc_map_open(t->pid, m);
-			if (fd < 0)
-				continue;
-			if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-			    eh.e_phentsize != sizeof(ph) || eh.e_phnum > 64) {
-				close(fd);
-				continue;
-			}
-			for (k = 0; k < eh.e_phnum; k++) {
-				if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + k * sizeof(ph))) != sizeof(ph))
-					break;
-				/* the segment's bytes end inside this mapping */
-				if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_offset + ph.p_filesz > m->offset &&
-				    ph.p_offset + ph.p_filesz - m->offset < m->end - m->start)
-					seg_end = m->start + (ph.p_offset + ph.p_filesz - m->offset);
-			}
-			close(fd);
-			if (!seg_end || m->end - seg_end > sizeof(buf))
-				continue;
-			local = (struct iovec){ buf, m->end - seg_end };
-			remote = (struct iovec){ (void *)seg_end, m->end - seg_end };
-			if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)(m->end - seg_end))
-				continue;
-			for (a = (seg_end + 63) & ~63ull; a + CAVE_LEN <= m->end; a += 64) {
-				size_t j, off = a - seg_end;
-
-				for (j = 0; j < CAVE_LEN && !buf[off + j]; j++)
-					;
-				if (j == CAVE_LEN) {
-					t->cave = a;
-					return 0;
-				}
-			}
-		}
-	}
-	return fail(r, -ENOTSUP, "no executable mapping has %zu bytes of padding for the injector's code", CAVE_LEN);
+	if (cave_find(t->pid, t->maps, t->nmaps, libc, CAVE_LEN, "dwlkcav1", &t->cave))
+		return fail(r, -ENOTSUP, "no executable mapping has %zu bytes of padding for the injector's code",
+			    CAVE_LEN);
+	return 0;
 }
 
 static int target_read(struct target *t, struct inject_result *r)
@@ -482,7 +435,7 @@ static int target_read(struct target *t, struct inject_result *r)
 	t->layout.stack_need = 64 << 10;
 	err = libc_read(t, libc, r);
 	err = err ?: allocators_read(t, r);
-	return err ?: cave_find(t, libc, r);
+	return err ?: inject_cave_find(t, libc, r);
 }
 
 /* --- Threads --- */
@@ -856,44 +809,21 @@ static void phase(const struct inject_opts *o, enum inject_phase p, pid_t tid)
 /* The seccomp filters of thread TID (stopped), judged. */
 static int seccomp_check(struct target *t, pid_t tid, struct inject_result *r)
 {
-	struct sock_filter *progs[64];
-	size_t lens[64], n = 0, i;
-	char v[32], why[256];
-	int err = 0;
+	struct seccomp_filters f;
+	char why[256];
+	int err = seccomp_filters_read(t->pid, tid, &f);
 
-	if (!status_field(t->pid, tid, "Seccomp:", v, sizeof(v)) || atoi(v) == 0)
-		return 0;
-	if (atoi(v) == 1)
-		return fail(r, -ENOTSUP, "the process runs under seccomp's strict mode");
-	while (n < 64) {
-		long len = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)n, NULL);
-
-		if (len < 0) {
-			if (errno == ENOENT)
-				break;
-			err = fail(r, -ENOTSUP, "cannot read the process's seccomp filters: %s", strerror(errno));
-			goto out;
-		}
-		progs[n] = calloc((size_t)len ? (size_t)len : 1, sizeof(struct sock_filter));
-		if (!progs[n]) {
-			err = fail(r, -ENOMEM, "out of memory");
-			goto out;
-		}
-		lens[n] = (size_t)len;
-		if (ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)n, progs[n]) != len) {
-			n++;
-			err = fail(r, -ENOTSUP, "cannot read the process's seccomp filters: %s", strerror(errno));
-			goto out;
-		}
-		n++;
-	}
-	err = inject_seccomp_judge((const struct sock_filter *const *)progs, lens, n, t->cave + CAVE_OFF(inject_cave_syscall),
-				   t->libc_text, why, sizeof(why));
-	if (err)
+	if (err == -ENOTSUP)
+		err = fail(r, -ENOTSUP, "the process runs under seccomp's strict mode");
+	else if (err == -ENOMEM)
+		err = fail(r, -ENOMEM, "out of memory");
+	else if (err)
+		err = fail(r, -ENOTSUP, "cannot read the process's seccomp filters: %s", strerror(-err));
+	else if (f.n && (err = inject_seccomp_judge((const struct sock_filter *const *)f.prog, f.len, f.n,
+						    t->cave + CAVE_OFF(inject_cave_syscall), t->libc_text, why,
+						    sizeof(why))))
 		err = fail(r, err == -EPERM ? -ENOTSUP : err, "%s", why);
-out:
-	for (i = 0; i < n; i++)
-		free(progs[i]);
+	seccomp_filters_free(&f);
 	return err;
 }
 

@@ -21,43 +21,11 @@
  *          the entry, the entry called, the outcome in D_STATUS (last),
  *          the thread detached; it returns and ends as any thread.
  *
- * A restore loads the saved rflags without touching the thread's red
- * zone: through a word 136 bytes below its stack pointer. */
+ * The restore is cave_macros.inc's. */
 #include "inject_abi.h"
 
-.macro RESTORE resume
-	mov IR_RSP*8(%rax), %rsp
-	lea -136(%rsp), %rsp
-	mov IR_RFLAGS*8(%rax), %rbx
-	mov %rbx, (%rsp)
-	popfq
-	lea 128(%rsp), %rsp
-	mov IR_RBX*8(%rax), %rbx
-	mov IR_RCX*8(%rax), %rcx
-	mov IR_RDX*8(%rax), %rdx
-	mov IR_RSI*8(%rax), %rsi
-	mov IR_RDI*8(%rax), %rdi
-	mov IR_RBP*8(%rax), %rbp
-	mov IR_R8*8(%rax), %r8
-	mov IR_R9*8(%rax), %r9
-	mov IR_R10*8(%rax), %r10
-	mov IR_R11*8(%rax), %r11
-	mov IR_R12*8(%rax), %r12
-	mov IR_R13*8(%rax), %r13
-	mov IR_R14*8(%rax), %r14
-	mov IR_R15*8(%rax), %r15
-	mov IR_RAX*8(%rax), %rax
-	jmp *\resume(%rip)
-.endm
+#include "cave_macros.inc"
 
-/* rt_sigprocmask(SIG_SETMASK, \mask, NULL, 8) */
-.macro SETMASK mask
-	mov $14, %eax
-	mov $2, %edi
-	lea \mask, %rsi
-	xor %edx, %edx
-	mov $8, %r10d
-.endm
 
 	.section .rodata.dwleak_inject_cave, "a", @progbits
 	.balign 64
