@@ -64,7 +64,11 @@ static long seize_options(const struct tracee_set *s)
 {
 	/* execs and threads always: a process's new image must be probed,
 	 * and stopping it whole needs every thread */
-	long o = PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE;
+	/* TRACESYSGOOD: nothing here resumes with PTRACE_SYSCALL, but the
+	 * leak check's snapshot does (snapshot.c), and a tracee whose tracer
+	 * dies at a syscall stop sends itself the stop's code as a signal:
+	 * SIGTRAP would kill it, SIGTRAP | 0x80 is no signal */
+	long o = PTRACE_O_TRACEEXEC | PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD;
 
 	if (s->opt.follow)
 		o |= PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
@@ -179,6 +183,23 @@ int tracee_seize_thread(struct tracee_set *s, pid_t pid, pid_t tid)
 	return thread_add(s, tid, pid, THREAD_RUNNING) ? 0 : -ENOMEM;
 }
 
+/* The TracerPid of thread TID of PID, or 0. */
+static pid_t tracer_of(pid_t pid, pid_t tid)
+{
+	char path[96], line[256];
+	pid_t tracer = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return tracer;
+}
+
 int tracee_seize_process(struct tracee_set *s, pid_t pid)
 {
 	char path[64];
@@ -202,6 +223,9 @@ int tracee_seize_process(struct tracee_set *s, pid_t pid)
 			err = tracee_seize_thread(s, pid, tid);
 			if (err == -ESRCH)
 				continue; /* exited meanwhile */
+			if (err == -EPERM && tracer_of(pid, tid) == (pid_t)syscall(SYS_gettid))
+				continue; /* made by a thread seized already: ours (PTRACE_O_TRACECLONE),
+					   * its clone event adds it */
 			if (err) {
 				closedir(dir);
 				return err;
@@ -296,7 +320,9 @@ static int on_signal_stop(struct thread *t, int sig, struct tracee_event *ev)
 		*ev = (struct tracee_event){ .kind = TRACEE_STOP_ASKED, .pid = t->tgid, .tid = t->tid };
 		return 1;
 	}
-	t->state = THREAD_RUNNING;
+	/* passed on; an interrupt asked for is still to come */
+	if (t->state != THREAD_INTERRUPTED)
+		t->state = THREAD_RUNNING;
 	if (ptrace(PTRACE_CONT, t->tid, 0, sig) && errno != ESRCH)
 		return -errno;
 	return 0;
@@ -487,6 +513,41 @@ int tracee_stop_process(struct tracee_set *s, pid_t pid, pid_t **tids, size_t *n
 			(*tids)[k++] = s->threads[i].tid;
 	*n = k;
 	return 0;
+}
+
+int tracee_stop_thread(struct tracee_set *s, pid_t pid, pid_t *stopped)
+{
+	struct tracee_event ev;
+	int status, ret;
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		struct thread *t = &s->threads[i];
+		pid_t tid = t->tid;
+
+		if (t->tgid != pid || t->state != THREAD_RUNNING || ptrace(PTRACE_INTERRUPT, tid, 0, 0))
+			continue;
+		t->state = THREAD_INTERRUPTED;
+		t->held = true;
+		while ((t = thread_find(s, tid)) && t->state != THREAD_STOPPED) {
+			if (waitpid(tid, &status, __WALL) != tid) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			ret = status_handle(s, tid, status, &ev);
+			if (ret < 0)
+				return ret;
+			if (ret == 1 && ev.kind == TRACEE_EXIT && ev.pid == pid)
+				return -ESRCH;
+		}
+		if (t) {
+			*stopped = tid;
+			return 0;
+		}
+		i = (size_t)-1; /* it ended, and the list changed: another */
+	}
+	return -ESRCH;
 }
 
 int tracee_resume_process(struct tracee_set *s, pid_t pid)

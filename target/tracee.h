@@ -94,6 +94,14 @@ int tracee_resume(struct tracee_set *s, pid_t tid);
 int tracee_stop_process(struct tracee_set *s, pid_t pid, pid_t **tids, size_t *n);
 int tracee_resume_process(struct tracee_set *s, pid_t pid);
 
+/*
+ * Stops one running thread of process PID (PTRACE_INTERRUPT; another if
+ * it ends meanwhile), its id in *STOPPED, while the others run on.
+ * Returns 0, -ESRCH (no thread of PID runs), or a negative errno.
+ * tracee_resume_process undoes it.
+ */
+int tracee_stop_thread(struct tracee_set *s, pid_t pid, pid_t *stopped);
+
 /* Detaches every thread of process PID (it runs on, untraced). */
 void tracee_detach_process(struct tracee_set *s, pid_t pid);
 
