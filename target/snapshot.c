@@ -1,0 +1,414 @@
+/* A copy-on-write snapshot of a stopped process for the leak check
+ * (snapshot.h): one clone() makes it, one wait4() lets the process reap
+ * it, each made by a stopped thread from code in a cave (snapshot_cave.S),
+ * the way the injector makes its calls (inject.c): the thread's state is
+ * written into the cave before it runs any of it, the call is watched
+ * with PTRACE_SYSCALL, and at its syscall-exit stop the thread is set
+ * back exactly (signal mask first, then the registers, so that a SIGKILL
+ * of dwleak between the two still leaves it whole); the system call it
+ * was interrupted in is made again when it resumes, as the kernel's
+ * restart would. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cave.h"
+#include "inject_abi.h"
+#include "proc_maps.h"
+#include "seccomp_filters.h"
+#include "snapshot.h"
+#include "snapshot_abi.h"
+
+#define STEP_MS 10000 /* a clone of a process with a huge address space takes a while */
+#define COPY_STOP_MS 2000
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void __attribute__((format(printf, 3, 4))) say(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !whylen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+/* Waits for TID's next stop or end until DEADLINE (ms): 0, -ESRCH (it
+ * ended), -ETIMEDOUT or -errno. */
+static int wait_until(pid_t tid, double deadline, int *status)
+{
+	unsigned us = 10;
+
+	for (;;) {
+		pid_t got = waitpid(tid, status, __WALL | WNOHANG);
+
+		if (got == tid)
+			return WIFEXITED(*status) || WIFSIGNALED(*status) ? -ESRCH : 0;
+		if (got < 0 && errno != EINTR)
+			return -errno;
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(us);
+		us = us < 500 ? us * 2 : us;
+	}
+}
+
+/* The cave's code, copied from snapshot_cave.S. */
+extern const char snapshot_cave_start[], snapshot_cave_end[], snapshot_cave_clone[], snapshot_cave_syscall[];
+
+#define CAVE_OFF(sym) ((uint64_t)((sym) - snapshot_cave_start))
+#define CAVE_LEN ((size_t)(snapshot_cave_end - snapshot_cave_start))
+#define SIGSETXID 33 /* glibc's: setuid() in a threaded process waits for it */
+#define ERESTART_RESTARTBLOCK 516
+
+
+static int mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pwrite(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* The thread as it resumes on its own: on the system call it was
+ * interrupted in (rip back on the instruction, rax its number or
+ * restart_syscall's), else where it was. */
+static void resume_of(const struct user_regs_struct *g, struct user_regs_struct *out)
+{
+	int64_t rax = (int64_t)g->rax;
+	bool restart = (int64_t)g->orig_rax >= 0 && (rax == -512 || rax == -513 || rax == -514 || rax == -516);
+
+	*out = *g;
+	if (restart) {
+		out->rip = g->rip - 2;
+		out->rax = rax == -ERESTART_RESTARTBLOCK ? SYS_restart_syscall : g->orig_rax;
+	}
+	out->orig_rax = (uint64_t)-1;
+}
+
+/* The registers the cave's restore loads (IR_*). */
+static void ir_fill(const struct user_regs_struct *g, uint64_t ir[IR_COUNT])
+{
+	ir[IR_RAX] = g->rax;
+	ir[IR_RBX] = g->rbx;
+	ir[IR_RCX] = g->rcx;
+	ir[IR_RDX] = g->rdx;
+	ir[IR_RSI] = g->rsi;
+	ir[IR_RDI] = g->rdi;
+	ir[IR_RBP] = g->rbp;
+	ir[IR_RSP] = g->rsp;
+	ir[IR_R8] = g->r8;
+	ir[IR_R9] = g->r9;
+	ir[IR_R10] = g->r10;
+	ir[IR_R11] = g->r11;
+	ir[IR_R12] = g->r12;
+	ir[IR_R13] = g->r13;
+	ir[IR_R14] = g->r14;
+	ir[IR_R15] = g->r15;
+	ir[IR_RFLAGS] = g->eflags;
+}
+
+/*
+ * Thread TID (stopped) makes system call NR(ARGS) from the cave's entry
+ * ENTRY; *RET gets its return.  The thread is set back (see the module's
+ * comment) and left stopped for the caller.  Returns 0 or -errno.
+ */
+static int cave_syscall(struct proc_snapshot *s, pid_t tid, const char *entry, long nr, const uint64_t args[6],
+			long *ret)
+{
+	unsigned char cave[1024] __attribute__((aligned(8)));
+	struct user_regs_struct saved, back, g;
+	uint64_t mask, blocked = ~0ull & ~(1ull << (SIGSETXID - 1)), ir[IR_COUNT];
+	double deadline = now_ms() + STEP_MS;
+	int status, sig = 0, stops = 0, err;
+
+	if (CAVE_LEN > sizeof(cave))
+		return -E2BIG;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &saved) ||
+	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask))
+		return -errno;
+	resume_of(&saved, &back);
+	/* the cave first, with what the thread needs to restore itself */
+	memcpy(cave, snapshot_cave_start, CAVE_LEN);
+	memcpy(cave + SNAP_RESUME, &back.rip, 8);
+	memcpy(cave + SNAP_SIGMASK, &mask, 8);
+	ir_fill(&back, ir);
+	memcpy(cave + SNAP_REGS, ir, sizeof(ir));
+	err = mem_write(s->pid, s->cave, cave, CAVE_LEN);
+	if (err)
+		return err;
+	/* registers, then the mask: the cave restores both */
+	g = saved;
+	g.rip = s->cave + (uint64_t)(entry - snapshot_cave_start);
+	g.rax = (unsigned long long)nr;
+	g.orig_rax = (unsigned long long)-1;
+	g.rdi = args[0];
+	g.rsi = args[1];
+	g.rdx = args[2];
+	g.r10 = args[3];
+	g.r8 = args[4];
+	g.r9 = args[5];
+	if (ptrace(PTRACE_SETREGS, tid, 0, &g))
+		return -errno;
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(blocked), &blocked)) {
+		err = -errno;
+		goto back;
+	}
+	for (;;) {
+		if (ptrace(PTRACE_SYSCALL, tid, 0, (void *)(long)sig)) {
+			err = -errno;
+			break;
+		}
+		sig = 0;
+		err = wait_until(tid, deadline, &status);
+		if (err)
+			break;
+		if (status >> 16)
+			continue; /* a ptrace event (the clone's, a group stop): on */
+		/* a syscall stop (PTRACE_O_TRACESYSGOOD, see the contract): the
+		 * call's entry, then its exit */
+		if (WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (++stops == 2) {
+				if (ptrace(PTRACE_GETREGS, tid, 0, &g))
+					err = -errno;
+				*ret = (long)g.rax;
+				break;
+			}
+			continue;
+		}
+		sig = WSTOPSIG(status); /* a signal not blocked (SIGSETXID): delivered */
+	}
+	if (err == -ESRCH)
+		return err;
+	if (err == -ETIMEDOUT) {
+		/* inside the call still: stopped, then set back */
+		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+		wait_until(tid, now_ms() + 1000, &status);
+	}
+back:
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) || ptrace(PTRACE_SETREGS, tid, 0, &back))
+		err = err ?: -errno;
+	return err;
+}
+
+static int gaps_read(pid_t pid, struct proc_snapshot_gap **gaps, size_t *n)
+{
+	char path[64], *line = NULL;
+	struct proc_snapshot_gap cur = { 0 }, *v = NULL, *grown;
+	size_t cap = 0, vcap = 0;
+	bool uprobes = false;
+	int err = 0;
+	FILE *f;
+
+	*gaps = NULL;
+	*n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!err && getline(&line, &cap, f) > 0) {
+		unsigned long long lo, hi;
+
+		if (strncmp(line, "VmFlags:", 8)) {
+			/* a mapping's first line, "start-end perms offset dev inode
+			 * path", not a field ("Rss:   4 kB") */
+			int path_at = 0;
+
+			if (line[strcspn(line, " :-")] == '-' &&
+			    sscanf(line, "%llx-%llx %*s %*x %*x:%*x %*u %n", &lo, &hi, &path_at) == 2) {
+				cur = (struct proc_snapshot_gap){ lo, hi };
+				/* the kernel's page, not a file of that name (a path
+				 * starts with '/') */
+				uprobes = path_at && !strcmp(line + path_at, "[uprobes]\n");
+			}
+			continue;
+		}
+		if (!strstr(line, " wr") || !(strstr(line, " dc") || strstr(line, " wf")) || uprobes || !cur.end)
+			continue;
+		if (*n == vcap) {
+			vcap = vcap ? 2 * vcap : 8;
+			grown = realloc(v, vcap * sizeof(*v));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			v = grown;
+		}
+		v[(*n)++] = cur;
+	}
+	free(line);
+	fclose(f);
+	if (err) {
+		free(v);
+		*n = 0;
+		return err;
+	}
+	*gaps = v;
+	return 0;
+}
+
+int proc_snapshot_prepare(pid_t pid, struct proc_snapshot *s, char *why, size_t whylen)
+{
+	struct proc_map *maps = NULL;
+	const struct proc_map *libc = NULL;
+	size_t n = 0;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	err = proc_maps_read(pid, false, &maps, &n);
+	if (err) {
+		say(why, whylen, "cannot read /proc/%d/maps: %s", (int)pid, strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < n && !libc; i++) {
+		const char *b = strrchr(maps[i].path, '/');
+
+		if (b && !strcmp(b + 1, "libc.so.6"))
+			libc = &maps[i];
+	}
+	err = cave_find(pid, maps, n, libc, CAVE_LEN, "dwlksnp1", &s->cave);
+	proc_maps_free(maps, n);
+	if (err) {
+		say(why, whylen, "no executable mapping has %zu bytes of padding for the snapshot's code", CAVE_LEN);
+		return -ENOTSUP;
+	}
+	err = gaps_read(pid, &s->gaps, &s->ngaps);
+	if (err)
+		say(why, whylen, "cannot read /proc/%d/smaps: %s", (int)pid, strerror(-err));
+	return err;
+}
+
+int proc_snapshot_take(struct proc_snapshot *s, pid_t tid, char *why, size_t whylen)
+{
+	/* clone(flags, stack, parent_tid, child_tid, tls): traced by us, no
+	 * exit signal, the same stack (copied) */
+	static const struct {
+		int nr;
+		uint64_t args[6];
+	} calls[] = {
+		{ SYS_clone, { CLONE_PTRACE, 0, 0, 0, 0, 0 } },
+		{ SYS_wait4, { 1, 0, __WALL, 0, 0, 0 } },
+		{ SYS_rt_sigprocmask, { SIG_SETMASK, 1, 0, 8, 0, 0 } },
+		{ SYS_exit_group, { 0, 0, 0, 0, 0, 0 } },
+	};
+	struct seccomp_filters f;
+	const char *what = NULL;
+	double t0 = now_ms();
+	long ret = 0;
+	int status, err;
+
+	s->copy = 0;
+	err = seccomp_filters_read(s->pid, tid, &f);
+	if (err) {
+		say(why, whylen, "cannot read its seccomp filters: %s", strerror(-err));
+		seccomp_filters_free(&f);
+		return -ENOTSUP;
+	}
+	for (size_t i = 0; f.n && i < sizeof(calls) / sizeof(calls[0]); i++) {
+		if (seccomp_filters_allow(&f, calls[i].nr, calls[i].args, s->cave + CAVE_OFF(snapshot_cave_syscall),
+					  &what)) {
+			say(why, whylen, "a seccomp filter of the process %s system call %d",
+			    !what ? "cannot be evaluated for" : !strcmp(what, "fails") ? "fails" : "would stop it at",
+			    calls[i].nr);
+			seccomp_filters_free(&f);
+			return -ENOTSUP;
+		}
+	}
+	seccomp_filters_free(&f);
+	err = cave_syscall(s, tid, snapshot_cave_clone, SYS_clone, calls[0].args, &ret);
+	if (err) {
+		say(why, whylen, "the clone in thread %d: %s", (int)tid, strerror(-err));
+		return err;
+	}
+	if (ret <= 0) {
+		say(why, whylen, "clone failed in the process: %s", ret ? strerror((int)-ret) : "no pid");
+		return ret < 0 ? (int)ret : -EIO;
+	}
+	s->copy = (pid_t)ret;
+	/* its first stop: before it could return to user space */
+	err = wait_until(s->copy, now_ms() + COPY_STOP_MS, &status);
+	s->clone_ms = now_ms() - t0;
+	if (err) {
+		say(why, whylen, "the copy did not stop: %s", strerror(-err));
+		proc_snapshot_drop(s);
+		proc_snapshot_reap(s, tid);
+		return err;
+	}
+	return 0;
+}
+
+int proc_snapshot_drop(struct proc_snapshot *s)
+{
+	double deadline = now_ms() + COPY_STOP_MS;
+	int status, err;
+
+	if (!s->copy)
+		return 0;
+	kill(s->copy, SIGKILL);
+	for (;;) {
+		err = wait_until(s->copy, deadline, &status);
+		if (err)
+			break;
+		ptrace(PTRACE_CONT, s->copy, 0, 0); /* a stop that came before the kill */
+	}
+	s->zombie = s->copy;
+	s->copy = 0;
+	return err == -ESRCH ? 0 : err;
+}
+
+int proc_snapshot_reap(struct proc_snapshot *s, pid_t tid)
+{
+	uint64_t args[6] = { (uint64_t)s->zombie, 0, __WALL, 0, 0, 0 };
+	double t0 = now_ms();
+	long ret = 0;
+	int err;
+
+	if (!s->zombie)
+		return 0;
+	err = cave_syscall(s, tid, snapshot_cave_syscall, SYS_wait4, args, &ret);
+	if (!err && ret != s->zombie)
+		err = ret < 0 ? (int)ret : -EIO;
+	s->zombie = 0;
+	s->reap_ms = now_ms() - t0;
+	return err;
+}
+
+void proc_snapshot_free(struct proc_snapshot *s)
+{
+	if (!s)
+		return;
+	proc_snapshot_drop(s);
+	free(s->gaps);
+	s->gaps = NULL;
+	s->ngaps = 0;
+}
