@@ -251,6 +251,9 @@ static const char trace_usage[] =
 	"                           probe allocator calls with uprobe sessions or with\n"
 	"                           entry and return probes (default: sessions with\n"
 	"                           --sample-bytes, where they pay off, on Linux 6.13+)\n"
+	"  DWLEAK_LEAK_CHECK_STOP=1 keep a running process stopped while --leak-check\n"
+	"                           reads its memory, instead of reading a copy-on-write\n"
+	"                           snapshot of it while it runs on\n"
 	"  DWLEAK_PREEMPT_GUARD=1|0\n"
 	"                           force on or off the guard that keeps probes preempted\n"
 	"                           mid-walk (preempt=full or lazy kernels) from sharing\n"
@@ -395,6 +398,7 @@ static int env_knobs_read(struct env *env)
 	const char *guard = getenv("DWLEAK_PREEMPT_GUARD");
 	const char *no_walk = getenv("DWLEAK_BENCH_NO_WALK");
 	const char *stacks_max = getenv("DWLEAK_STACKS_MAX");
+	const char *stop = getenv("DWLEAK_LEAK_CHECK_STOP");
 	char *end = NULL;
 	unsigned long n;
 
@@ -402,6 +406,7 @@ static int env_knobs_read(struct env *env)
 		return EXIT_USAGE;
 	env->uprobe_session = session ? !strcmp(session, "1") : -1;
 	env->bench_no_walk = no_walk && !strcmp(no_walk, "1");
+	env->leak_check_stop = stop && !strcmp(stop, "1");
 	if (stacks_max && *stacks_max) {
 		errno = 0;
 		n = strtoul(stacks_max, &end, 10);

@@ -68,13 +68,25 @@ void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c, 
 		(unsigned long long)r->swapped_bytes, (unsigned long long)r->read_calls,
 		r->pagemap_scan ? "PAGEMAP_SCAN" : "/proc/PID/pagemap", (unsigned long long)r->untouched_bytes,
 		(unsigned long long)r->unreadable_bytes);
-	fprintf(f, "dwleak: stats: leak check of pid %d: the pause, ms: %.3f stopping every thread, %.3f "
-		   "applying the records written up to then, %.3f reading and scanning, %.3f resuming; %.3f ms "
-		   "indexing the blocks, %s; %llu blocks freed or resized meanwhile (left unclassified); "
-		   "%llu over its %u checks\n",
-		pid, c->stop_ms, c->drain_ms, c->scan_ms, c->resume_ms, c->index_ms,
-		c->index_in_pause ? "in the pause (the process was stopped in its exit)" : "before the pause",
-		(unsigned long long)c->changed, (unsigned long long)changed_all, checks);
+	if (c->snapshot)
+		fprintf(f, "dwleak: stats: leak check of pid %d: the pause, ms: %.3f stopping every thread, %.3f "
+			   "applying the records written up to then, %.3f making a copy-on-write snapshot, %.3f "
+			   "resuming; then %.3f reading and scanning the snapshot while the process ran, and %.3f "
+			   "stopping one thread for it to reap the snapshot; %.3f ms indexing the blocks, before "
+			   "the pause; %llu blocks freed or resized meanwhile (left unclassified); %llu over its "
+			   "%u checks\n",
+			pid, c->stop_ms, c->drain_ms, c->clone_ms, c->resume_ms, c->scan_ms, c->reap_pause_ms,
+			c->index_ms, (unsigned long long)c->changed, (unsigned long long)changed_all, checks);
+	else
+		fprintf(f, "dwleak: stats: leak check of pid %d: the pause, ms: %.3f stopping every thread, %.3f "
+			   "applying the records written up to then, %.3f reading and scanning, %.3f resuming; "
+			   "%.3f ms indexing the blocks, %s; %llu blocks freed or resized meanwhile (left "
+			   "unclassified); %llu over its %u checks%s%s%s\n",
+			pid, c->stop_ms, c->drain_ms, c->scan_ms, c->resume_ms, c->index_ms,
+			c->index_in_pause ? "in the pause (the process was stopped in its exit)" : "before the pause",
+			(unsigned long long)c->changed, (unsigned long long)changed_all, checks,
+			c->no_snapshot[0] ? "; no snapshot: " : "", c->no_snapshot,
+			c->no_snapshot[0] ? " (it stayed stopped while read)" : "");
 	fprintf(f, "dwleak: stats: leak check of pid %d: %llu register values, %llu root pointers, %llu "
 		   "block-to-block pointers, %llu overlapping blocks (a missed free), %llu edge bytes not "
 		   "scanned\n",

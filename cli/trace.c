@@ -298,6 +298,7 @@ static void settings_of(const struct env *env, struct suppressions *supp, struct
 		.preempt_guard = env->preempt_guard,
 		.bench_no_walk = env->bench_no_walk,
 		.stacks_max = env->stacks_max,
+		.leak_check_stop = env->leak_check_stop,
 	};
 }
 

@@ -46,6 +46,8 @@ struct env {
 	int uprobe_session;	  /* DWLEAK_UPROBE_SESSION: 1 or 0 forces; -1 = choose */
 	int preempt_guard;	  /* DWLEAK_PREEMPT_GUARD: enum preempt_guard; -1 = choose */
 	bool bench_no_walk;	  /* DWLEAK_BENCH_NO_WALK=1: no walks (bench/) */
+	bool leak_check_stop;	  /* DWLEAK_LEAK_CHECK_STOP=1: no snapshot, the process stopped
+				   * while its memory is read (bench/, tests) */
 	uint32_t stacks_max;	  /* DWLEAK_STACKS_MAX=N: a stacks map of N entries (tests
 				   * fill it on purpose); 0 = the default */
 };

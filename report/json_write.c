@@ -266,7 +266,9 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		fprintf(f, "      \"scanned_bytes\": %" PRIu64 ",\n      \"pause_ms\": ",
 			r->leak_check.scanned_bytes);
 		json_real(f, r->leak_check.pause_ms, 3);
-		fputs("\n    }", f);
+		fputs(",\n      \"scan_ms\": ", f);
+		json_real(f, r->leak_check.scan_ms, 3);
+		fprintf(f, ",\n      \"snapshot\": %s\n    }", r->leak_check.snapshot ? "true" : "false");
 	}
 	fputs("\n  },\n", f);
 

@@ -224,6 +224,9 @@ struct report_leak_check {
 	struct report_leak_count unsure; /* the stacks' leak_unsure, summed */
 	uint64_t scanned_bytes;       /* target memory read for pointers */
 	double pause_ms;              /* how long the target was stopped; NAN = unknown */
+	double scan_ms;               /* its memory read and scanned; NAN = unknown */
+	bool snapshot;                /* every check read a copy-on-write snapshot while its
+	                               * process ran on (the scan was not in the pause) */
 };
 
 /*

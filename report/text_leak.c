@@ -181,12 +181,15 @@ void text_leak_summary(FILE *f, const struct report *r)
 			   "before: they may be lost; run the program under dwleak -- CMD for an exact verdict)\n",
 			grouped(a, sizeof(a), lc->unsure.bytes), grouped(b, sizeof(b), lc->unsure.allocations));
 	}
-	fprintf(f, "\t(%s bytes scanned; the target was stopped for ",
-		grouped(a, sizeof(a), lc->scanned_bytes));
+	fprintf(f, "\t(%s bytes scanned", grouped(a, sizeof(a), lc->scanned_bytes));
+	if (isfinite(lc->scan_ms))
+		fprintf(f, " in %.3f ms", lc->scan_ms);
+	fputs("; the target was stopped for ", f);
 	if (isfinite(lc->pause_ms))
-		fprintf(f, "%.3f ms)\n", lc->pause_ms);
+		fprintf(f, "%.3f ms", lc->pause_ms);
 	else
-		fputs("an unknown time)\n", f);
+		fputs("an unknown time", f);
+	fputs(lc->snapshot ? ", the scan reading a copy-on-write snapshot while it ran on)\n" : ")\n", f);
 }
 
 /* One line of RSS explained: its label, bytes and share of the RSS. */

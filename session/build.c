@@ -493,6 +493,8 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		b->r.leak_check.present = true;
 		b->r.leak_check.scanned_bytes = o->scanned_bytes;
 		b->r.leak_check.pause_ms = o->pause_ms;
+		b->r.leak_check.scan_ms = o->checks ? o->scan_ms : NAN;
+		b->r.leak_check.snapshot = o->checks && o->snapshot_checks == o->checks;
 		b->r.rss = o->rss;
 	}
 	report_totals_from_stacks(&b->r);

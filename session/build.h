@@ -70,6 +70,8 @@ struct build_opts {
 	bool leak_check;
 	uint64_t scanned_bytes;
 	double pause_ms;
+	double scan_ms;	/* the longest scan */
+	unsigned checks, snapshot_checks;
 	struct report_rss rss;
 };
 

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -13,6 +14,7 @@
 #include "clock.h"
 #include "constants.h"
 #include "leak_scan.h"
+#include "snapshot.h"
 
 static double now_ms(void)
 {
@@ -332,15 +334,28 @@ static int unsure_memory(const struct proc_mem_plan *plan, const struct leakchec
  * unsure roots. */
 static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t ntids, struct leakcheck *lc,
 		      const struct leak_block *blocks, size_t nblocks, const struct leak_block *alloc, size_t nalloc,
-		      bool partial, const struct alloc_state *state, struct leak_scan_result *out)
+		      bool partial, const struct alloc_state *state, const struct proc_snapshot_gap *gaps,
+		      size_t ngaps, struct leak_scan_result *out)
 {
 	struct scan_ctx sc = { .lc = lc, .alloc = { alloc, nalloc, 0 } };
 	struct proc_mem_plan plan = { 0 };
-	struct leak_block *holes = NULL, *unsure = NULL;
+	struct leak_block *holes = NULL, *unsure = NULL, *grown;
 	size_t nholes = 0, nunsure = 0;
 	int err;
 
 	err = leakcheck_holes(lc, alloc, nalloc, DWLEAK_PAGE_SIZE, &holes, &nholes);
+	/* a snapshot's gaps were read from the process in the pause */
+	if (!err && ngaps) {
+		grown = realloc(holes, (nholes + ngaps) * sizeof(*holes));
+		if (!grown) {
+			err = -ENOMEM;
+		} else {
+			holes = grown;
+			for (size_t i = 0; i < ngaps; i++)
+				holes[nholes++] = (struct leak_block){ gaps[i].start, gaps[i].end - gaps[i].start };
+			ranges_normalize(holes, &nholes);
+		}
+	}
 	/* the blocks are never cut as stack: a stack the program allocated */
 	err = err ?: proc_mem_plan_build(pid, threads, ntids, (const struct proc_mem_range *)blocks, nblocks,
 					 (const struct proc_mem_range *)holes, nholes, &plan);
@@ -350,18 +365,95 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
 	free(unsure);
 	out->allocator_skipped_bytes = plan.skipped_allocator;
+	/* the gaps were skipped as read already, not as the allocator's */
+	for (size_t i = 0; i < ngaps; i++)
+		out->allocator_skipped_bytes -= out->allocator_skipped_bytes >= gaps[i].end - gaps[i].start
+							? gaps[i].end - gaps[i].start
+							: out->allocator_skipped_bytes;
 	out->dead_thread_stacks = plan.dead_thread_stacks;
 	proc_mem_plan_free(&plan);
 	free(holes);
 	return err;
 }
 
+/* Adds the bytes and calls of read B to A's. */
+static void read_stats_add(struct proc_mem_read_stats *a, const struct proc_mem_read_stats *b)
+{
+	a->scanned_bytes += b->scanned_bytes;
+	a->exclusive_bytes += b->exclusive_bytes;
+	a->shared_bytes += b->shared_bytes;
+	a->swapped_bytes += b->swapped_bytes;
+	a->read_calls += b->read_calls;
+}
+
+/* The mappings a snapshot lacks or sees zeroed (GAPS[0..N), sorted),
+ * read from stopped process PID itself as roots, in the pause; the read's
+ * counts are added to OUT's. */
+static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nthreads, struct leakcheck *lc,
+		     const struct proc_snapshot_gap *gaps, size_t n, struct leak_scan_result *out)
+{
+	struct scan_ctx sc = { .lc = lc };
+	struct proc_mem_plan plan = { 0 };
+	struct proc_mem_read_stats st = { 0 };
+	struct proc_mem_region *clipped;
+	size_t k = 0, i, j;
+	int err = proc_mem_plan_build(pid, threads, nthreads, NULL, 0, NULL, 0, &plan);
+
+	if (err)
+		return err;
+	clipped = calloc(plan.nregions * n + 1, sizeof(*clipped));
+	if (!clipped) {
+		proc_mem_plan_free(&plan);
+		return -ENOMEM;
+	}
+	for (i = 0; i < plan.nregions; i++) {
+		for (j = 0; j < n; j++) {
+			uint64_t lo = plan.regions[i].start > gaps[j].start ? plan.regions[i].start : gaps[j].start;
+			uint64_t hi = plan.regions[i].end < gaps[j].end ? plan.regions[i].end : gaps[j].end;
+
+			if (lo < hi) {
+				clipped[k] = plan.regions[i];
+				clipped[k].start = lo;
+				clipped[k++].end = hi;
+			}
+		}
+	}
+	free(plan.regions);
+	plan.regions = clipped;
+	plan.nregions = k;
+	err = proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &st);
+	proc_mem_plan_free(&plan);
+	read_stats_add(&out->read, &st);
+	return err;
+}
+
+/* The snapshot's end: the copy killed, then a second stop, of one
+ * thread of PID in SET, for the process to reap it.  Returns the stop's
+ * length (ms). */
+static double snapshot_finish(struct tracee_set *set, pid_t pid, struct proc_snapshot *snap)
+{
+	double t0;
+	pid_t tid = 0;
+
+	/* before the stop's waitpid, which must not see the copy */
+	proc_snapshot_drop(snap);
+	t0 = now_ms();
+	if (!tracee_stop_thread(set, pid, &tid))
+		proc_snapshot_reap(snap, tid);
+	/* else: a zombie child of the process until it ends (it raises no
+	 * SIGCHLD there); it exits or is gone */
+	tracee_resume_process(set, pid);
+	return now_ms() - t0;
+}
 
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
-		      const struct leak_scan_exit *exiting, void (*drain)(void *ctx), void *ctx,
+		      const struct leak_scan_exit *exiting, bool snapshot, void (*drain)(void *ctx), void *ctx,
 		      struct leak_scan_result *out)
 {
-	bool stopped = exiting != NULL;
+	bool stopped = exiting != NULL, resumed = false;
+	struct proc_snapshot snap = { 0 };
+	struct leak_scan_result gaps_read = { 0 }; /* the gaps' read, in the pause */
+	pid_t reader = pid; /* whose memory is read: the process, or its copy */
 	struct tracee_options alone = { 0 };
 	struct tracee_set *own = NULL, *set = tracees;
 	const struct alloc_table *table = &ledger->allocs;
@@ -389,6 +481,10 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	ledger_changes_start(ledger);
 	out->index_ms = now_ms() - t0;
 
+	/* a process in its exit pauses anyway: read it in place */
+	snapshot = snapshot && !stopped;
+	if (snapshot && proc_snapshot_prepare(pid, &snap, out->no_snapshot, sizeof(out->no_snapshot)))
+		snapshot = false;
 	/* the pause starts with the stop, or started already (in its exit) */
 	t_pause = stopped ? t0 : now_ms();
 	t0 = now_ms();
@@ -422,21 +518,45 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 		out->index_ms += t1 - t2;
 		for (i = 0; !err && i < nthreads; i++)
 			err = registers_scan(lc, tids[i], exiting, &threads[i]);
-		err = err ?: allocator_state(pid, alloc_fns, ledger->partial, threads, nthreads, blocks, n, &state);
+		/* the registers are read: a copy of the memory, and the process
+		 * goes on while the copy is read */
+		if (!err && snapshot && snap.ngaps)
+			err = gaps_scan(pid, threads, nthreads, lc, snap.gaps, snap.ngaps, &gaps_read);
+		if (!err && snapshot &&
+		    !proc_snapshot_take(&snap, tids[0], out->no_snapshot, sizeof(out->no_snapshot))) {
+			out->snapshot = true;
+			out->clone_ms = snap.clone_ms;
+			reader = snap.copy;
+			t2 = now_ms();
+			tracee_resume_process(set, pid);
+			out->resume_ms = now_ms() - t2;
+			out->pause_ms = now_ms() - t_pause;
+			resumed = true;
+		}
+		t1 = now_ms();
+		err = err ?: allocator_state(reader, alloc_fns, ledger->partial, threads, nthreads, blocks, n, &state);
 		err = err ?: allocator_memory(ledger, &state, snap_ns, &alloc, &nalloc);
-		err = err ?: pause_scan(pid, threads, nthreads, lc, blocks, n, alloc, nalloc, ledger->partial,
-					&state, out);
+		err = err ?: pause_scan(reader, threads, nthreads, lc, blocks, n, alloc, nalloc, ledger->partial,
+					&state, out->snapshot ? snap.gaps : NULL, out->snapshot ? snap.ngaps : 0, out);
+		if (out->snapshot)
+			read_stats_add(&out->read, &gaps_read.read);
 		out->scan_ms = now_ms() - t1;
 	}
 	ledger_changes_stop(ledger);
-	t1 = now_ms();
-	/* resumed on every path: detached when seized for this check only */
-	if (own)
-		tracee_set_free(own);
-	else if (set)
-		tracee_resume_process(set, pid);
-	out->resume_ms = now_ms() - t1;
-	out->pause_ms = now_ms() - t_pause;
+	if (resumed) {
+		out->reap_pause_ms = snapshot_finish(set, pid, &snap);
+		if (own)
+			tracee_set_free(own);
+	} else {
+		t1 = now_ms();
+		/* resumed on every path: detached when seized for this check only */
+		if (own)
+			tracee_set_free(own);
+		else if (set)
+			tracee_resume_process(set, pid);
+		out->resume_ms = now_ms() - t1;
+		out->pause_ms = now_ms() - t_pause;
+	}
 	if (!err)
 		err = leakcheck_classify(lc, &out->totals);
 	for (i = 0; !err && i < n; i++) {
@@ -463,6 +583,7 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	}
 	free(each);
 	free(alloc);
+	proc_snapshot_free(&snap);
 	/* what was found, for --stats; not the ranges */
 	out->alloc_state = state;
 	out->alloc_state.ranges = NULL;

@@ -1,9 +1,13 @@
 /* --leak-check on one traced process: stop every thread (ptrace), read
  * the registers, hand the process's tracked blocks and its memory to the
  * leak check (leakcheck/ over target/proc_mem), resume, classify, and
- * write each block's kind and residency into its ledger record.  The
- * target is stopped only while its memory is read: classification and the
- * residency and RSS accounts run after it resumes. */
+ * write each block's kind and residency into its ledger record.  A
+ * running process is stopped only for its registers and a copy-on-write
+ * snapshot (target/snapshot.h): its memory is read from the copy while it
+ * runs on, then a second short stop of one of its threads lets it reap
+ * the copy.  Where no
+ * snapshot can be made (a seccomp filter, MADV_DONTFORK memory, a process
+ * in its exit) it stays stopped while its memory is read. */
 #ifndef DWLEAK_LEAK_SCAN_H
 #define DWLEAK_LEAK_SCAN_H
 
@@ -22,13 +26,20 @@ struct leak_scan_result {
 	bool done;
 	struct leakcheck_totals totals; /* bytes and blocks per enum leak_kind */
 	uint64_t scanned_bytes;		/* memory read for pointers */
-	double pause_ms;		/* how long the process was stopped */
+	double pause_ms;		/* how long the process was stopped (every thread) */
 	/* the pause, part by part (ms): every thread stopped; the records the
 	 * probes wrote up to then applied; the registers and memory read and
 	 * scanned; the process resumed.  INDEX_MS, the blocks listed and
 	 * indexed, is in the pause only for a process stopped in its exit */
 	double stop_ms, drain_ms, index_ms, scan_ms, resume_ms;
 	bool index_in_pause;
+	/* a snapshot's check: SCAN_MS ran while the process ran on; the pause
+	 * held CLONE_MS (the copy made), and REAP_PAUSE_MS was a second stop
+	 * of one thread only, the others running on (the copy reaped by the
+	 * process) */
+	bool snapshot;
+	double clone_ms, reap_pause_ms;
+	char no_snapshot[200];		/* why there was none ("" when there was, or none asked) */
 	uint64_t blocks;		/* blocks checked */
 	uint64_t changed;		/* of those, freed or resized while the index was built:
 					   taken as reachable, left unclassified */
@@ -64,13 +75,15 @@ struct leak_scan_exit {
  * the process is already stopped in its exit, by that thread, so the pause it
  * reports starts now; NULL: it runs, and the blocks are indexed first.  DRAIN is
  * called once every thread is stopped, to apply the records the probes
- * wrote up to then (CTX passed back).  Gives each block's verdict and
+ * wrote up to then (CTX passed back).  SNAPSHOT: read a running process's
+ * memory from a copy-on-write snapshot (see above; OUT->no_snapshot says
+ * why not when it could not be made).  Gives each block's verdict and
  * residency to LEDGER (ledger_verdict, ledger_residency) and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc, struct ledger *ledger,
-		      const struct leak_scan_exit *exiting, void (*drain)(void *ctx), void *ctx,
+		      const struct leak_scan_exit *exiting, bool snapshot, void (*drain)(void *ctx), void *ctx,
 		      struct leak_scan_result *out);
 
 #endif

@@ -66,6 +66,10 @@ static void leak_check_totals(struct build_opts *o, const struct leak_scan_resul
 	o->scanned_bytes += c->scanned_bytes;
 	if (c->pause_ms > o->pause_ms)
 		o->pause_ms = c->pause_ms; /* the longest any process was stopped */
+	if (c->scan_ms > o->scan_ms)
+		o->scan_ms = c->scan_ms;
+	o->checks++;
+	o->snapshot_checks += c->snapshot;
 	if (!c->rss_known)
 		return;
 	o->rss.present = true;

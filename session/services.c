@@ -217,7 +217,8 @@ static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocato
 
 	/* a process that exited is no tracee any more: seized for the check
 	 * (and gone: -ESRCH) */
-	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, drain_cb, s, out);
+	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, !s->set->leak_check_stop,
+				 drain_cb, s, out);
 }
 
 /* The first process traced: the line scripts wait for; a later one whose

@@ -55,6 +55,8 @@ struct session_settings {
 	int preempt_guard;
 	bool bench_no_walk;
 	uint32_t stacks_max;
+	bool leak_check_stop;	  /* the leak check keeps a running process stopped while
+				   * its memory is read (no copy-on-write snapshot) */
 };
 
 struct session;

@@ -13,7 +13,9 @@
 #   c  -p: attach to a running leak_kinds --wait before it sets up; the
 #      check at the report; the block made before attach is a root, not a
 #      leak, and what only it points to is reachable; the target runs on
-#      (it answers SIGUSR2) and is not left traced
+#      (it answers SIGUSR2) and is not left traced; twice: its memory read
+#      from a copy-on-write snapshot while it runs on (the report says
+#      so), and stopped while read (DWLEAK_LEAK_CHECK_STOP=1)
 #   d  --fail-on-leak with --leak-check counts only lost bytes: exit 1 when
 #      definitely lost bytes exist, 0 when all is reachable or possibly
 #      lost (and 1 for the same program without --leak-check)
@@ -170,8 +172,17 @@ if lt_part b; then
 fi
 
 # --- c: -p on a running process ---
+# twice: the memory read from a copy-on-write snapshot while the target
+# runs on (the default), and with the target stopped while it is read
+# (DWLEAK_LEAK_CHECK_STOP=1)
+for mode in snapshot stop; do
 if lt_part c; then
 	before=$check_errors
+	if [ $mode = stop ]; then
+		export DWLEAK_LEAK_CHECK_STOP=1
+	else
+		unset DWLEAK_LEAK_CHECK_STOP
+	fi
 	lt_start target "$tmp/wait.out" "$PROG" --wait
 	# --no-inject: the uprobe path, against memcheck on the program alone
 	# (dwleak -p loading its library is compared in oracle_memcheck.sh)
@@ -186,8 +197,10 @@ if lt_part c; then
 		# site_via_before's block is reachable through it
 		# (and leak_kinds --wait has a fourth thread: its TLS block, like
 		# the others', only pointed into)
-		lt_check "$tmp/p.json" "$tmp/oracle.json" site_before allocate_dtv << PY
+		lt_check "$tmp/p.json" "$tmp/oracle.json" site_before allocate_dtv $mode << PY
 $COMPARE
+if r["totals"]["leak_check"]["snapshot"] != (ARGS[-1] == "snapshot"):
+    fail("%s: the report's leak_check.snapshot is %s" % (ARGS[-1], r["totals"]["leak_check"]["snapshot"]))
 if any("site_before" in names(s) for s in r["stacks"]):
     fail("site_before's block was allocated before attach but is in the report")
 dtv = [s for s in r["stacks"] if "allocate_dtv" in names(s)]
@@ -207,8 +220,11 @@ PY
 	fi
 	kill -KILL "$target" 2> /dev/null
 	wait "$target" 2> /dev/null
-	[ $check_errors -eq $before ] && pass "-p: every site equals memcheck's, the pre-attach block is a root, the target runs on"
+	[ $check_errors -eq $before ] &&
+		pass "-p ($mode): every site equals memcheck's, the pre-attach block is a root, the target runs on"
 fi
+done
+unset DWLEAK_LEAK_CHECK_STOP
 
 # --- d: --fail-on-leak counts lost bytes only ---
 if lt_part d; then
@@ -312,6 +328,8 @@ if lt_part g; then
 		fi
 		lt_check "$tmp/g.json" "$tmp/oracle.json" site_before allocate_dtv site_churn << PY
 $COMPARE
+if not r["totals"]["leak_check"]["snapshot"]:
+    fail("churn: the checks did not read a snapshot")
 churn = [s for s in r["stacks"] if "site_churn" in names(s)]
 lost = sum(s["leak_kinds"][k]["bytes"] for s in churn for k in ("definitely_lost", "indirectly_lost", "possibly_lost"))
 if not churn or lost:

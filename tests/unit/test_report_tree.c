@@ -90,7 +90,9 @@ static void report_build(struct report *r, struct report_stack *st, struct repor
 	if (what & LEAK_CHECK) {
 		r->leak_check = (struct report_leak_check){ .present = true,
 							    .scanned_bytes = 3 << 20,
-							    .pause_ms = 1.234 };
+							    .pause_ms = 1.234,
+							    .scan_ms = 5.678,
+							    .snapshot = true };
 		r->rss = (struct report_rss){ .present = true, .rss_bytes = 6 << 20,
 					      .parts = { 1188, 1 << 20, 132 << 10, 3 << 20, 1 << 20 } };
 	} else {
@@ -191,7 +193,8 @@ static const char text_leak_check[] =
 	"\t  possibly lost: 64 bytes in 1 blocks\n"
 	"\tstill reachable: 300 bytes in 3 blocks\n"
 	"\t     suppressed: 0 bytes in 0 blocks\n"
-	"\t(3,145,728 bytes scanned; the target was stopped for 1.234 ms)\n"
+	"\t(3,145,728 bytes scanned in 5.678 ms; the target was stopped for 1.234 ms, the scan reading a "
+	"copy-on-write snapshot while it ran on)\n"
 	"RSS explained: 6,291,456 bytes (6.0 MiB) resident\n"
 	"\tlive tracked blocks                          1,188 bytes   0.0%\n"
 	"\tallocator memory, no tracked block       1,048,576 bytes  16.7%\n"
@@ -232,7 +235,8 @@ static const char text_both_top2[] =
 	"\t  possibly lost: 64 bytes in 1 blocks\n"
 	"\tstill reachable: 300 bytes in 3 blocks\n"
 	"\t     suppressed: 0 bytes in 0 blocks\n"
-	"\t(3,145,728 bytes scanned; the target was stopped for 1.234 ms)\n"
+	"\t(3,145,728 bytes scanned in 5.678 ms; the target was stopped for 1.234 ms, the scan reading a "
+	"copy-on-write snapshot while it ran on)\n"
 	"RSS explained: 6,291,456 bytes (6.0 MiB) resident\n"
 	"\tlive tracked blocks                          1,188 bytes   0.0%\n"
 	"\tallocator memory, no tracked block       1,048,576 bytes  16.7%\n"
@@ -308,8 +312,8 @@ static const char checker_py[] =
 	"        assert list(o[k]) == ['bytes', 'allocations'] and all(type(v) is int for v in o[k].values()), o[k]\n"
 	"    return ' '.join('%d/%d' % (o[k]['bytes'], o[k]['allocations']) for k in KINDS)\n"
 	"lc = d['totals']['leak_check']\n"
-	"assert list(lc) == KINDS + ['unclassified', 'unsure', 'scanned_bytes', 'pause_ms'], list(lc)\n"
-	"print('L', kinds(lc), lc['scanned_bytes'], lc['pause_ms'])\n"
+	"assert list(lc) == KINDS + ['unclassified', 'unsure', 'scanned_bytes', 'pause_ms', 'scan_ms', 'snapshot'], list(lc)\n"
+	"print('L', kinds(lc), lc['scanned_bytes'], lc['pause_ms'], lc['scan_ms'], lc['snapshot'])\n"
 	"for s in d['stacks']:\n"
 	"    assert type(s['pid']) is int and type(s['command']) is str, s\n"
 	"    r = s.get('residency')\n"
@@ -325,7 +329,7 @@ static const char checker_py[] =
 	"assert abs(sum(v['share'] for k, v in rss.items() if k != 'rss_bytes') - 1) < 0.001\n";
 
 static const char json_expected[] =
-	"L 1448/8 32/1 64/1 300/3 3145728 1.234\n"
+	"L 1448/8 32/1 64/1 300/3 3145728 1.234 5.678 True\n"
 	"S 1432 101 /app/leak 1400/7 32/1 0/0 0/0 1024/0/408\n"
 	"S 200 100 /bin/sh 0/0 0/0 0/0 200/2 -\n"
 	"S 164 101 /app/leak 0/0 0/0 64/1 100/1 164/0/0\n"

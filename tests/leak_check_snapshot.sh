@@ -1,0 +1,103 @@
+#!/bin/bash
+# The leak check's copy-on-write snapshot (issue 24, target/snapshot.c) on
+# running processes, as root, with testdata/inject_target (which checks
+# its own work and says "inject_target: MODE ok" at its end):
+#  1. stress 4 (four threads allocating, filling, checking and freeing in
+#     a tight loop, their SSE and double sums checked): dwleak -p
+#     --leak-check --interval 0.3 for 3 s; every check reads a snapshot
+#     (--stats: the pause and the scan apart), the report says so, the
+#     target's own checks pass, and no child of it is left;
+#  2. seccomp filters that would fail clone (EPERM) or kill the process at
+#     it: no snapshot, said with why, the process read while stopped
+#     instead, and it runs on to its own end.
+# Exit 0 pass, 1 fail, 77 skip (not root).
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+T=$LT_TMP
+lt_testdata inject_target
+
+# start_target NAME ARGS...: inject_target in the background until ready; TP its pid
+start_target() {
+	local name=$1
+	shift
+	"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < /dev/null > "$T/$name.out" 2>&1 &
+	TP=$!
+	lt_pids+=("$TP")
+	for _ in $(seq 1 200); do
+		[ -s "$T/$name.ready" ] && return 0
+		kill -0 "$TP" 2> /dev/null || break
+		sleep 0.05
+	done
+	fail "$name: the target never got ready: $(cat "$T/$name.out")"
+	return 1
+}
+
+# finish_target NAME: asks it to stop, checks it exits 0 saying ok
+finish_target() {
+	local name=$1 rc
+	touch "$T/$name.stop"
+	wait "$TP"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^inject_target: .* ok" "$T/$name.out"; then
+		pass "$name: the target's own checks pass: $(grep '^inject_target' "$T/$name.out")"
+	else
+		fail "$name: the target exited $rc: $(tail -3 "$T/$name.out")"
+	fi
+}
+
+# children TP: the pids of its children, all threads'
+children() {
+	cat /proc/"$1"/task/*/children 2> /dev/null | tr -s ' \n' ' '
+}
+
+if lt_part 1; then
+	echo "== 1. snapshots of a process allocating in four threads"
+	if start_target stress stress 4; then
+		timeout -k 5 60 "$DWLEAK" --leak-check --stats --interval 0.3 -d 3 -t 3 --format json \
+			-o "$T/stress.json" -p "$TP" > "$T/stress.text" 2> "$T/stress.err"
+		rc=$?
+		[ $rc -eq 0 ] || fail "stress: dwleak exited $rc: $(tail -3 "$T/stress.err")"
+		# every interval report's check (the text reports on stdout), and
+		# the last one's parts (--stats)
+		checks=$(grep -c '^LEAK SUMMARY' "$T/stress.text")
+		snaps=$(grep -c 'the scan reading a copy-on-write snapshot while it ran on' "$T/stress.text")
+		[ "$checks" -ge 3 ] && [ "$snaps" -eq "$checks" ] &&
+			pass "stress: $checks checks, each from a snapshot; the last: $(grep -m1 -o 'the pause, ms: .* to reap the snapshot' "$T/stress.err")" ||
+			fail "stress: $snaps of $checks checks from a snapshot: $(grep 'the pause' "$T/stress.err" | head -3)"
+		lt_check "$T/stress.json" << 'PY'
+lc = r["totals"]["leak_check"]
+if lc["snapshot"] is not True or not (lc["scan_ms"] and lc["scan_ms"] > 0) or not (lc["pause_ms"] and lc["pause_ms"] > 0):
+    fail("the report's leak_check: snapshot %s, scan %s ms, pause %s ms" % (lc["snapshot"], lc["scan_ms"], lc["pause_ms"]))
+else:
+    ok("the report: a snapshot, the pause %.3f ms, the scan %.3f ms" % (lc["pause_ms"], lc["scan_ms"]))
+PY
+		left=$(children "$TP")
+		[ -z "${left// /}" ] && pass "stress: no child left in the target" ||
+			fail "stress: children left in the target: $left ($(for c in $left; do awk '{print $3}' /proc/$c/stat; done))"
+		finish_target stress
+	fi
+fi
+
+if lt_part 2; then
+	echo "== 2. seccomp filters against clone"
+	for mode in allow kill; do
+		# allow: clone is not among what it lets through (EPERM); kill: clone kills
+		if start_target "sc_$mode" seccomp $mode; then
+			timeout -k 5 60 "$DWLEAK" --leak-check --stats --no-inject -d 1 -t 0 --format json \
+				-o "$T/sc_$mode.json" -p "$TP" > /dev/null 2> "$T/sc_$mode.err"
+			rc=$?
+			[ $rc -eq 0 ] || fail "seccomp $mode: dwleak exited $rc: $(tail -3 "$T/sc_$mode.err")"
+			want="no snapshot: a seccomp filter of the process $([ $mode = allow ] && echo fails || echo 'would stop it at') system call 56"
+			grep -q "$want" "$T/sc_$mode.err" && pass "seccomp $mode: $want" ||
+				fail "seccomp $mode: want '$want': $(grep 'the pause' "$T/sc_$mode.err")"
+			lt_check "$T/sc_$mode.json" << 'PY'
+if r["totals"]["leak_check"]["snapshot"] is not False:
+    fail("the report says the check read a snapshot")
+PY
+			finish_target "sc_$mode"
+		fi
+	done
+fi
+
+check_finish "leak check snapshot: all checks passed"
