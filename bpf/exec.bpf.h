@@ -18,14 +18,9 @@ static __always_inline int process_exec(void)
 
 	if (!bpf_map_lookup_elem(&procs, &tgid))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_EVENTS_LOST);
+	e = event_new(EVENT_EXEC, tgid);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = EVENT_EXEC;
-	e->tgid = tgid;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

@@ -24,14 +24,9 @@ static __always_inline int process_exiting(struct pt_regs *ctx)
 
 	if (!pi || !(pi->flags & PROC_STOP_AT_EXIT))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_EVENTS_LOST);
+	e = event_new(EVENT_EXITING, tgid);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = EVENT_EXITING;
-	e->tgid = tgid;
 	e->stopped = 1;
 	/* at the entry: registers other than the callee-saved ones are dead,
 	 * and so is the stack below the return address */

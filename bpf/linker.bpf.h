@@ -38,14 +38,9 @@ static __always_inline int linker_state_changed(struct pt_regs *ctx)
 	    state != RT_CONSISTENT)
 		return 0;
 	stop = pi->flags & PROC_STOP_AT_DL_STATE;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(CNT_EVENTS_LOST);
+	e = event_new(EVENT_MAPS_CHANGED, tgid);
+	if (!e)
 		return 0;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = EVENT_MAPS_CHANGED;
-	e->tgid = tgid;
 	e->stopped = stop;
 	bpf_ringbuf_submit(e, 0);
 	/* this thread only: under ptrace, the tracer sees its

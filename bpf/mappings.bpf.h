@@ -76,15 +76,11 @@ static __always_inline void request_table(struct walk_ctx *w, struct vma_found *
 
 	if (bpf_map_update_elem(&requested, &f->file, &one, BPF_NOEXIST))
 		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = event_new(EVENT_NEED_TABLE, w->tgid);
 	if (!e) {
-		count(CNT_EVENTS_LOST);
 		bpf_map_delete_elem(&requested, &f->file);
 		return;
 	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = EVENT_NEED_TABLE;
-	e->tgid = w->tgid;
 	e->file = f->file;
 	e->pc = pc;
 	bpf_ringbuf_submit(e, 0);

@@ -251,4 +251,20 @@ static __always_inline void count(__u32 which)
 	count_n(which, 1);
 }
 
+/* A zeroed struct event of TYPE for process TGID, reserved in the events
+ * ring, or NULL when the ring is full (counted: CNT_EVENTS_LOST). */
+static __always_inline struct event *event_new(__u32 type, __u32 tgid)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		count(CNT_EVENTS_LOST);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->tgid = tgid;
+	return e;
+}
+
 #endif
