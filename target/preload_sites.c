@@ -33,8 +33,6 @@ static const char *const libc_internal[] = {
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static int mem_open(pid_t pid, int flags);
-
 static bool is_library(const char *name)
 {
 	const char *b = strrchr(name, '/');
@@ -266,30 +264,6 @@ uint64_t preload_control_addr(pid_t pid, const struct preload_sites *s)
 	return preload_file_addr(pid, s, s->control_off, sizeof(struct dwleak_preload_control));
 }
 
-int preload_route_request(pid_t pid, const struct preload_sites *s)
-{
-	struct dwleak_preload_control c;
-	uint64_t addr = preload_control_addr(pid, s);
-	uint32_t req;
-	int fd, err = 0;
-
-	if (!addr)
-		return -ENOENT;
-	fd = mem_open(pid, O_RDWR);
-	if (fd < 0)
-		return fd;
-	if (pread(fd, &c, sizeof(c), (off_t)addr) != (ssize_t)sizeof(c))
-		err = -EIO;
-	else if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION || !c.injected)
-		err = -EPROTO;
-	req = c.route_request + 1;
-	if (!err && pwrite(fd, &req, sizeof(req),
-			   (off_t)(addr + offsetof(struct dwleak_preload_control, route_request))) != sizeof(req))
-		err = -errno ?: -EIO;
-	close(fd);
-	return err;
-}
-
 /* Opens process PID's memory (FLAGS: O_RDONLY or O_RDWR). */
 static int mem_open(pid_t pid, int flags)
 {
@@ -301,49 +275,84 @@ static int mem_open(pid_t pid, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak_preload_control *out)
+/* The control block of S's library in process PID read into *C (its
+ * address in *ADDR), through PID's memory opened with FLAGS.  Returns
+ * the open descriptor (the caller closes it), or -ENOENT (the library is
+ * not mapped), -EIO/-errno (the read failed), -EPROTO (not a control
+ * block of this version). */
+static int control_open(pid_t pid, const struct preload_sites *s, int flags, struct dwleak_preload_control *c,
+			uint64_t *addr)
 {
-	uint64_t addr = preload_control_addr(pid, s);
 	ssize_t got;
 	int fd;
 
-	if (!addr)
+	*addr = preload_control_addr(pid, s);
+	if (!*addr)
 		return -ENOENT;
-	fd = mem_open(pid, O_RDONLY);
+	fd = mem_open(pid, flags);
 	if (fd < 0)
 		return fd;
-	got = pread(fd, out, sizeof(*out), (off_t)addr);
-	close(fd);
-	if (got != (ssize_t)sizeof(*out))
+	got = pread(fd, c, sizeof(*c), (off_t)*addr);
+	if (got != (ssize_t)sizeof(*c)) {
+		close(fd);
 		return got < 0 ? -errno : -EIO;
-	return out->magic == DWLEAK_PRELOAD_MAGIC && out->version == DWLEAK_PRELOAD_VERSION ? 0 : -EPROTO;
+	}
+	if (c->magic != DWLEAK_PRELOAD_MAGIC || c->version != DWLEAK_PRELOAD_VERSION) {
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+/* Writes the LEN bytes at V into field OFF of the control block at ADDR. */
+static int control_put(int fd, uint64_t addr, size_t off, const void *v, size_t len)
+{
+	return pwrite(fd, v, len, (off_t)(addr + off)) == (ssize_t)len ? 0 : -errno ?: -EIO;
+}
+
+int preload_route_request(pid_t pid, const struct preload_sites *s)
+{
+	struct dwleak_preload_control c;
+	uint64_t addr;
+	uint32_t req;
+	int fd = control_open(pid, s, O_RDWR, &c, &addr), err;
+
+	if (fd < 0)
+		return fd;
+	req = c.route_request + 1;
+	err = !c.injected ? -EPROTO
+			  : control_put(fd, addr, offsetof(struct dwleak_preload_control, route_request), &req,
+					sizeof(req));
+	close(fd);
+	return err;
+}
+
+int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak_preload_control *out)
+{
+	uint64_t addr;
+	int fd = control_open(pid, s, O_RDONLY, out, &addr);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
 }
 
 int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes)
 {
-	struct dwleak_preload_control c = { 0 };
-	uint64_t addr = preload_control_addr(pid, s);
+	struct dwleak_preload_control c;
+	uint64_t addr;
 	uint32_t gen;
-	int fd, err = 0;
+	int fd = control_open(pid, s, O_RDWR, &c, &addr), err;
 
-	if (!addr)
-		return -ENOENT;
-	fd = mem_open(pid, O_RDWR);
 	if (fd < 0)
 		return fd;
-	if (pread(fd, &c, sizeof(c), (off_t)addr) != (ssize_t)sizeof(c))
-		err = -EIO;
-	else if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION)
-		err = -EPROTO;
 	/* the mode first, the generation last: a library that sees the new
 	 * generation sees the new mode */
 	gen = c.generation + 1;
-	if (!err && pwrite(fd, &sample_bytes, sizeof(sample_bytes),
-			   (off_t)(addr + offsetof(struct dwleak_preload_control, sample_bytes))) != sizeof(sample_bytes))
-		err = -errno ?: -EIO;
-	if (!err && pwrite(fd, &gen, sizeof(gen), (off_t)(addr + offsetof(struct dwleak_preload_control, generation))) !=
-			    sizeof(gen))
-		err = -errno ?: -EIO;
+	err = control_put(fd, addr, offsetof(struct dwleak_preload_control, sample_bytes), &sample_bytes,
+			  sizeof(sample_bytes));
+	err = err ?: control_put(fd, addr, offsetof(struct dwleak_preload_control, generation), &gen, sizeof(gen));
 	close(fd);
 	return err;
 }
