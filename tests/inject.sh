@@ -229,24 +229,15 @@ if lt_part 6; then
 	out=$("$PROBE" inject "$sp" "$LIB" 2>&1)
 	grep -q 'inject: error E[A-Z]*NOTSUPP*: a static program' <<< "$out" && pass "static: $out" || fail "static: $out"
 	kill "$sp" 2> /dev/null
-	# a setuid copy of sleep(1), owned by nobody, run by root: the exec
-	# changes its effective user, so the kernel sets AT_SECURE
-	mkdir -p "$BUILD/tmp"
-	SU=$BUILD/tmp/sleep_setuid
-	cp "$(command -v sleep)" "$SU" && chown nobody "$SU" && chmod u+s "$SU"
-	"$SU" 5 &
-	sp=$!
-	lt_pids+=("$sp")
-	sleep 0.2
-	if od -An -tx8 -w16 "/proc/$sp/auxv" | awk '$1 == "0000000000000017" && $2 != "0000000000000000" { f = 1 } END { exit !f }'; then
-		out=$("$PROBE" inject "$sp" "$LIB" 2>&1)
+	# a setuid sleep(1): AT_SECURE in it
+	if lt_setuid_sleep sleep_setuid 5; then
+		out=$("$PROBE" inject "$SP" "$LIB" 2>&1)
 		grep -q 'inject: error E[A-Z]*NOTSUPP*: .*setuid.*AT_SECURE' <<< "$out" && pass "setuid: $out" ||
 			fail "setuid: $out"
 	else
 		fail "setuid: AT_SECURE is not 1 in the target (a nosuid mount?)"
 	fi
-	kill "$sp" 2> /dev/null
-	rm -f "$SU"
+	lt_setuid_done
 	LD_PRELOAD=$LIB start_target pre sleep 1000 && {
 		out=$("$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q 'inject: error EEXIST' <<< "$out" && pass "loaded already: $out" || fail "loaded already: $out"

@@ -135,19 +135,12 @@ if lt_part d; then
 		lt_wait "$dw" 60
 	fi
 	stress_end d "${tp:-0}"
-	# a setuid copy of sleep(1), owned by nobody: the kernel sets AT_SECURE
-	mkdir -p "$BUILD/tmp"
-	SU=$BUILD/tmp/sleep_setuid_trace
-	cp "$(command -v sleep)" "$SU" && chown nobody "$SU" && chmod u+s "$SU"
-	"$SU" 20 &
-	sp=$!
-	lt_pids+=("$sp")
-	sleep 0.3
-	"$DWLEAK" -p "$sp" -d 1 > /dev/null 2> "$T/d.setuid.err"
+	# a setuid sleep(1): AT_SECURE in it
+	lt_setuid_sleep sleep_setuid_trace 20 || fail "d: setuid: AT_SECURE is not 1 in the target (a nosuid mount?)"
+	"$DWLEAK" -p "$SP" -d 1 > /dev/null 2> "$T/d.setuid.err"
 	grep -q "cannot load the preload library into it: .*setuid.*; tracing it with uprobes" "$T/d.setuid.err" &&
 		pass "d: setuid: $(grep -m1 'cannot load' "$T/d.setuid.err")" || fail "d: setuid: $(head -3 "$T/d.setuid.err")"
-	kill "$sp" 2> /dev/null
-	rm -f "$SU"
+	lt_setuid_done
 	lt_testdata static_run
 	"$PROG" --delay-ms 5000 > /dev/null 2>&1 &
 	sp=$!

@@ -14,6 +14,8 @@
 #   lt_wait PID [SECS]       wait for a background dwleak; its exit status
 #   lt_preload_dwleak        DWLEAK_PRELOAD: a dwleak that runs under LD_PRELOAD
 #   lt_testdata NAME         PROG=build/testdata/NAME, or FAIL when not built
+#   lt_setuid_sleep NAME SECS  a setuid sleep(1) (AT_SECURE), pid in SP;
+#                            lt_setuid_done ends it
 #   lt_check JSON [ARGS...]  run python (stdin: a snippet) on a JSON report
 #                            with the helpers in LT_PY below; the snippet
 #                            calls fail("...") for each failed check
@@ -75,6 +77,27 @@ lt_preload_dwleak() {
 			exit 1
 		fi
 	fi
+}
+
+# lt_setuid_sleep NAME SECS: a setuid copy of sleep(1) owned by nobody
+# ($BUILD/tmp/NAME), run by root for SECS seconds: the exec changes its
+# effective user, so the kernel sets AT_SECURE; its pid in SP.  Returns 1
+# when AT_SECURE is not 1 in it (a nosuid mount).  lt_setuid_done ends it
+# and removes the copy.
+lt_setuid_sleep() {
+	mkdir -p "$BUILD/tmp"
+	LT_SETUID=$BUILD/tmp/$1
+	cp "$(command -v sleep)" "$LT_SETUID" && chown nobody "$LT_SETUID" && chmod u+s "$LT_SETUID" || return 1
+	"$LT_SETUID" "$2" &
+	SP=$!
+	lt_pids+=("$SP")
+	sleep 0.3
+	od -An -tx8 -w16 "/proc/$SP/auxv" | awk '$1 == "0000000000000017" && $2 != "0000000000000000" { f = 1 } END { exit !f }'
+}
+
+lt_setuid_done() {
+	kill "$SP" 2> /dev/null
+	rm -f "$LT_SETUID"
 }
 
 # lt_testdata NAME : sets PROG to the test program build/testdata/NAME, or
