@@ -172,6 +172,8 @@ def mib(b):
 
 names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check -- CMD, at exit", "dwleak-live": "dwleak --leak-check -p, live (snapshot)", "dwleak-live-stop": "dwleak --leak-check -p, live, stopped while read", "lsan": "LeakSanitizer",
          "memcheck": "valgrind memcheck"}
+print("heap GB/s: the heap over the pause; dwleak's scan rate is over the scan, which for a snapshot is not in the pause.")
+print()
 print("| shape | tool | pause ms (median) | min | max | x LSan | heap GB/s | dwleak: scanned MiB, GB/s | lost MiB | possibly lost MiB | checks | scan ms while it ran on |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 goals = []
@@ -207,7 +209,8 @@ for shape in shapes:
         if tool == "dwleak":
             goals.append((shape, pm, lsan, scanned / pm / 1e6 if scanned else None, rows))
         if tool == "dwleak-live":
-            live[shape] = (pm, scanned / pm / 1e6 if scanned else None)
+            # from a snapshot the scan is not in the pause: its rate is over the scan
+            live[shape] = (pm, scanned / (live_scan or pm) / 1e6 if scanned else None)
             if snap:
                 snapshot_live[shape] = (pm, live_scan, len(snap), len(rows))
         if tool == "dwleak-live-stop":
