@@ -223,9 +223,9 @@ $(BUILD)/headers/%.ok: %.h
 
 PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
 	-fno-plt -fasynchronous-unwind-tables $(INC_preload)
-# The sampler, the set and the symbol lookup, which need nothing of the
+# The sampler, the sets and the symbol lookup, which need nothing of the
 # rest of the library, also linked into their unit tests.
-PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
+PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/blockset.c preload/resolve.c
 
 $(BUILD)/preload/%.c.o: preload/%.c
 	@mkdir -p $(@D)
