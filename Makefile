@@ -288,6 +288,9 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+# test_preload_blockset includes dwleak's decoder of the set, to read back
+# what it built (one -MF per command keeps only the last source's list).
+$(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
 
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
