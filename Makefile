@@ -139,7 +139,7 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -364,6 +364,23 @@ $(BUILD)/fuzz/seccomp_seeds/.done: tests/fuzz/make_seccomp_corpus.py
 	python3 tests/fuzz/make_seccomp_corpus.py $(BUILD)/fuzz/seccomp_seeds
 	touch $@
 
+# fuzz_blockset: the preload library's index of live blocks, as dwleak
+# decodes it out of a process's memory.
+BLOCKSET_FUZZ_SRCS := target/blockset_read.c
+$(BUILD)/fuzz/fuzz_blockset: tests/fuzz/fuzz_blockset.c $(BLOCKSET_FUZZ_SRCS) target/blockset_read.h bpf/abi/blockset_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(BLOCKSET_FUZZ_SRCS)
+
+# Its seeds (control word 3: the fuzzer makes the header valid): an index
+# of no level, and one whose level 0 (at 0x400) holds one block.
+$(BUILD)/fuzz/blockset_seeds/.done:
+	@mkdir -p $(@D)
+	{ printf '\003\000\000\000\000\000\000\000'; head -c 1024 /dev/zero; } > $(@D)/empty
+	{ printf '\003\000\000\000\000\000\000\000'; head -c 64 /dev/zero; printf '\000\004\000\000\000\000\000\000'; \
+		head -c 952 /dev/zero; printf '\000\000\001\000\000\000\000\000\020\000\000\000\000\000\000\000'; \
+		head -c 240 /dev/zero; } > $(@D)/one_block
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -384,7 +401,8 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
+	$(BUILD)/fuzz/blockset_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
