@@ -13,6 +13,7 @@
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make bench-agent   only dwleak agent's benchmarks
+#   make bench-blockset  only the preload library's index of live blocks (no root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
@@ -475,6 +476,16 @@ BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
+# The preload library's index of live blocks (issue 24): ns per
+# insert+remove pair, 1 and 4 threads, next to malloc+free in the same run;
+# compiled with the library's flags.
+$(BUILD)/bench/blockset_bench: bench/blockset_bench.c preload/blockset.c preload/blockset.h bpf/abi/blockset_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -o $@ $< preload/blockset.c -lpthread
+
+bench-blockset: $(BUILD)/bench/blockset_bench
+	$(BUILD)/bench/blockset_bench $(BENCH_ARGS)
+
 bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
@@ -494,7 +505,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-agent bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb
