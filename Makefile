@@ -13,6 +13,7 @@
 #   make bench         bench-tables, then every tool compared (bench/results.md; root)
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make bench-agent   only dwleak agent's benchmarks
+#   make bench-blockset  only the preload library's index of live blocks (no root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
@@ -139,7 +140,7 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -223,9 +224,9 @@ $(BUILD)/headers/%.ok: %.h
 
 PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
 	-fno-plt -fasynchronous-unwind-tables $(INC_preload)
-# The sampler, the set and the symbol lookup, which need nothing of the
+# The sampler, the sets and the symbol lookup, which need nothing of the
 # rest of the library, also linked into their unit tests.
-PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/resolve.c
+PRELOAD_CORE_SRCS := preload/sample.c preload/ptrset.c preload/blockset.c preload/resolve.c
 
 $(BUILD)/preload/%.c.o: preload/%.c
 	@mkdir -p $(@D)
@@ -288,6 +289,9 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+# test_preload_blockset includes dwleak's decoder of the set, to read back
+# what it built (one -MF per command keeps only the last source's list).
+$(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
 
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
@@ -361,6 +365,23 @@ $(BUILD)/fuzz/seccomp_seeds/.done: tests/fuzz/make_seccomp_corpus.py
 	python3 tests/fuzz/make_seccomp_corpus.py $(BUILD)/fuzz/seccomp_seeds
 	touch $@
 
+# fuzz_blockset: the preload library's index of live blocks, as dwleak
+# decodes it out of a process's memory.
+BLOCKSET_FUZZ_SRCS := target/blockset_read.c
+$(BUILD)/fuzz/fuzz_blockset: tests/fuzz/fuzz_blockset.c $(BLOCKSET_FUZZ_SRCS) target/blockset_read.h bpf/abi/blockset_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(BLOCKSET_FUZZ_SRCS)
+
+# Its seeds (control word 3: the fuzzer makes the header valid): an index
+# of no level, and one whose level 0 (at 0x400) holds one block.
+$(BUILD)/fuzz/blockset_seeds/.done:
+	@mkdir -p $(@D)
+	{ printf '\003\000\000\000\000\000\000\000'; head -c 1024 /dev/zero; } > $(@D)/empty
+	{ printf '\003\000\000\000\000\000\000\000'; head -c 64 /dev/zero; printf '\000\004\000\000\000\000\000\000'; \
+		head -c 952 /dev/zero; printf '\000\000\001\000\000\000\000\000\020\000\000\000\000\000\000\000'; \
+		head -c 240 /dev/zero; } > $(@D)/one_block
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -381,7 +402,8 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 	touch $@
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
-	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done
+	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
+	$(BUILD)/fuzz/blockset_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
@@ -454,6 +476,16 @@ BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/
 	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
+# The preload library's index of live blocks (issue 24): ns per
+# insert+remove pair, 1 and 4 threads, next to malloc+free in the same run;
+# compiled with the library's flags.
+$(BUILD)/bench/blockset_bench: bench/blockset_bench.c preload/blockset.c preload/blockset.h bpf/abi/blockset_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -o $@ $< preload/blockset.c -lpthread
+
+bench-blockset: $(BUILD)/bench/blockset_bench
+	$(BUILD)/bench/blockset_bench $(BENCH_ARGS)
+
 bench-malloc: $(BUILD)/bench/malloc_bench dwleak
 	$(BENCH_ENV) MALLOC_BENCH=$(CURDIR)/$(BUILD)/bench/malloc_bench bash bench/run_malloc_bench.sh
 
@@ -473,7 +505,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-agent bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb

@@ -6,8 +6,10 @@
 # for FUZZ_OBJECTS_SECONDS, and what it reads of a traced process's memory
 # (build/fuzz/fuzz_memory: glibc's arenas) for FUZZ_MEMORY_SECONDS, what the agent
 # parses of other processes' files and of HTTP requests (build/fuzz/fuzz_agent)
-# for FUZZ_AGENT_SECONDS, and a process's seccomp filters, as the injector
-# evaluates them (build/fuzz/fuzz_seccomp) for FUZZ_SECCOMP_SECONDS.  A crash leaves its input
+# for FUZZ_AGENT_SECONDS, a process's seccomp filters, as the injector
+# evaluates them (build/fuzz/fuzz_seccomp) for FUZZ_SECCOMP_SECONDS, and the
+# preload library's index of live blocks, as the leak check decodes it
+# (build/fuzz/fuzz_blockset) for FUZZ_BLOCKSET_SECONDS.  A crash leaves its input
 # in build/fuzz/crash-*.
 set -euo pipefail
 BUILD=${BUILD:-$ROOT/build}
@@ -38,3 +40,4 @@ fuzz fuzz_objects object_seeds "${FUZZ_OBJECTS_SECONDS:-10}"
 fuzz fuzz_memory memory_seeds "${FUZZ_MEMORY_SECONDS:-5}"
 fuzz fuzz_agent agent_seeds "${FUZZ_AGENT_SECONDS:-5}"
 fuzz fuzz_seccomp seccomp_seeds "${FUZZ_SECCOMP_SECONDS:-5}"
+fuzz fuzz_blockset blockset_seeds "${FUZZ_BLOCKSET_SECONDS:-5}"
