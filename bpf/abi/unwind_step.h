@@ -1,9 +1,9 @@
 /* One frame of the DWARF walk over dwleak's compact unwind tables, and the
  * lookup of a frame's rule in one object's table: written once, compiled
  * into the kernel program (bpf/walk.bpf.h) and into user space (the
- * preload library next), each build giving the memory reads and its own
- * extras through the tables of hooks below.  Header-only, fixed-width
- * types, no libc. */
+ * preload library next; tests/unit/test_unwind_step.c checks it against
+ * libdw), each build giving the memory reads and its own extras through
+ * the tables of hooks below.  Header-only, fixed-width types, no libc. */
 #ifndef DWLEAK_UNWIND_STEP_H
 #define DWLEAK_UNWIND_STEP_H
 
