@@ -87,7 +87,8 @@ FUZZ_OBJECTS_SECONDS ?= 10
 # include list of the layers it may use, so that an include against the
 # arrows does not compile.  Two folders hold headers only: bpf/abi/, the
 # contract between the kernel program, user space and the preload library,
-# and base/ (constants), which is below every layer: each list ends with it.
+# and base/ (constants, the unwind tables' format), which is below every
+# layer: each list ends with it.
 LAYERS := tables target unwinder bpf report leakcheck session agent cli
 INC_base := -I base
 INC_abi := -I bpf/abi $(INC_base)
@@ -122,7 +123,9 @@ SRCS_agent := $(wildcard agent/*.c)
 SRCS_cli := $(filter-out cli/main.c,$(wildcard cli/*.c))
 TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi -I tables $(INC_base)
+# The kernel program: its parts, the ABI and base/ (the unwind tables'
+# format is base/unwind_format.h: it reaches no user-side layer).
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi $(INC_base)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 # The preload library (see its rules below).
 PRELOAD_LIB := $(BUILD)/libdwleak-preload.so

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* dwleak's kernel side: allocator uprobes, the bookkeeping of outstanding
  * allocations, and the DWARF stack walker that reads the compact unwind
- * tables (tables/unwind_format.h) user space loaded into maps.  This file
+ * tables (base/unwind_format.h) user space loaded into maps.  This file
  * holds the settings and the programs; the logic is in the parts below. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>

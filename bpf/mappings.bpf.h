@@ -1,7 +1,8 @@
 /* Which mapping holds an address: for a pc, its mapping (from the table
  * user space published for the process, else bpf_find_vma), that
- * mapping's unwind table and the row in force there; for the stack
- * pointer, the end of the stack, which bounds every read of it.
+ * mapping's unwind table and the row in force there (the lookup of
+ * bpf/abi/unwind_step.h over the walker's maps); for the stack pointer,
+ * the end of the stack, which bounds every read of it.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_MAPPINGS_BPF_H
 #define DWLEAK_MAPPINGS_BPF_H
@@ -9,6 +10,7 @@
 #include "constants.h"
 #include "maps.bpf.h"
 #include "walk_ctx.bpf.h"
+#include "unwind_step.h"
 
 #define EBUSY 16 /* bpf_find_vma: mmap lock contended */
 
@@ -100,17 +102,15 @@ static __always_inline void remember_mapping(struct walk_ctx *w, struct vma_foun
  * The searches are global (non-inlined) functions, verified once on their
  * own: inlined into the walker's bpf_loop callback, their loops exceeded
  * the verifier's 1M instruction limit (E2BIG on Linux 6.18).  The row
- * search runs as a plain bounded loop (cheaper than a bpf_loop callback
- * per step); the mapping search needs bpf_loop to verify.
+ * search (row_find) runs as a plain bounded loop (cheaper than a bpf_loop
+ * callback per step); the mapping search needs bpf_loop to verify.
  */
-/* A binary search's state, advanced one step at a time. */
+/* The mapping search's state, advanced one step at a time. */
 struct search_ctx {
-	__u32 lo;	/* ends as the number of entries at or before key */
+	__u32 lo;	/* ends as the number of mappings starting at or before key */
 	__u32 hi;
-	__u32 base;	/* rows: first_row of the page */
-	__u32 tgid;	/* mappings: the process */
-	__u32 pslot;	/* mappings: its slot */
-	__u32 pad;
+	__u32 tgid;	/* the process */
+	__u32 pslot;	/* its slot */
 	__u64 key;
 };
 
@@ -232,65 +232,59 @@ static int slot_find(struct walk_ctx *w, __u64 pc)
 	return slot_fill(w, pc);
 }
 
-static long row_search_step(__u64 i, struct search_ctx *c)
-{
-	struct unwind_row *row;
-	__u32 mid, idx;
+/* --- The rule at a pc: the shared lookup (bpf/abi/unwind_step.h) over
+ * the pages, rows and rules maps --- */
 
-	if (c->lo >= c->hi)
-		return 1;
-	mid = c->lo + (c->hi - c->lo) / 2;
-	idx = c->base + mid;
-	row = bpf_map_lookup_elem(&rows, &idx);
-	if (!row)
-		return 1;
-	if (row->pc_low <= c->key)
-		c->lo = mid + 1;
-	else
-		c->hi = mid;
-	return 0;
+/* A table in the maps: its pages are keyed by table_id, its rows are in
+ * the global rows array (pages give global indexes), its rules from
+ * rule_base on in the global rules array. */
+struct unwind_table_ref {
+	__u32 table_id;
+	__u32 rule_base;
+};
+
+static __always_inline const struct unwind_page *table_page(const struct unwind_table_ref *t, __u64 page)
+{
+	struct page_key k = { .table_id = t->table_id, .page = (__u32)page };
+
+	return bpf_map_lookup_elem(&pages, &k);
 }
 
-_Static_assert((1u << (DWLEAK_ROW_SEARCH_STEPS - 1)) >= UNWIND_PAGE_SIZE,
-	       "binary search must cover a full page of rows");
+static __always_inline const struct unwind_row *table_row(const struct unwind_table_ref *t, __u32 idx)
+{
+	return bpf_map_lookup_elem(&rows, &idx);
+}
 
-/* Index of the row in force at ELF address PC in table TABLE_ID, or -1. */
+static __always_inline const struct unwind_rule *table_rule(const struct unwind_table_ref *t, __u32 idx)
+{
+	__u32 i = t->rule_base + idx;
+
+	return bpf_map_lookup_elem(&rules, &i);
+}
+
+/* Constant: the lookups below inline these hooks. */
+static const struct unwind_table_ops table_ops = { table_page, table_row, table_rule };
+
+/* Index of the row in force at ELF address PC in table TABLE_ID, or -1.
+ * The binary search runs as a plain bounded loop: this function is
+ * verified on its own, and a bpf_loop callback per step cost ~20 ns x 17
+ * a frame. */
 __noinline long row_find(__u32 table_id, __u64 pc)
 {
-	struct page_key k = { .table_id = table_id, .page = (__u32)(pc >> UNWIND_PAGE_SHIFT) };
-	struct search_ctx c = { .key = pc & (UNWIND_PAGE_SIZE - 1) };
-	struct unwind_page *pg;
+	struct unwind_table_ref t = { .table_id = table_id };
 
-	pg = bpf_map_lookup_elem(&pages, &k);
-	if (!pg)
-		return -1;
-	c.hi = pg->nrows;
-	c.base = pg->first_row;
-	/* a plain bounded loop: this function is verified on its own, and a
-	 * bpf_loop callback per step cost ~20 ns x 17 a frame */
-	for (int i = 0; i < DWLEAK_ROW_SEARCH_STEPS; i++)
-		if (row_search_step(i, &c))
-			break;
-	if (c.lo == 0 || c.lo > pg->nrows)
-		return -1;
-	return c.base + c.lo - 1;
+	return unwind_row_find(&t, &table_ops, pc);
 }
 
 /* The rule for ELF address PC in table TABLE_ID, or NULL (no FDE). */
-static struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
+static const struct unwind_rule *rule_find(__u32 table_id, __u32 rule_base, __u64 pc)
 {
-	struct unwind_row *row;
+	struct unwind_table_ref t = { .table_id = table_id, .rule_base = rule_base };
 	long r = row_find(table_id, pc);
-	__u32 idx;
 
 	if (r < 0)
 		return NULL;
-	idx = (__u32)r;
-	row = bpf_map_lookup_elem(&rows, &idx);
-	if (!row)
-		return NULL;
-	idx = rule_base + row->rule;
-	return bpf_map_lookup_elem(&rules, &idx);
+	return unwind_rule_of_row(&t, &table_ops, (__u32)r);
 }
 
 /* --- The thread's stack mapping: how far a stack read may go --- */

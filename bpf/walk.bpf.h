@@ -1,7 +1,10 @@
 /* The DWARF walk: frame by frame from the probe's registers, each frame's
  * rule from a per-CPU cache in front of the table search, the common rules
  * stepped inline; whole walks remembered per CPU (walk_memo) and checked
- * instead of made again.
+ * instead of made again.  The step itself is bpf/abi/unwind_step.h's,
+ * which user space compiles too: this file gives it its reads (the stack
+ * snapshot, the uretprobe trampoline's real return address) and records
+ * what it read for walk_memo.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_WALK_BPF_H
 #define DWLEAK_WALK_BPF_H
@@ -29,60 +32,77 @@ __noinline int memo_note(__u32 idx, __u32 n, __u64 off, __u64 val)
 	return 0;
 }
 
-/* A walk's user-memory read, recorded for walk_memo. */
-static __always_inline int walk_read(struct walk_ctx *w, __u64 *dst, __u64 addr)
+/* Records that the stack word at ADDR held VAL, for walk_memo: through
+ * memo_note (a call) in walk_apply, which is verified once and should
+ * stay small; memo_record_inline, the same without the call, in
+ * walk_step's try and in bp_use. */
+static __always_inline void memo_record(struct walk_ctx *w, __u64 addr, __u64 val)
 {
-	if (snap_read(&w->snap, dst, addr))
-		return -1;
-	if (w->rec && (addr < w->sp0 || memo_note(w->memo_idx, w->nrec, addr - w->sp0, *dst)))
+	if (w->rec && (addr < w->sp0 || memo_note(w->memo_idx, w->nrec, addr - w->sp0, val)))
 		w->rec = 0;
 	w->nrec++;
-	return 0;
+}
+
+static __always_inline void memo_record_inline(struct walk_ctx *w, __u64 addr, __u64 val)
+{
+	__u64 off = addr - w->sp0;
+	struct walk_memo *m;
+	__u32 k = w->nrec;
+
+	w->nrec = k + 1;
+	if (!w->rec)
+		return;
+	m = bpf_map_lookup_elem(&walk_memo, &w->memo_idx);
+	/* an address below sp0 wraps OFF far above 4 GiB */
+	if (!m || k >= WALK_MEMO_WORDS || off > 0xffffffffull) {
+		w->rec = 0;
+		return;
+	}
+	/* hide the check from clang, which would drop the mask the verifier
+	 * needs (clang 14: walk_apply failed to load on Linux 6.18) */
+	asm volatile("" : "+r"(k));
+	k &= WALK_MEMO_WORDS - 1;
+	m->off[k] = (__u32)off;
+	m->val[k] = val;
 }
 
 /*
- * The frame's rbp is about to be used by a rule: the stack word it was
- * restored from becomes one of the walk's inputs, so it is recorded for
- * walk_memo now.  Restored values no rule uses (rbp is a general register
- * in code built without frame pointers: python's interpreter saves a
- * different object pointer there at every call) are never recorded, so
- * they do not keep an identical walk from being remembered.
+ * The step's bp_use: the frame's rbp is about to be used by a rule, so
+ * the stack word it was restored from becomes one of the walk's inputs,
+ * recorded for walk_memo now.  Restored values no rule uses (rbp is a
+ * general register in code built without frame pointers: python's
+ * interpreter saves a different object pointer there at every call) are
+ * never recorded, so they do not keep an identical walk from being
+ * remembered.
  */
-static __always_inline void bp_use(struct walk_ctx *w)
+static __always_inline void bp_use(struct unwind_regs *r)
 {
-	struct walk_memo *m;
-	__u32 k = w->nrec;
+	struct walk_ctx *w = walk_of(r);
 
 	w->use_bp0 |= w->bp_reg;
 	if (!w->bp_unrec)
 		return;
 	w->bp_unrec = 0;
-	w->nrec = k + 1;
-	if (!w->rec)
-		return;
-	m = bpf_map_lookup_elem(&walk_memo, &w->memo_idx);
-	if (!m || k >= WALK_MEMO_WORDS || w->bp_addr < w->sp0 || w->bp_addr - w->sp0 > 0xffffffffull) {
-		w->rec = 0;
-		return;
-	}
-	m->off[k & (WALK_MEMO_WORDS - 1)] = (__u32)(w->bp_addr - w->sp0);
-	m->val[k & (WALK_MEMO_WORDS - 1)] = w->bp;
+	memo_record_inline(w, w->bp_addr, r->bp);
 }
 
-/* The return address stored at ADDR.  While one of our uretprobes is
- * pending the stack holds the kernel's trampoline there instead; the real
- * address was saved at the probed call's entry. */
-static int read_ra(struct walk_ctx *w, __u64 addr, __u64 *ra)
+/* The caller's rbp is the word at ADDR: recorded only if a rule uses it
+ * (bp_use). */
+static __always_inline void bp_restored(struct walk_ctx *w, __u64 addr)
+{
+	w->bp_reg = 0;
+	w->bp_addr = addr;
+	w->bp_unrec = 1;
+}
+
+/* While one of our uretprobes is pending the stack holds the kernel's
+ * trampoline where the return address was; the real address was saved at
+ * the probed call's entry.  Stores it for the slot at ADDR in *RA. */
+static int ra_unhide(struct walk_ctx *w, __u64 addr, __u64 *ra)
 {
 	struct thread_state *ts;
 	int i;
 
-	if (walk_read(w, ra, addr)) {
-		w->end = WALK_ERR_READ;
-		return -1;
-	}
-	if (!w->tramp || *ra != w->tramp)
-		return 0;
 	w->rec = 0; /* the recovered address comes from thread state, not the stack */
 	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
 	if (ts) {
@@ -94,111 +114,73 @@ static int read_ra(struct walk_ctx *w, __u64 addr, __u64 *ra)
 			}
 		}
 	}
-	w->end = WALK_ERR_TRAMPOLINE;
-	return -1;
+	return WALK_ERR_TRAMPOLINE;
 }
 
-/* The interrupted context saved by the kernel in the rt_sigframe. */
-static int walk_signal(struct walk_ctx *w)
+/* The step's reads: from the stack snapshot, else a new one (snap_read). */
+static __always_inline int walk_read(struct unwind_regs *r, __u64 *dst, __u64 addr, enum unwind_word what)
 {
-	__u64 sp = w->sp;
+	struct walk_ctx *w = walk_of(r);
 
-	if (walk_read(w, &w->pc, sp + UNWIND_SIGFRAME_RIP) || walk_read(w, &w->sp, sp + UNWIND_SIGFRAME_RSP) ||
-	    walk_read(w, &w->bp, sp + UNWIND_SIGFRAME_RBP)) {
-		w->end = WALK_ERR_READ;
-		return -1;
-	}
-	w->bp_ok = 1;
-	w->bp_reg = 0;
-	w->bp_unrec = 0; /* read through walk_read: recorded */
-	w->exact_pc = 1;
+	if (snap_read(&w->snap, dst, addr))
+		return WALK_ERR_READ;
+	if (what == UNWIND_WORD_RA && w->tramp && *dst == w->tramp)
+		return ra_unhide(w, addr, dst);
 	return 0;
 }
 
-/* Computes the caller's frame from RULE.  Returns 1 to stop the walk.
- * Global, verified once: inlined into the walker's loop its branches
- * multiplied the walker's verification time several times over. */
+/* The words the caller's frame came from, recorded for walk_memo. */
+static __always_inline void walk_note(struct unwind_regs *r, __u64 addr, __u64 val, enum unwind_word what)
+{
+	struct walk_ctx *w = walk_of(r);
+
+	if (what == UNWIND_WORD_BP_AT_CFA) {
+		bp_restored(w, addr);
+		return;
+	}
+	memo_record(w, addr, val);
+	if (what == UNWIND_WORD_BP_AT_BP || what == UNWIND_WORD_SIG_BP) {
+		w->bp_reg = 0;
+		w->bp_unrec = 0; /* recorded */
+	}
+}
+
+/* The inline try's reads: from the snapshot only, and never a
+ * trampoline (walk_apply takes those frames). */
+static __always_inline int walk_try_read(struct unwind_regs *r, __u64 *dst, __u64 addr, enum unwind_word what)
+{
+	struct walk_ctx *w = walk_of(r);
+
+	if (snap_copy(&w->snap, dst, addr))
+		return WALK_ERR_READ;
+	if (what == UNWIND_WORD_RA && w->tramp && *dst == w->tramp)
+		return WALK_ERR_TRAMPOLINE;
+	return 0;
+}
+
+static __always_inline void walk_try_note(struct unwind_regs *r, __u64 addr, __u64 val, enum unwind_word what)
+{
+	struct walk_ctx *w = walk_of(r);
+
+	if (what == UNWIND_WORD_BP_AT_CFA)
+		bp_restored(w, addr);
+	else
+		memo_record_inline(w, addr, val);
+}
+
+/* Constant tables: each call of the step below inlines its hooks. */
+static const struct unwind_step_ops walk_ops = { walk_read, walk_note, bp_use };
+static const struct unwind_step_ops walk_try_ops = { walk_try_read, walk_try_note, bp_use };
+
+/* Computes the caller's frame from RULE (bpf/abi/unwind_step.h).  Returns
+ * 1 to stop the walk.  Global, verified once: inlined into the walker's
+ * loop its branches multiplied the walker's verification time several
+ * times over. */
 __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 {
-	__u64 cfa, ra, bp;
-
 	if (!w || !rule)
 		return 1;
-	switch (rule->cfa_type) {
-	case UNWIND_CFA_RSP:
-		cfa = w->sp + rule->cfa_off;
-		break;
-	case UNWIND_CFA_RBP:
-		if (!w->bp_ok)
-			goto no_rbp;
-		bp_use(w);
-		cfa = w->bp + rule->cfa_off;
-		break;
-	case UNWIND_CFA_PLT11:
-	case UNWIND_CFA_PLT10:
-		cfa = w->sp + rule->cfa_off;
-		if ((w->pc & 15) >= (rule->cfa_type == UNWIND_CFA_PLT11 ? 11 : 10))
-			cfa += 8;
-		break;
-	case UNWIND_CFA_DEREF_RBP:
-		if (!w->bp_ok)
-			goto no_rbp;
-		bp_use(w);
-		if (walk_read(w, &cfa, w->bp + rule->cfa_off))
-			goto bad_read;
-		break;
-	case UNWIND_CFA_END:
-		w->end = WALK_END_OK;
-		return 1;
-	case UNWIND_CFA_SIGNAL:
-		return walk_signal(w) ? 1 : 0;
-	case UNWIND_CFA_NONE:
-		w->end = WALK_ERR_NO_FDE;
-		return 1;
-	default:
-		w->end = WALK_ERR_UNSUPPORTED;
-		return 1;
-	}
-	if (read_ra(w, cfa - 8, &ra))
-		return 1;
-	switch (rule->rbp_type) {
-	case UNWIND_RBP_SAME:
-		break;
-	case UNWIND_RBP_CFA:
-		/* recorded only if a rule uses it (bp_use) */
-		if (snap_read(&w->snap, &bp, cfa + rule->rbp_off))
-			goto bad_read;
-		w->bp = bp;
-		w->bp_reg = 0;
-		w->bp_addr = cfa + rule->rbp_off;
-		w->bp_unrec = 1;
-		break;
-	case UNWIND_RBP_AT_RBP:
-		bp_use(w);
-		if (!w->bp_ok || walk_read(w, &bp, w->bp + rule->rbp_off)) {
-			w->bp_ok = 0;
-		} else {
-			w->bp = bp;
-			w->bp_reg = 0;
-		}
-		break;
-	default:
-		w->bp_ok = 0;
-	}
-	w->sp = cfa;
-	w->pc = ra;
-	w->exact_pc = 0;
-	if (!ra) {
-		w->end = WALK_END_ZERO_RA;
-		return 1;
-	}
-	return 0;
-no_rbp:
-	w->end = WALK_ERR_RBP_UNKNOWN;
-	return 1;
-bad_read:
-	w->end = WALK_ERR_READ;
-	return 1;
+	return unwind_step(&w->r, rule, &w->end, &walk_ops) != UNWIND_STEP_NEXT;
 }
 
 static __always_inline struct rule_cache_slot *rule_cache_get(__u64 pc)
@@ -214,7 +196,7 @@ static __always_inline struct rule_cache_slot *rule_cache_get(__u64 pc)
  * verification small. */
 __noinline int rule_search(struct walk_ctx *w, __u64 lookup, struct unwind_rule *out)
 {
-	struct unwind_rule *rule;
+	const struct unwind_rule *rule;
 	int s;
 
 	if (!w || !out)
@@ -224,7 +206,7 @@ __noinline int rule_search(struct walk_ctx *w, __u64 lookup, struct unwind_rule 
 		return -1;
 	s &= DWLEAK_VMA_CACHE - 1;
 	if (w->slot[s].state == SLOT_ANON) {
-		w->end = w->tramp && w->pc == w->tramp ? WALK_ERR_TRAMPOLINE : WALK_ERR_NO_MAPPING;
+		w->end = w->tramp && w->r.pc == w->tramp ? WALK_ERR_TRAMPOLINE : WALK_ERR_NO_MAPPING;
 		return -1;
 	}
 	if (w->slot[s].state != SLOT_TABLE) {
@@ -240,62 +222,12 @@ __noinline int rule_search(struct walk_ctx *w, __u64 lookup, struct unwind_rule 
 	return 0;
 }
 
-/*
- * walk_apply's common cases, inline: CFA = rsp or rbp + offset, rbp kept
- * or restored from the frame, both words in the snapshot.  Each function
- * call costs a return thunk on these CPUs (SRSO mitigation: ~10-20 ns a
- * return), and walk_apply with the snapshot read and the memo record
- * inside made five of them a frame.  Returns 0 when it stepped (w->pc 0:
- * the end of the stack, w->end set), -1 to leave the frame to walk_apply
- * (nothing changed but use_bp0).
- */
-static __always_inline int walk_fast(struct walk_ctx *w, struct unwind_rule *rule)
-{
-	__u64 cfa, ra, bp = 0;
-	struct walk_memo *m;
-	__u32 k;
-
-	if (rule->rbp_type != UNWIND_RBP_SAME && rule->rbp_type != UNWIND_RBP_CFA)
-		return -1;
-	if (rule->cfa_type == UNWIND_CFA_RSP) {
-		cfa = w->sp + rule->cfa_off;
-	} else if (rule->cfa_type == UNWIND_CFA_RBP && w->bp_ok) {
-		bp_use(w);
-		cfa = w->bp + rule->cfa_off;
-	} else {
-		return -1;
-	}
-	if (snap_copy(&w->snap, &ra, cfa - 8) || (w->tramp && ra == w->tramp))
-		return -1;
-	if (rule->rbp_type == UNWIND_RBP_CFA && snap_copy(&w->snap, &bp, cfa + rule->rbp_off))
-		return -1;
-	if (w->rec) {
-		k = w->nrec;
-		m = bpf_map_lookup_elem(&walk_memo, &w->memo_idx);
-		if (!m || k >= WALK_MEMO_WORDS || cfa - 8 < w->sp0 || cfa - w->sp0 > 0xffff0000ull) {
-			w->rec = 0;
-		} else {
-			m->off[k & (WALK_MEMO_WORDS - 1)] = (__u32)(cfa - 8 - w->sp0);
-			m->val[k & (WALK_MEMO_WORDS - 1)] = ra;
-			w->nrec = k + 1;
-		}
-	}
-	if (rule->rbp_type == UNWIND_RBP_CFA) {
-		/* recorded only if a rule uses it (bp_use) */
-		w->bp = bp;
-		w->bp_reg = 0;
-		w->bp_addr = cfa + rule->rbp_off;
-		w->bp_unrec = 1;
-	}
-	w->sp = cfa;
-	w->pc = ra;
-	w->exact_pc = 0;
-	if (!ra)
-		w->end = WALK_END_ZERO_RA;
-	return 0;
-}
-
-/* One frame: record pc, find its rule, step to the caller. */
+/* One frame: record pc, find its rule, step to the caller: the common
+ * rules inline (unwind_step_try: CFA = rsp or rbp + offset, rbp kept or
+ * restored from the frame, both words in the snapshot), since each
+ * function call costs a return thunk on these CPUs (SRSO mitigation:
+ * ~10-20 ns a return), and walk_apply with the snapshot read and the memo
+ * record inside made five of them a frame; the others in walk_apply. */
 static long walk_step(__u64 i, struct walk_ctx *w)
 {
 	struct rule_cache_slot *cs;
@@ -303,6 +235,7 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	struct stack_trace *st;
 	__u32 zero = 0, n = w->n, gen = rule_gen;
 	__u64 lookup;
+	int ret;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
@@ -311,10 +244,10 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 		w->end = WALK_END_TRUNCATED;
 		return 1;
 	}
-	st->pcs[n] = w->pc | (n && w->exact_pc ? DWLEAK_FRAME_EXACT : 0);
+	st->pcs[n] = w->r.pc | (n && w->r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
 	w->n = n + 1;
-	w->hash = (w->hash ^ w->pc) * FNV64_PRIME;
-	lookup = w->exact_pc ? w->pc : w->pc - 1;
+	w->hash = (w->hash ^ w->r.pc) * FNV64_PRIME;
+	lookup = unwind_lookup_pc(&w->r);
 	cs = rule_cache_get(lookup);
 	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
 		rule = cs->rule;
@@ -331,9 +264,10 @@ static long walk_step(__u64 i, struct walk_ctx *w)
 	}
 	if (rule.cfa_type == UNWIND_CFA_SIGNAL)
 		st->pcs[n] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
-	if (walk_fast(w, &rule) == 0)
-		return w->pc ? 0 : 1;
-	return walk_apply(w, &rule) ? 1 : 0;
+	ret = unwind_step_try(&w->r, &rule, &w->end, &walk_try_ops);
+	if (ret == UNWIND_STEP_DECLINED)
+		return walk_apply(w, &rule) ? 1 : 0;
+	return ret == UNWIND_STEP_NEXT ? 0 : 1;
 }
 
 /* Direct loads through the task's BTF pointers (the verifier guards them),
@@ -400,18 +334,18 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 
 	if (!s || !sn)
 		return 0;
-	w.pc = s->pc;
-	w.sp = s->sp;
-	w.bp = s->bp;
+	w.r.pc = s->pc;
+	w.r.sp = s->sp;
+	w.r.bp = s->bp;
 	w.memo_idx = memo_idx;
 	m = bpf_map_lookup_elem(&walk_memo, &w.memo_idx);
 	if (m)
 		m->pc0 = 0; /* refilled below, if this walk can be remembered */
-	w.sp0 = w.sp;
+	w.sp0 = w.r.sp;
 	w.rec = 1;
 	w.bp_reg = 1;
-	w.bp_ok = 1;
-	w.exact_pc = 1;
+	w.r.bp_ok = 1;
+	w.r.exact_pc = 1;
 	w.tgid = s->tgid;
 	w.pslot = s->pslot;
 	w.hash = FNV64_OFFSET ^ kind ^ ((__u64)s->image << 32);
@@ -447,11 +381,11 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 		m->nframes = w.n;
 		m->end = w.end;
 		m->stack_id = w.hash;
-		m->span = (__u32)(w.sp - w.sp0);
+		m->span = (__u32)(w.r.sp - w.sp0);
 		m->pc0 = s->pc;
 	}
 	*sn = w.snap; /* it may have moved up the stack */
-	sn->want = w.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
+	sn->want = w.r.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
 	return id;
 }
 

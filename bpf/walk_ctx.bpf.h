@@ -7,6 +7,7 @@
 #define DWLEAK_WALK_CTX_BPF_H
 
 #include "snap.bpf.h"
+#include "unwind_step.h"
 
 /* A mapping the walk met (slot_fill). */
 struct vma_slot {
@@ -32,16 +33,14 @@ struct walk_start {
 	__u32 pad;
 };
 
+/* The shared step (bpf/abi/unwind_step.h) is given r; its hooks find the
+ * rest of the walk from it (walk_of). */
 struct walk_ctx {
-	__u64 pc;
-	__u64 sp;
-	__u64 bp;
+	struct unwind_regs r; /* the frame's pc, rsp, rbp: first, see walk_of */
 	__u64 hash;
 	__u64 tramp;	 /* this mm's uretprobe trampoline, 0 if none */
 	__u32 n;
 	__u32 end;	 /* enum walk_end */
-	__u32 bp_ok;	 /* the frame's rbp is known */
-	__u32 exact_pc;	 /* pc is not a return address (first frame, after a signal) */
 	__u32 tgid;
 	__u32 pslot;	 /* the process's proc_maps slot, or DWLEAK_NO_SLOT */
 	__u32 next_slot;
@@ -50,13 +49,21 @@ struct walk_ctx {
 	__u64 sp0;	 /* rsp at the start */
 	__u32 nrec;	 /* words recorded in the slot */
 	__u8 rec;	 /* still recording (the walk can be remembered) */
-	__u8 bp_reg;	 /* bp is still the start's rbp register */
+	__u8 bp_reg;	 /* r.bp is still the start's rbp register */
 	__u8 use_bp0;	 /* a rule used it */
-	__u8 bp_unrec;	 /* bp was restored from the stack word at bp_addr, and
+	__u8 bp_unrec;	 /* r.bp was restored from the stack word at bp_addr, and
 			  * no rule has used it yet: not recorded (see bp_use) */
 	__u64 bp_addr;
 	struct snap_ctx snap;
 	struct vma_slot slot[DWLEAK_VMA_CACHE];
 };
+
+_Static_assert(__builtin_offsetof(struct walk_ctx, r) == 0, "walk_of casts the registers back");
+
+/* The walk whose registers R are (a step's hooks are given R only). */
+static __always_inline struct walk_ctx *walk_of(struct unwind_regs *r)
+{
+	return (struct walk_ctx *)r;
+}
 
 #endif

@@ -4,8 +4,8 @@
  * (the BPF side uses only the enums).  Fixed-width types only; every
  * struct's size is asserted.  The unwind tables' own rows, rules and pages
  * (values of the walker's maps) are the table compiler's format,
- * tables/unwind_format.h, which both sides include beside this one:
- * bpf/abi/ includes nothing outside itself. */
+ * base/unwind_format.h, which both sides include beside this one:
+ * bpf/abi/ includes nothing outside itself and base/. */
 #ifndef DWLEAK_SHARED_H
 #define DWLEAK_SHARED_H
 
@@ -184,9 +184,9 @@ struct mapping_seen {
 
 struct page_key {
 	__u32 table_id;
-	__u32 page; /* ELF address >> UNWIND_PAGE_SHIFT (tables/unwind_format.h) */
+	__u32 page; /* ELF address >> UNWIND_PAGE_SHIFT (base/unwind_format.h) */
 };
-/* page value: struct unwind_page (tables/unwind_format.h), first_row
+/* page value: struct unwind_page (base/unwind_format.h), first_row
  * indexing the global rows array */
 
 /* --- Stacks and allocations ----------------------------------------- */

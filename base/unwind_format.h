@@ -1,6 +1,9 @@
 /* The compact unwind-table format shared by the table compiler (tables/),
- * the runtime that loads it (unwinder/) and the in-kernel walker (bpf/).
- * Fixed-width types only, so the BPF program includes this file unchanged. */
+ * the runtime that loads it (unwinder/), the in-kernel walker (bpf/) and
+ * the walk's one step (bpf/abi/unwind_step.h), which the preload library
+ * will compile too.  In base/ because tables/, a leaf, and bpf/abi/ must
+ * both reach it.  Fixed-width types only, so the BPF program includes
+ * this file unchanged. */
 #ifndef DWLEAK_UNWIND_FORMAT_H
 #define DWLEAK_UNWIND_FORMAT_H
 
