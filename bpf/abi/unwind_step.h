@@ -143,6 +143,7 @@ static UNWIND_INLINE int unwind_caller(struct unwind_regs *r, __u64 cfa, __u32 r
 			return unwind_stop(end, err, trying);
 		ops->note(r, cfa + rbp_off, bp, UNWIND_WORD_BP_AT_CFA);
 		r->bp = bp;
+		r->bp_ok = 1; /* known again, even if an inner frame had lost it */
 	} else if (rbp_type == UNWIND_RBP_AT_RBP) {
 		/* lost, not fatal, when rbp is unknown or its slot unreadable */
 		if (r->bp_ok) {
