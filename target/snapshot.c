@@ -276,6 +276,184 @@ static int gaps_read(pid_t pid, struct proc_snapshot_gap **gaps, size_t *n)
 	return 0;
 }
 
+/* A number from the first line of file PATH ("max": UINT64_MAX), or
+ * UINT64_MAX when it cannot be read. */
+static uint64_t file_number(const char *path)
+{
+	unsigned long long v = UINT64_MAX;
+	char line[64] = "";
+	FILE *f = fopen(path, "re");
+
+	if (f && fgets(line, sizeof(line), f) && strncmp(line, "max", 3))
+		v = strtoull(line, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* The value of FIELD (a "Name:" line, in kB) in /proc file PATH, in
+ * bytes, or UINT64_MAX. */
+static uint64_t proc_kb(const char *path, const char *field)
+{
+	char line[256];
+	uint64_t v = UINT64_MAX;
+	size_t n = strlen(field);
+	FILE *f = fopen(path, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, n)) {
+			v = strtoull(line + n, NULL, 10) << 10;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Where this process sees the memory cgroup hierarchies: the v1 memory
+ * controller's mount and the cgroup2 mount (paths, malloc'd, NULL when
+ * not mounted), each with the root of the hierarchy it shows. */
+struct memcg_mounts {
+	char *v1, *v1_root, *v2, *v2_root;
+};
+
+static bool option_in(const char *list, const char *want)
+{
+	size_t n = strlen(want);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, want, n) && (p[n] == ',' || p[n] == 0 || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+static void memcg_mounts_read(struct memcg_mounts *m)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	memset(m, 0, sizeof(*m));
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS...] - FSTYPE SOURCE SUPEROPTS" */
+	while (f && fgets(line, sizeof(line), f)) {
+		char root[1024], point[1024], type[64], super[1024];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2 ||
+		    sscanf(dash + 3, "%63s %*s %1023s", type, super) != 2)
+			continue;
+		if (!strcmp(type, "cgroup") && option_in(super, "memory") && !m->v1) {
+			m->v1 = strdup(point);
+			m->v1_root = strdup(root);
+		} else if (!strcmp(type, "cgroup2") && !m->v2) {
+			m->v2 = strdup(point);
+			m->v2_root = strdup(root);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void memcg_mounts_free(struct memcg_mounts *m)
+{
+	free(m->v1);
+	free(m->v1_root);
+	free(m->v2);
+	free(m->v2_root);
+}
+
+/* The least free memory (limit less usage) of PID's memory cgroup and
+ * its ancestors, in the v1 memory controller and in cgroup2, or
+ * UINT64_MAX when no limit is found. */
+static uint64_t cgroup_headroom(pid_t pid)
+{
+	struct memcg_mounts mm;
+	char path[4352], line[4096], *rel;
+	uint64_t best = UINT64_MAX;
+	FILE *f;
+
+	memcg_mounts_read(&mm);
+	for (int v1 = 1; v1 >= 0; v1--) {
+		const char *mount = v1 ? mm.v1 : mm.v2, *root = v1 ? mm.v1_root : mm.v2_root;
+		const char *limit_file = v1 ? "memory.limit_in_bytes" : "memory.max";
+		const char *usage_file = v1 ? "memory.usage_in_bytes" : "memory.current";
+
+		if (!mount || !root)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+		f = fopen(path, "re");
+		rel = NULL;
+		/* "N:memory,...:/path" (v1) or "0::/path" (v2) */
+		while (!rel && f && fgets(line, sizeof(line), f)) {
+			char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+			if (!c2)
+				continue;
+			*c2 = 0;
+			if (v1 ? option_in(c1 + 1, "memory") : (c2 == c1 + 1 && !strncmp(line, "0:", 2)))
+				rel = c2 + 1;
+		}
+		if (f)
+			fclose(f);
+		if (!rel)
+			continue;
+		rel[strcspn(rel, "\n")] = 0;
+		/* the mount may show a subtree of the hierarchy */
+		if (strcmp(root, "/") && !strncmp(rel, root, strlen(root)))
+			rel += strlen(root);
+		for (;;) {
+			uint64_t limit, usage;
+
+			snprintf(path, sizeof(path), "%s%s/%s", mount, *rel && strcmp(rel, "/") ? rel : "", limit_file);
+			limit = file_number(path);
+			snprintf(path, sizeof(path), "%s%s/%s", mount, *rel && strcmp(rel, "/") ? rel : "", usage_file);
+			usage = file_number(path);
+			/* v1's "no limit" is near INT64_MAX */
+			if (limit < (1ull << 62) && usage != UINT64_MAX) {
+				uint64_t free_here = limit > usage ? limit - usage : 0;
+
+				if (free_here < best)
+					best = free_here;
+			}
+			if (!*rel || !strcmp(rel, "/") || !strrchr(rel, '/'))
+				break;
+			*strrchr(rel, '/') = 0;
+		}
+	}
+	memcg_mounts_free(&mm);
+	return best;
+}
+
+/* A copy shares every page until the process writes it; each page then
+ * costs a new one.  So the memory free for the process, in its cgroup
+ * and in the system, must cover a good part of what it may write while
+ * the copy is read: a quarter of its anonymous memory, or no snapshot
+ * (a copy's faults must not get the process OOM-killed). */
+static int headroom_check(pid_t pid, char *why, size_t whylen)
+{
+	char path[64];
+	uint64_t anon, cg, avail;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	anon = proc_kb(path, "RssAnon:");
+	if (anon == UINT64_MAX)
+		return 0;
+	cg = cgroup_headroom(pid);
+	if (cg != UINT64_MAX && cg < anon / 4) {
+		say(why, whylen, "its memory cgroup has %llu MiB free, less than a quarter of its %llu MiB of anonymous "
+				 "memory, which a copy's pages would take as the process writes them",
+		    (unsigned long long)(cg >> 20), (unsigned long long)(anon >> 20));
+		return -ENOMEM;
+	}
+	avail = proc_kb("/proc/meminfo", "MemAvailable:");
+	if (avail != UINT64_MAX && avail < anon / 4) {
+		say(why, whylen, "the system has %llu MiB available, less than a quarter of its %llu MiB of anonymous "
+				 "memory, which a copy's pages would take as the process writes them",
+		    (unsigned long long)(avail >> 20), (unsigned long long)(anon >> 20));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int proc_snapshot_prepare(pid_t pid, struct proc_snapshot *s, char *why, size_t whylen)
 {
 	struct proc_map *maps = NULL;
@@ -285,6 +463,9 @@ int proc_snapshot_prepare(pid_t pid, struct proc_snapshot *s, char *why, size_t 
 
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
+	err = headroom_check(pid, why, whylen);
+	if (err)
+		return err;
 	err = proc_maps_read(pid, false, &maps, &n);
 	if (err) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", (int)pid, strerror(-err));

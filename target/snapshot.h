@@ -46,13 +46,16 @@ struct proc_snapshot {
 };
 
 /*
- * Before the stop: finds where the code goes in process PID (a cave, its
- * own from an earlier check if there is one) and the writable mappings a
- * copy would lack or see zeroed (VmFlags "dc" or "wf" in
- * /proc/PID/smaps; the kernel's [uprobes] page aside: S->gaps, to be
- * read from the process itself).  Fills *S (free with
- * proc_snapshot_free).  Returns 0, or -ENOTSUP (no cave) or -errno, WHY
- * (WHYLEN bytes) saying why.
+ * Before the stop: checks that a copy's pages cannot get the process
+ * OOM-killed (the memory free in its memory cgroup and its ancestors, and
+ * in the system, must be at least a quarter of its anonymous memory: each
+ * page it writes while the copy lives is copied), finds where the code
+ * goes in process PID (a cave, its own from an earlier check if there is
+ * one) and the writable mappings a copy would lack or see zeroed (VmFlags
+ * "dc" or "wf" in /proc/PID/smaps; the kernel's [uprobes] page aside:
+ * S->gaps, to be read from the process itself).  Fills *S (free with
+ * proc_snapshot_free).  Returns 0, or -ENOMEM (too little memory free),
+ * -ENOTSUP (no cave) or -errno, WHY (WHYLEN bytes) saying why.
  */
 int proc_snapshot_prepare(pid_t pid, struct proc_snapshot *s, char *why, size_t whylen);
 

@@ -9,7 +9,11 @@
 #     target's own checks pass, and no child of it is left;
 #  2. seccomp filters that would fail clone (EPERM) or kill the process at
 #     it: no snapshot, said with why, the process read while stopped
-#     instead, and it runs on to its own end.
+#     instead, and it runs on to its own end;
+#  3. a process with 64 MiB of heap in a memory cgroup with 4 MiB free
+#     (less than a quarter of its anonymous memory, which a copy's pages
+#     could take as it writes): no snapshot, said; with 256 MiB free: a
+#     snapshot.
 # Exit 0 pass, 1 fail, 77 skip (not root).
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
@@ -98,6 +102,46 @@ PY
 			finish_target "sc_$mode"
 		fi
 	done
+fi
+
+if lt_part 3; then
+	echo "== 3. the memory a copy may take"
+	# shellcheck source=tests/lib_cgroup.sh
+	. "$(dirname "$0")/lib_cgroup.sh"
+	cgroup_mounts "$T/cg" || fail_now "no cgroup hierarchy to limit memory in"
+	if [ -n "$V1MEM" ]; then
+		CG=$V1MEM/dwleak-snap-$$ LIMIT=memory.limit_in_bytes USAGE=memory.usage_in_bytes
+	else
+		echo "+memory" > "$V2/cgroup.subtree_control" 2> /dev/null
+		CG=$V2/dwleak-snap-$$ LIMIT=memory.max USAGE=memory.current
+	fi
+	mkdir -p "$CG" || fail_now "cannot make $CG"
+	lt_testdata leak_kinds
+	sh -c "echo \$\$ > $CG/cgroup.procs && exec $PROG --wait --heap-mb 64" > "$T/heap.out" 2>&1 &
+	hp=$!
+	lt_pids+=("$hp")
+	lt_wait_line "$T/heap.out" waiting || fail_now "leak_kinds never waited: $(cat "$T/heap.out")"
+	kill -USR1 "$hp"
+	lt_wait_line "$T/heap.out" ready || fail_now "leak_kinds never got ready: $(cat "$T/heap.out")"
+	for free_mib in 4 256; do
+		echo $(($(cat "$CG/$USAGE") + (free_mib << 20))) > "$CG/$LIMIT" || fail "cannot limit $CG"
+		timeout -k 5 60 "$DWLEAK" --leak-check --stats --no-inject -d 0.5 -t 0 -p "$hp" > /dev/null 2> "$T/cg$free_mib.err"
+		rc=$?
+		[ $rc -eq 0 ] || fail "$free_mib MiB free: dwleak exited $rc: $(tail -3 "$T/cg$free_mib.err")"
+		if [ "$free_mib" = 4 ]; then
+			grep -q "no snapshot: its memory cgroup has [0-9]* MiB free, less than a quarter of its [0-9]* MiB of anonymous memory" "$T/cg$free_mib.err" &&
+				pass "4 MiB free in its cgroup: $(grep -o 'no snapshot: [^(]*' "$T/cg$free_mib.err" | head -1)" ||
+				fail "4 MiB free in its cgroup: $(grep 'the pause' "$T/cg$free_mib.err")"
+		else
+			grep -q "making a copy-on-write snapshot" "$T/cg$free_mib.err" &&
+				pass "256 MiB free in its cgroup: a snapshot" ||
+				fail "256 MiB free in its cgroup: $(grep 'the pause' "$T/cg$free_mib.err")"
+		fi
+	done
+	kill -KILL "$hp" 2> /dev/null
+	wait "$hp" 2> /dev/null
+	rmdir "$CG" 2> /dev/null
+	cgroup_unmount
 fi
 
 check_finish "leak check snapshot: all checks passed"
