@@ -1,10 +1,17 @@
-/* Finding a cave for code placed in a process (cave.h). */
+/* Finding a cave for code placed in a process, and the thread state its
+ * code restores (cave.h). */
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cave.h"
@@ -79,4 +86,85 @@ int cave_find(pid_t pid, const struct proc_map *maps, size_t n, const struct pro
 		}
 	}
 	return -ENOENT;
+}
+
+#define ERESTART_RESTARTBLOCK 516
+
+void cave_resume_regs(const struct user_regs_struct *g, struct user_regs_struct *out, int64_t *exact_nr)
+{
+	int64_t rax = (int64_t)g->rax, nr = -1;
+	/* -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK */
+	bool restart = (int64_t)g->orig_rax >= 0 && (rax == -512 || rax == -513 || rax == -514 || rax == -516);
+
+	*out = *g;
+	if (restart) {
+		nr = rax == -ERESTART_RESTARTBLOCK ? SYS_restart_syscall : (int64_t)g->orig_rax;
+		out->rip = g->rip - 2;
+		out->rax = (uint64_t)nr;
+	}
+	out->orig_rax = (uint64_t)-1;
+	if (exact_nr)
+		*exact_nr = nr;
+}
+
+void cave_regs_pack(const struct user_regs_struct *g, uint64_t ir[IR_COUNT])
+{
+	ir[IR_RAX] = g->rax;
+	ir[IR_RBX] = g->rbx;
+	ir[IR_RCX] = g->rcx;
+	ir[IR_RDX] = g->rdx;
+	ir[IR_RSI] = g->rsi;
+	ir[IR_RDI] = g->rdi;
+	ir[IR_RBP] = g->rbp;
+	ir[IR_RSP] = g->rsp;
+	ir[IR_R8] = g->r8;
+	ir[IR_R9] = g->r9;
+	ir[IR_R10] = g->r10;
+	ir[IR_R11] = g->r11;
+	ir[IR_R12] = g->r12;
+	ir[IR_R13] = g->r13;
+	ir[IR_R14] = g->r14;
+	ir[IR_R15] = g->r15;
+	ir[IR_RFLAGS] = g->eflags;
+}
+
+int cave_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = pwrite(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+double cave_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int cave_wait_stop(pid_t tid, double deadline, int *status)
+{
+	unsigned us = 10;
+
+	for (;;) {
+		pid_t got = waitpid(tid, status, __WALL | WNOHANG);
+
+		if (got == tid)
+			return WIFEXITED(*status) || WIFSIGNALED(*status) ? -ESRCH : 0;
+		if (got < 0 && errno != EINTR)
+			return -errno;
+		if (cave_now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(us);
+		us = us < 500 ? us * 2 : us;
+	}
 }

@@ -74,13 +74,6 @@ extern const char inject_cave_start[], inject_cave_end[], inject_cave_syscall[],
 #define CAVE_OFF(sym) ((uint64_t)((sym) - inject_cave_start))
 #define CAVE_LEN ((size_t)(inject_cave_end - inject_cave_start))
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int __attribute__((format(printf, 3, 4))) fail(struct inject_result *r, int err, const char *fmt, ...)
 {
@@ -659,24 +652,6 @@ static bool frames_clear_of_allocator(const struct target *t, pid_t tid)
 	return rc == 0 && !w.in_alloc && w.frames > 0;
 }
 
-/* Waits for thread TID's next stop until DEADLINE (ms). */
-static int stop_wait(pid_t tid, double deadline, int *status)
-{
-	unsigned us = 20;
-
-	for (;;) {
-		pid_t got = waitpid(tid, status, __WALL | WNOHANG);
-
-		if (got == tid)
-			return WIFEXITED(*status) || WIFSIGNALED(*status) ? -ESRCH : 0;
-		if (got < 0 && errno != EINTR)
-			return -errno;
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		usleep(us);
-		us = us < 1000 ? us * 2 : us;
-	}
-}
 
 /* Seizes thread TID and waits until PTRACE_INTERRUPT stopped it; a signal
  * arriving meanwhile is passed on.  Returns 0, -EBUSY for a group stop
@@ -691,7 +666,7 @@ static int thread_stop(pid_t tid, double deadline)
 		return -errno;
 	for (;;) {
 		/* a thread in uninterruptible sleep stops when it wakes: wait */
-		err = stop_wait(tid, deadline + 2000, &status);
+		err = cave_wait_stop(tid, deadline + 2000, &status);
 		if (err)
 			return err;
 		if (status >> 16 == PTRACE_EVENT_STOP) {
@@ -726,40 +701,13 @@ struct saved {
 	int64_t exact_nr; /* at the marker's entry stop: the call to run (-1: none) */
 };
 
-#define ERESTART_RESTARTBLOCK 516
-
 static void saved_prepare(struct saved *s)
 {
-	int64_t rax = (int64_t)s->regs.rax;
-	bool restart = (int64_t)s->regs.orig_rax >= 0 && (rax == -512 || rax == -513 || rax == -514 || rax == -516);
+	struct user_regs_struct r;
 
-	s->resume_rip = restart ? s->regs.rip - 2 : s->regs.rip;
-	s->resume_rax = restart ? (rax == -ERESTART_RESTARTBLOCK ? SYS_restart_syscall : s->regs.orig_rax) : s->regs.rax;
-	s->exact_nr = restart ? (rax == -ERESTART_RESTARTBLOCK ? SYS_restart_syscall : (int64_t)s->regs.orig_rax) : -1;
-}
-
-/* The registers the restore code loads (IR_*), with the resume state. */
-static void ir_fill(const struct saved *s, uint64_t ir[IR_COUNT])
-{
-	const struct user_regs_struct *g = &s->regs;
-
-	ir[IR_RAX] = s->resume_rax;
-	ir[IR_RBX] = g->rbx;
-	ir[IR_RCX] = g->rcx;
-	ir[IR_RDX] = g->rdx;
-	ir[IR_RSI] = g->rsi;
-	ir[IR_RDI] = g->rdi;
-	ir[IR_RBP] = g->rbp;
-	ir[IR_RSP] = g->rsp;
-	ir[IR_R8] = g->r8;
-	ir[IR_R9] = g->r9;
-	ir[IR_R10] = g->r10;
-	ir[IR_R11] = g->r11;
-	ir[IR_R12] = g->r12;
-	ir[IR_R13] = g->r13;
-	ir[IR_R14] = g->r14;
-	ir[IR_R15] = g->r15;
-	ir[IR_RFLAGS] = g->eflags;
+	cave_resume_regs(&s->regs, &r, &s->exact_nr);
+	s->resume_rip = r.rip;
+	s->resume_rax = r.rax;
 }
 
 /* The thread as it resumes by itself (an abort): registers only. */
@@ -771,19 +719,13 @@ static void regs_resume(const struct saved *s, struct user_regs_struct *g)
 	g->orig_rax = (uint64_t)-1;
 }
 
-static int mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
+/* The registers the restore code loads (IR_*), with the resume state. */
+static void ir_fill(const struct saved *s, uint64_t ir[IR_COUNT])
 {
-	char path[64];
-	ssize_t n;
-	int fd;
+	struct user_regs_struct g;
 
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pwrite(fd, buf, len, (off_t)addr);
-	close(fd);
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+	regs_resume(s, &g);
+	cave_regs_pack(&g, ir);
 }
 
 static int vm_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
@@ -837,7 +779,7 @@ static int to_syscall_stop(pid_t tid, double deadline, struct user_regs_struct *
 	for (;;) {
 		if (ptrace(PTRACE_SYSCALL, tid, 0, (void *)(long)sig))
 			return -errno;
-		err = stop_wait(tid, deadline, &status);
+		err = cave_wait_stop(tid, deadline, &status);
 		if (err)
 			return err;
 		sig = 0;
@@ -898,7 +840,7 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 	memcpy(cave + CAVE_SIGMASK_A, &s->mask, 8);
 	ir_fill(s, ir);
 	memcpy(cave + CAVE_REGS_A, ir, sizeof(ir));
-	err = mem_write(t->pid, t->cave, cave, CAVE_LEN);
+	err = cave_write(t->pid, t->cave, cave, CAVE_LEN);
 	if (err) {
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return fail(r, -ENOTSUP, "cannot write the injector's code into the process (/proc/%d/mem: %s)", t->pid,
@@ -924,7 +866,7 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 		thread_abort(tid, s, false);
 		return err;
 	}
-	deadline = now_ms() + 2000;
+	deadline = cave_now_ms() + 2000;
 	err = to_syscall_stop(tid, deadline, &g);
 	if (!err)
 		phase(o, INJECT_PHASE_SYSCALL, tid);
@@ -960,7 +902,7 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 	memcpy(data + D_REGS, ir, sizeof(ir));
 	memcpy(data + D_XSAVE, s->xsave, s->xsave_len);
 	err = vm_write(t->pid, addr, data, DATA_SIZE);
-	err = err ?: mem_write(t->pid, t->cave + CAVE_DATA, &addr, 8);
+	err = err ?: cave_write(t->pid, t->cave + CAVE_DATA, &addr, 8);
 	if (err) {
 		free(data);
 		thread_abort(tid, s, false);
@@ -992,11 +934,11 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 	}
 	free(data);
 	phase(o, INJECT_PHASE_CALLING, tid);
-	t_call = now_ms();
+	t_call = cave_now_ms();
 	r->ms_stopped = t_call - r->ms_stopped;
 
 	/* 6. until the marker: the cave's mask-restoring system call */
-	deadline = now_ms() + (o->call_ms ? o->call_ms : 5000);
+	deadline = cave_now_ms() + (o->call_ms ? o->call_ms : 5000);
 	for (;;) {
 		err = to_syscall_stop(tid, deadline, &g);
 		if (err == -ESRCH)
@@ -1005,7 +947,7 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 			int status;
 
 			/* let it finish alone: it restores itself after the call */
-			if (!ptrace(PTRACE_INTERRUPT, tid, 0, 0) && !stop_wait(tid, now_ms() + 2000, &status))
+			if (!ptrace(PTRACE_INTERRUPT, tid, 0, 0) && !cave_wait_stop(tid, cave_now_ms() + 2000, &status))
 				ptrace(PTRACE_DETACH, tid, 0, 0);
 			return fail(r, -ETIMEDOUT,
 				    "thread %d has not returned from the injected pthread_create after %u ms (a lock it "
@@ -1030,14 +972,14 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 	} else {
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 	}
-	r->ms_call = now_ms() - t_call;
+	r->ms_call = cave_now_ms() - t_call;
 	phase(o, INJECT_PHASE_RESTORED, tid);
 
 	/* 8. the new thread's outcome */
 	{
 		int32_t create_rc = 0, entry_rc = 0;
 		uint32_t status = 0;
-		double t0 = now_ms();
+		double t0 = cave_now_ms();
 		char msg[D_ERR_MAX];
 
 		deadline = t0 + (o->load_ms ? o->load_ms : 10000);
@@ -1048,11 +990,11 @@ static int inject_in(struct target *t, pid_t tid, struct saved *s, const struct 
 		for (;;) {
 			if (vm_read(t->pid, addr + D_STATUS, &status, 4))
 				return fail(r, -ESRCH, "the process ended during the load");
-			if (status != INJECT_ST_RUNNING || now_ms() > deadline)
+			if (status != INJECT_ST_RUNNING || cave_now_ms() > deadline)
 				break;
 			usleep(200);
 		}
-		r->ms_load = now_ms() - t0;
+		r->ms_load = cave_now_ms() - t0;
 		vm_read(t->pid, addr + D_ENTRY_RC, &entry_rc, 4);
 		r->entry_rc = entry_rc;
 		switch (status) {
@@ -1100,7 +1042,7 @@ int inject_library(pid_t pid, const char *library_path, const struct inject_opts
 	struct saved s = { 0 };
 	unsigned verdicts[INJECT_VERDICT_COUNT] = { 0 };
 	char hazard[256] = "";
-	double t0 = now_ms(), deadline = t0 + (o->safe_point_ms ? o->safe_point_ms : 3000);
+	double t0 = cave_now_ms(), deadline = t0 + (o->safe_point_ms ? o->safe_point_ms : 3000);
 	unsigned seed = (unsigned)getpid() ^ (unsigned)t0;
 	bool chosen = false;
 	int err;
@@ -1146,7 +1088,7 @@ int inject_library(pid_t pid, const char *library_path, const struct inject_opts
 				err = fail(res, err, "cannot stop thread %d: %s", c[i].tid, strerror(-err));
 				break;
 			}
-			res->ms_stopped = now_ms();
+			res->ms_stopped = cave_now_ms();
 			if (ptrace(PTRACE_GETREGS, c[i].tid, 0, &s.regs)) {
 				ptrace(PTRACE_DETACH, c[i].tid, 0, 0);
 				continue;
@@ -1171,7 +1113,7 @@ int inject_library(pid_t pid, const char *library_path, const struct inject_opts
 		free(c);
 		if (chosen || err || res->reason)
 			break;
-		if (now_ms() > deadline) {
+		if (cave_now_ms() > deadline) {
 			char why[512] = "";
 			size_t k, len = 0;
 
@@ -1192,7 +1134,7 @@ int inject_library(pid_t pid, const char *library_path, const struct inject_opts
 		err = -EBUSY;
 	if (!err)
 		res->lib_base = lib_base(pid, &t.lib_st);
-	res->ms_total = now_ms() - t0;
+	res->ms_total = cave_now_ms() - t0;
 	proc_maps_free(t.maps, t.nmaps);
 	free(s.xsave);
 	return err;

@@ -36,13 +36,6 @@
 #define STEP_MS 10000 /* a clone of a process with a huge address space takes a while */
 #define COPY_STOP_MS 2000
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void __attribute__((format(printf, 3, 4))) say(char *why, size_t whylen, const char *fmt, ...)
 {
@@ -55,25 +48,6 @@ static void __attribute__((format(printf, 3, 4))) say(char *why, size_t whylen, 
 	va_end(ap);
 }
 
-/* Waits for TID's next stop or end until DEADLINE (ms): 0, -ESRCH (it
- * ended), -ETIMEDOUT or -errno. */
-static int wait_until(pid_t tid, double deadline, int *status)
-{
-	unsigned us = 10;
-
-	for (;;) {
-		pid_t got = waitpid(tid, status, __WALL | WNOHANG);
-
-		if (got == tid)
-			return WIFEXITED(*status) || WIFSIGNALED(*status) ? -ESRCH : 0;
-		if (got < 0 && errno != EINTR)
-			return -errno;
-		if (now_ms() > deadline)
-			return -ETIMEDOUT;
-		usleep(us);
-		us = us < 500 ? us * 2 : us;
-	}
-}
 
 /* The cave's code, copied from snapshot_cave.S. */
 extern const char snapshot_cave_start[], snapshot_cave_end[], snapshot_cave_clone[], snapshot_cave_syscall[];
@@ -81,61 +55,10 @@ extern const char snapshot_cave_start[], snapshot_cave_end[], snapshot_cave_clon
 #define CAVE_OFF(sym) ((uint64_t)((sym) - snapshot_cave_start))
 #define CAVE_LEN ((size_t)(snapshot_cave_end - snapshot_cave_start))
 #define SIGSETXID 33 /* glibc's: setuid() in a threaded process waits for it */
-#define ERESTART_RESTARTBLOCK 516
 
 
-static int mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = pwrite(fd, buf, len, (off_t)addr);
-	close(fd);
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
 
-/* The thread as it resumes on its own: on the system call it was
- * interrupted in (rip back on the instruction, rax its number or
- * restart_syscall's), else where it was. */
-static void resume_of(const struct user_regs_struct *g, struct user_regs_struct *out)
-{
-	int64_t rax = (int64_t)g->rax;
-	bool restart = (int64_t)g->orig_rax >= 0 && (rax == -512 || rax == -513 || rax == -514 || rax == -516);
-
-	*out = *g;
-	if (restart) {
-		out->rip = g->rip - 2;
-		out->rax = rax == -ERESTART_RESTARTBLOCK ? SYS_restart_syscall : g->orig_rax;
-	}
-	out->orig_rax = (uint64_t)-1;
-}
-
-/* The registers the cave's restore loads (IR_*). */
-static void ir_fill(const struct user_regs_struct *g, uint64_t ir[IR_COUNT])
-{
-	ir[IR_RAX] = g->rax;
-	ir[IR_RBX] = g->rbx;
-	ir[IR_RCX] = g->rcx;
-	ir[IR_RDX] = g->rdx;
-	ir[IR_RSI] = g->rsi;
-	ir[IR_RDI] = g->rdi;
-	ir[IR_RBP] = g->rbp;
-	ir[IR_RSP] = g->rsp;
-	ir[IR_R8] = g->r8;
-	ir[IR_R9] = g->r9;
-	ir[IR_R10] = g->r10;
-	ir[IR_R11] = g->r11;
-	ir[IR_R12] = g->r12;
-	ir[IR_R13] = g->r13;
-	ir[IR_R14] = g->r14;
-	ir[IR_R15] = g->r15;
-	ir[IR_RFLAGS] = g->eflags;
-}
 
 /*
  * Thread TID (stopped) makes system call NR(ARGS) from the cave's entry
@@ -148,7 +71,7 @@ static int cave_syscall(struct proc_snapshot *s, pid_t tid, const char *entry, l
 	unsigned char cave[1024] __attribute__((aligned(8)));
 	struct user_regs_struct saved, back, g;
 	uint64_t mask, blocked = ~0ull & ~(1ull << (SIGSETXID - 1)), ir[IR_COUNT];
-	double deadline = now_ms() + STEP_MS;
+	double deadline = cave_now_ms() + STEP_MS;
 	int status, sig = 0, stops = 0, err;
 
 	if (CAVE_LEN > sizeof(cave))
@@ -156,14 +79,14 @@ static int cave_syscall(struct proc_snapshot *s, pid_t tid, const char *entry, l
 	if (ptrace(PTRACE_GETREGS, tid, 0, &saved) ||
 	    ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(mask), &mask))
 		return -errno;
-	resume_of(&saved, &back);
+	cave_resume_regs(&saved, &back, NULL);
 	/* the cave first, with what the thread needs to restore itself */
 	memcpy(cave, snapshot_cave_start, CAVE_LEN);
 	memcpy(cave + SNAP_RESUME, &back.rip, 8);
 	memcpy(cave + SNAP_SIGMASK, &mask, 8);
-	ir_fill(&back, ir);
+	cave_regs_pack(&back, ir);
 	memcpy(cave + SNAP_REGS, ir, sizeof(ir));
-	err = mem_write(s->pid, s->cave, cave, CAVE_LEN);
+	err = cave_write(s->pid, s->cave, cave, CAVE_LEN);
 	if (err)
 		return err;
 	/* registers, then the mask: the cave restores both */
@@ -189,7 +112,7 @@ static int cave_syscall(struct proc_snapshot *s, pid_t tid, const char *entry, l
 			break;
 		}
 		sig = 0;
-		err = wait_until(tid, deadline, &status);
+		err = cave_wait_stop(tid, deadline, &status);
 		if (err)
 			break;
 		if (status >> 16)
@@ -212,7 +135,7 @@ static int cave_syscall(struct proc_snapshot *s, pid_t tid, const char *entry, l
 	if (err == -ETIMEDOUT) {
 		/* inside the call still: stopped, then set back */
 		ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-		wait_until(tid, now_ms() + 1000, &status);
+		cave_wait_stop(tid, cave_now_ms() + 1000, &status);
 	}
 back:
 	if (ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(mask), &mask) || ptrace(PTRACE_SETREGS, tid, 0, &back))
@@ -504,7 +427,7 @@ int proc_snapshot_take(struct proc_snapshot *s, pid_t tid, char *why, size_t why
 	};
 	struct seccomp_filters f;
 	const char *what = NULL;
-	double t0 = now_ms();
+	double t0 = cave_now_ms();
 	long ret = 0;
 	int status, err;
 
@@ -537,8 +460,8 @@ int proc_snapshot_take(struct proc_snapshot *s, pid_t tid, char *why, size_t why
 	}
 	s->copy = (pid_t)ret;
 	/* its first stop: before it could return to user space */
-	err = wait_until(s->copy, now_ms() + COPY_STOP_MS, &status);
-	s->clone_ms = now_ms() - t0;
+	err = cave_wait_stop(s->copy, cave_now_ms() + COPY_STOP_MS, &status);
+	s->clone_ms = cave_now_ms() - t0;
 	if (err) {
 		say(why, whylen, "the copy did not stop: %s", strerror(-err));
 		proc_snapshot_drop(s);
@@ -550,14 +473,14 @@ int proc_snapshot_take(struct proc_snapshot *s, pid_t tid, char *why, size_t why
 
 int proc_snapshot_drop(struct proc_snapshot *s)
 {
-	double deadline = now_ms() + COPY_STOP_MS;
+	double deadline = cave_now_ms() + COPY_STOP_MS;
 	int status, err;
 
 	if (!s->copy)
 		return 0;
 	kill(s->copy, SIGKILL);
 	for (;;) {
-		err = wait_until(s->copy, deadline, &status);
+		err = cave_wait_stop(s->copy, deadline, &status);
 		if (err)
 			break;
 		ptrace(PTRACE_CONT, s->copy, 0, 0); /* a stop that came before the kill */
@@ -570,7 +493,7 @@ int proc_snapshot_drop(struct proc_snapshot *s)
 int proc_snapshot_reap(struct proc_snapshot *s, pid_t tid)
 {
 	uint64_t args[6] = { (uint64_t)s->zombie, 0, __WALL, 0, 0, 0 };
-	double t0 = now_ms();
+	double t0 = cave_now_ms();
 	long ret = 0;
 	int err;
 
@@ -580,7 +503,7 @@ int proc_snapshot_reap(struct proc_snapshot *s, pid_t tid)
 	if (!err && ret != s->zombie)
 		err = ret < 0 ? (int)ret : -EIO;
 	s->zombie = 0;
-	s->reap_ms = now_ms() - t0;
+	s->reap_ms = cave_now_ms() - t0;
 	return err;
 }
 
