@@ -38,41 +38,6 @@ lt_testdata inject_target
 [ "$(id -u)" = 0 ] || { echo "needs root (ptrace of other processes, setuid test)"; exit 77; }
 [ -x "$PROBE" ] || { fail "$PROBE not built (make $PROBE)"; check_finish; }
 
-# start_target NAME ARGS...: starts inject_target in the background (stdin
-# from $T/NAME.in when it exists), waits until it is ready; TP its pid
-start_target() {
-	local name=$1
-	shift
-	rm -f "$T/$name.ready" "$T/$name.stop"
-	if [ -p "$T/$name.in" ]; then
-		"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < "$T/$name.in" > "$T/$name.out" 2>&1 7>&- 8>&- &
-	else
-		"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < /dev/null > "$T/$name.out" 2>&1 &
-	fi
-	TP=$!
-	lt_pids+=("$TP")
-	for _ in $(seq 1 200); do
-		[ -s "$T/$name.ready" ] && return 0
-		kill -0 "$TP" 2> /dev/null || break
-		sleep 0.05
-	done
-	fail "$name: the target never got ready: $(cat "$T/$name.out")"
-	return 1
-}
-
-# finish_target NAME: asks it to stop, checks it exits 0 saying ok
-finish_target() {
-	local name=$1 rc
-	touch "$T/$name.stop"
-	wait "$TP"
-	rc=$?
-	if [ $rc -eq 0 ] && grep -q "^inject_target: .* ok\|^inject_target: [a-z_]* ok" "$T/$name.out"; then
-		pass "$name: the target's own checks pass: $(grep '^inject_target' "$T/$name.out")"
-	else
-		fail "$name: the target exited $rc: $(tail -3 "$T/$name.out")"
-	fi
-}
-
 # field NAME LINE: a name=value of inject_probe's output
 field() {
 	sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<< "$2" | head -1
@@ -96,7 +61,7 @@ routed_ok() { # NAME OUTPUT
 if lt_part 1; then
 	echo "== 1. stress, 5 rounds"
 	for round in 1 2 3 4 5; do
-		start_target stress stress 4 || continue
+		lt_target_start stress stress 4 || continue
 		sleep 0.3
 		out=$(timeout 60 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		if grep -q '^inject: ok' <<< "$out"; then
@@ -106,13 +71,13 @@ if lt_part 1; then
 			fail "stress round $round: $out"
 		fi
 		sleep 0.5
-		finish_target stress
+		lt_target_finish stress
 	done
 fi
 
 if lt_part 2; then
 	echo "== 2. inside malloc (a parked signal handler), inside dlopen"
-	if start_target sig sig_in_malloc 4000; then
+	if lt_target_start sig sig_in_malloc 4000; then
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" --safe-ms 1000 2>&1)
 		if grep -q 'inject: error EBUSY: .*waits inside a signal handler that interrupted' <<< "$out"; then
 			pass "refused while a handler is parked inside malloc: $out"
@@ -123,9 +88,9 @@ if lt_part 2; then
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q '^inject: ok' <<< "$out" && pass "injected once the handler returned" ||
 			fail "after the handler returned: $out"
-		finish_target sig
+		lt_target_finish sig
 	fi
-	if start_target dl dlopen_block "$TESTDATA/libinject_ctor.so"; then
+	if lt_target_start dl dlopen_block "$TESTDATA/libinject_ctor.so"; then
 		sleep 0.2
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		load=$(field load_ms "$out")
@@ -134,19 +99,19 @@ if lt_part 2; then
 		else
 			fail "inside dlopen: $out"
 		fi
-		finish_target dl
+		lt_target_finish dl
 	fi
 fi
 
 if lt_part 3; then
 	echo "== 3. seccomp"
-	if start_target sc_allow seccomp allow; then
+	if lt_target_start sc_allow seccomp allow; then
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q '^inject: ok' <<< "$out" && pass "a filter allowing what is needed: $(head -1 <<< "$out" | cut -c1-60)" ||
 			fail "allowing filter: $out"
-		finish_target sc_allow
+		lt_target_finish sc_allow
 	fi
-	if start_target sc_kill seccomp kill; then
+	if lt_target_start sc_kill seccomp kill; then
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		if grep -q 'inject: error E[A-Z]*NOTSUPP*: a seccomp filter would kill the process at clone3' <<< "$out"; then
 			pass "a filter killing on clone3: refused: $out"
@@ -154,7 +119,7 @@ if lt_part 3; then
 			fail "killing filter: want a refusal, got: $out"
 		fi
 		grep -q dwleak "/proc/$TP/maps" && fail "killing filter: the library is mapped"
-		finish_target sc_kill
+		lt_target_finish sc_kill
 	fi
 fi
 
@@ -162,7 +127,7 @@ if lt_part 4; then
 	echo "== 4. blocked in read(), in nanosleep()"
 	mkfifo "$T/rd.in"
 	exec 7<> "$T/rd.in"
-	if start_target rd read; then
+	if lt_target_start rd read; then
 		sleep 0.2
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q '^inject: ok' <<< "$out" || fail "read: $out"
@@ -171,7 +136,7 @@ if lt_part 4; then
 			fail "read(): $(cat "$T/rd.out")"
 	fi
 	exec 7>&-
-	if start_target sl sleep 2000; then
+	if lt_target_start sl sleep 2000; then
 		sleep 0.3
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q '^inject: ok' <<< "$out" || fail "sleep: $out"
@@ -189,9 +154,9 @@ if lt_part 5; then
 		mkfifo "$T/burst.in"
 		exec 8<> "$T/burst.in"
 		if [ -n "$so" ]; then
-			LD_PRELOAD=$LIBDIR/$so start_target burst burst || { exec 8>&-; continue; }
+			LD_PRELOAD=$LIBDIR/$so lt_target_start burst burst || { exec 8>&-; continue; }
 		else
-			start_target burst burst || { exec 8>&-; continue; }
+			lt_target_start burst burst || { exec 8>&-; continue; }
 		fi
 		out=$(timeout 30 "$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q '^inject: ok' <<< "$out" || { fail "$name: $out"; kill "$TP"; exec 8>&-; continue; }
@@ -238,7 +203,7 @@ if lt_part 6; then
 		fail "setuid: AT_SECURE is not 1 in the target (a nosuid mount?)"
 	fi
 	lt_setuid_done
-	LD_PRELOAD=$LIB start_target pre sleep 1000 && {
+	LD_PRELOAD=$LIB lt_target_start pre sleep 1000 && {
 		out=$("$PROBE" inject "$TP" "$LIB" 2>&1)
 		grep -q 'inject: error EEXIST' <<< "$out" && pass "loaded already: $out" || fail "loaded already: $out"
 		wait "$TP"
@@ -248,14 +213,14 @@ if lt_part 6; then
 	# entry in it is root's and written by nobody else
 	mkdir -p "$T/open" "$T/sticky/lib" && chmod 0777 "$T/open" && chmod 1777 "$T/sticky" &&
 		cp "$LIB" "$T/open/" && cp "$LIB" "$T/sticky/lib/" || fail_now "cannot lay out the library's copies"
-	start_target open sleep 1000 && {
+	lt_target_start open sleep 1000 && {
 		out=$("$PROBE" inject "$TP" "$T/open/$(basename "$LIB")" 2>&1)
 		grep -q "inject: error E[A-Z]*NOTSUPP*: $T/open is not root's, or others can write it" <<< "$out" &&
 			pass "a library in a directory others can write: $out" || fail "a directory others can write: $out"
 		kill "$TP" 2> /dev/null
 		wait "$TP" 2> /dev/null
 	}
-	start_target sticky sleep 1000 && {
+	lt_target_start sticky sleep 1000 && {
 		out=$("$PROBE" inject "$TP" "$T/sticky/lib/$(basename "$LIB")" 2>&1)
 		grep -q '^inject: ok' <<< "$out" && pass "a library under a sticky directory of root's: $(head -1 <<< "$out" | cut -c1-40)" ||
 			fail "under a sticky directory: $out"
@@ -267,7 +232,7 @@ fi
 if lt_part 8; then
 	echo "== 8. the injector killed in each phase"
 	for phase in stopped syscall calling restored; do
-		start_target k stress 2 || continue
+		lt_target_start k stress 2 || continue
 		"$PROBE" inject "$TP" "$LIB" --pause-at $phase > "$T/k.probe" 2>&1 &
 		ip=$!
 		for _ in $(seq 1 100); do grep -q paused "$T/k.probe" && break; sleep 0.05; done
@@ -278,7 +243,7 @@ if lt_part 8; then
 		kill -0 "$TP" 2> /dev/null && pass "$phase: killed there, the target runs on" ||
 			fail "$phase: the target died"
 		grep -q TracerPid:.0 "/proc/$TP/status" || fail "$phase: the target is still traced"
-		finish_target k
+		lt_target_finish k
 	done
 fi
 check_finish

@@ -21,35 +21,6 @@ lt_require_bpf
 T=$LT_TMP
 lt_testdata inject_target
 
-# start_target NAME ARGS...: inject_target in the background until ready; TP its pid
-start_target() {
-	local name=$1
-	shift
-	"$PROG" --ready "$T/$name.ready" --stop "$T/$name.stop" "$@" < /dev/null > "$T/$name.out" 2>&1 &
-	TP=$!
-	lt_pids+=("$TP")
-	for _ in $(seq 1 200); do
-		[ -s "$T/$name.ready" ] && return 0
-		kill -0 "$TP" 2> /dev/null || break
-		sleep 0.05
-	done
-	fail "$name: the target never got ready: $(cat "$T/$name.out")"
-	return 1
-}
-
-# finish_target NAME: asks it to stop, checks it exits 0 saying ok
-finish_target() {
-	local name=$1 rc
-	touch "$T/$name.stop"
-	wait "$TP"
-	rc=$?
-	if [ $rc -eq 0 ] && grep -q "^inject_target: .* ok" "$T/$name.out"; then
-		pass "$name: the target's own checks pass: $(grep '^inject_target' "$T/$name.out")"
-	else
-		fail "$name: the target exited $rc: $(tail -3 "$T/$name.out")"
-	fi
-}
-
 # children TP: the pids of its children, all threads'
 children() {
 	cat /proc/"$1"/task/*/children 2> /dev/null | tr -s ' \n' ' '
@@ -57,7 +28,7 @@ children() {
 
 if lt_part 1; then
 	echo "== 1. snapshots of a process allocating in four threads"
-	if start_target stress stress 4; then
+	if lt_target_start stress stress 4; then
 		timeout -k 5 60 "$DWLEAK" --leak-check --stats --interval 0.3 -d 3 -t 3 --format json \
 			-o "$T/stress.json" -p "$TP" > "$T/stress.text" 2> "$T/stress.err"
 		rc=$?
@@ -79,7 +50,7 @@ PY
 		left=$(children "$TP")
 		[ -z "${left// /}" ] && pass "stress: no child left in the target" ||
 			fail "stress: children left in the target: $left ($(for c in $left; do awk '{print $3}' /proc/$c/stat; done))"
-		finish_target stress
+		lt_target_finish stress
 	fi
 fi
 
@@ -87,7 +58,7 @@ if lt_part 2; then
 	echo "== 2. seccomp filters against clone"
 	for mode in allow kill; do
 		# allow: clone is not among what it lets through (EPERM); kill: clone kills
-		if start_target "sc_$mode" seccomp $mode; then
+		if lt_target_start "sc_$mode" seccomp $mode; then
 			timeout -k 5 60 "$DWLEAK" --leak-check --stats --no-inject -d 1 -t 0 --format json \
 				-o "$T/sc_$mode.json" -p "$TP" > /dev/null 2> "$T/sc_$mode.err"
 			rc=$?
@@ -99,7 +70,7 @@ if lt_part 2; then
 if r["totals"]["leak_check"]["snapshot"] is not False:
     fail("the report says the check read a snapshot")
 PY
-			finish_target "sc_$mode"
+			lt_target_finish "sc_$mode"
 		fi
 	done
 fi

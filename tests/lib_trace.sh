@@ -14,6 +14,9 @@
 #   lt_wait PID [SECS]       wait for a background dwleak; its exit status
 #   lt_preload_dwleak        DWLEAK_PRELOAD: a dwleak that runs under LD_PRELOAD
 #   lt_testdata NAME         PROG=build/testdata/NAME, or FAIL when not built
+#   lt_target_start NAME ARGS..., lt_target_finish NAME
+#                            testdata/inject_target until ready (pid in TP),
+#                            and its own verdict at its end
 #   lt_setuid_sleep NAME SECS  a setuid sleep(1) (AT_SECURE), pid in SP;
 #                            lt_setuid_done ends it
 #   lt_check JSON [ARGS...]  run python (stdin: a snippet) on a JSON report
@@ -98,6 +101,43 @@ lt_setuid_sleep() {
 lt_setuid_done() {
 	kill "$SP" 2> /dev/null
 	rm -f "$LT_SETUID"
+}
+
+# lt_target_start NAME ARGS...: testdata/inject_target (PROG, from
+# lt_testdata) in the background with ARGS, stdin from $LT_TMP/NAME.in
+# when that is a FIFO, until it says it is ready; its pid in TP.
+lt_target_start() {
+	local name=$1 d=$LT_TMP
+	shift
+	rm -f "$d/$name.ready" "$d/$name.stop"
+	if [ -p "$d/$name.in" ]; then
+		"$PROG" --ready "$d/$name.ready" --stop "$d/$name.stop" "$@" < "$d/$name.in" > "$d/$name.out" 2>&1 7>&- 8>&- &
+	else
+		"$PROG" --ready "$d/$name.ready" --stop "$d/$name.stop" "$@" < /dev/null > "$d/$name.out" 2>&1 &
+	fi
+	TP=$!
+	lt_pids+=("$TP")
+	for _ in $(seq 1 200); do
+		[ -s "$d/$name.ready" ] && return 0
+		kill -0 "$TP" 2> /dev/null || break
+		sleep 0.05
+	done
+	fail "$name: the target never got ready: $(cat "$d/$name.out")"
+	return 1
+}
+
+# lt_target_finish NAME: asks inject_target TP to stop; passes when it
+# exits 0 saying its own checks are ok
+lt_target_finish() {
+	local name=$1 d=$LT_TMP rc
+	touch "$d/$name.stop"
+	wait "$TP"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -q "^inject_target: .* ok" "$d/$name.out"; then
+		pass "$name: the target's own checks pass: $(grep '^inject_target' "$d/$name.out")"
+	else
+		fail "$name: the target exited $rc: $(tail -3 "$d/$name.out")"
+	fi
 }
 
 # lt_testdata NAME : sets PROG to the test program build/testdata/NAME, or
