@@ -202,6 +202,38 @@ static void *short_sleeper(void *arg)
 	return NULL;
 }
 
+/* The state letters of PID's threads ("S R t ..."), for a message. */
+static const char *thread_states(pid_t pid)
+{
+	static char out[256];
+	char path[320], st;
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	out[0] = 0;
+	d = opendir(path);
+	while (d && (e = readdir(d)) && n + 3 < sizeof(out)) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, e->d_name);
+		f = fopen(path, "re");
+		if (f && fscanf(f, "%*d (%*[^)]) %c", &st) == 1) {
+			out[n++] = st;
+			out[n++] = ' ';
+			out[n] = 0;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return out;
+}
+
 /* A child of PID's other than a zombie ("Z"), or 0. */
 static pid_t live_child_of(pid_t pid)
 {
@@ -270,9 +302,14 @@ static void killed_tracers(void)
 		usleep(20 * 1000);
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			CHECK(0, "round %d: the process ended (status %#x) after its tracer was killed", r, status);
+		/* it runs on: its counter moves (on a loaded machine the busy
+		 * thread may wait its turn: up to 2 s, and if it never moves,
+		 * what state its threads are in) */
 		before = counter_of(pid);
-		usleep(20 * 1000);
-		EXPECT(counter_of(pid) != before, "round %d: the process does not run after its tracer was killed", r);
+		for (int w = 0; w < 200 && counter_of(pid) == before; w++)
+			usleep(10 * 1000);
+		EXPECT(counter_of(pid) != before, "round %d: the process does not run after its tracer was killed: %s", r,
+		       thread_states(pid));
 		c = live_child_of(pid);
 		EXPECT(!c, "round %d: a copy %d of the process runs", r, (int)c);
 		if (c) {
