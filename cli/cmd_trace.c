@@ -130,7 +130,10 @@ static const char trace_usage[] =
 	"                           process briefly (at exit() with -- CMD, before each\n"
 	"                           report with -p), scan its memory for pointers, and\n"
 	"                           mark each block definitely, indirectly or possibly\n"
-	"                           lost, or still reachable (a cache, a global)\n"
+	"                           lost, or still reachable (a cache, a global);\n"
+	"                           with --sample-bytes every block is still classified\n"
+	"                           (the preload library indexes them all): exact\n"
+	"                           totals, and each sampled stack's kinds estimated\n"
 	"      --fail-on-leak[=BYTES]\n"
 	"                           exit 1 when leaked bytes exceed BYTES (default 0);\n"
 	"                           with --leak-check only lost bytes count; when a\n"
@@ -469,12 +472,15 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 			report_format_name(env->format));
 		return EXIT_USAGE;
 	}
-	/* a sampled block may be reachable only through blocks never sampled,
-	 * which the check cannot tell from allocator free space */
-	if (env->leak_check && env->sample_bytes) {
-		fprintf(stderr, "dwleak: --leak-check classifies every block, and --sample-bytes tracks only a "
-				"sample of them (a sampled block may be reachable only through blocks dwleak never "
-				"saw): drop one of the two\n");
+	/* a sampled block may be reachable only through blocks never sampled:
+	 * a sampled check reads every block from the preload library's index,
+	 * which only the library keeps */
+	if (env->leak_check && env->sample_bytes && (env->no_preload || env->no_inject || env->mmap)) {
+		fprintf(stderr, "dwleak: --leak-check with --sample-bytes classifies every block from the preload "
+				"library's index of live blocks, and %s traces with uprobes, which see only the "
+				"sample: drop %s, or --sample-bytes\n",
+			env->mmap ? "--mmap" : env->no_preload ? "--no-preload" : "--no-inject",
+			env->mmap ? "--mmap" : env->no_preload ? "--no-preload" : "--no-inject");
 		return EXIT_USAGE;
 	}
 	if (!env->pid == !env->cmd)

@@ -232,21 +232,31 @@ struct call {
 	uint32_t gen;
 	bool sampling;
 	bool drawn;	/* the wrapper drew already: sampled */
+	bool fire;	/* call_fires' decisions: fire dwleak:alloc, */
+	bool index;	/* put what it returns in the block index */
 };
 
-/* Whether call C fires (decided before it runs; fills C's GEN and
- * SAMPLING). */
+/* Whether call C needs call_done after it runs: it fires, or what it
+ * returns goes into the block index (decided before it runs; fills C's
+ * GEN, SAMPLING, FIRE and INDEX). */
 bool call_fires(struct call *c);
 
-/* The call C returned P: fire dwleak:alloc (P is remembered first when
- * sampling; a block the set cannot hold is not fired: its free could not
- * be recognised). */
+/* The call C returned P: into the index when C->INDEX; fire dwleak:alloc
+ * when C->FIRE (P is remembered first when sampling; a block the set
+ * cannot hold is not fired: its free could not be recognised). */
 void call_done(const struct call *c, void *p);
 
 /* P (not NULL) is released by a call that returns into the caller at
- * CFA - 8; HOW: enum dwleak_preload_free.  Fires dwleak:free when it
- * should. */
+ * CFA - 8; HOW: enum dwleak_preload_free.  Takes it out of the block
+ * index, and fires dwleak:free when it should. */
 void release(void *p, uintptr_t cfa, uint64_t how);
+
+/* The block index (bpf/abi/preload.h, index_request): every live block,
+ * sampled or not, while dwleak asks for it. */
+static inline bool index_on(void)
+{
+	return unlikely(__atomic_load_n(&ctl.index_request, __ATOMIC_RELAXED) != 0);
+}
 
 static inline bool alloc_on(void)
 {
@@ -268,7 +278,7 @@ static inline bool unsampled_block(const void *p)
 {
 	struct ptrset *s;
 
-	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) || index_on())
 		return false;
 	s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
 	return !s || !ptrset_maybe(s, (uintptr_t)p, (uint16_t)CTL_LOAD(generation));

@@ -36,7 +36,7 @@ static __attribute__((noinline)) void *boot_alloc(int f, size_t size, size_t ali
 static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool drawn)
 {
 	malloc_fn fn = next_of(F_MALLOC);
-	struct call c = { F_MALLOC, n, cfa, 0, false, drawn };
+	struct call c = { F_MALLOC, n, cfa, 0, false, drawn, false, false };
 	bool fire;
 	void *p;
 
@@ -58,6 +58,10 @@ static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
 	malloc_fn fn = NEXT(F_MALLOC, malloc_fn);
 	void *p;
 
+	/* with the block index, every block goes through call_done (which
+	 * draws for this call itself) */
+	if (index_on())
+		return malloc_slow(n, cfa, false);
 	if (fn && unsampled(n)) {
 		p = FORWARDED(fn(n));
 		KEPT(p);
@@ -78,7 +82,7 @@ VISIBLE void *malloc(size_t n)
 static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t cfa)
 {
 	calloc_fn fn = next_of(F_CALLOC);
-	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false };
+	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false, false, false };
 	bool fire;
 	void *p;
 
@@ -120,7 +124,7 @@ static void *arena_realloc(void *old, size_t n, uintptr_t cfa)
 
 static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr_t cfa, int f, size_t count)
 {
-	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false };
+	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false, false, false };
 	void *fn = next_of(f), *p;
 	bool fire;
 
@@ -167,7 +171,7 @@ VISIBLE void *reallocarray(void *old, size_t count, size_t n)
 static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t align, size_t n, uintptr_t cfa)
 {
 	posix_memalign_fn fn = next_of(F_POSIX_MEMALIGN);
-	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false };
+	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false, false, false };
 	bool fire;
 	int r;
 
@@ -203,7 +207,7 @@ VISIBLE int posix_memalign(void **out, size_t align, size_t n)
 static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n, uintptr_t cfa)
 {
 	void *fn = next_of(f), *p;
-	struct call c = { f, n, cfa, 0, false, false };
+	struct call c = { f, n, cfa, 0, false, false, false, false };
 	bool two = f == F_ALIGNED_ALLOC || f == F_MEMALIGN;
 
 	bool fire;
@@ -308,7 +312,7 @@ VISIBLE size_t malloc_usable_size(void *p)
 static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa)
 {
 	void *fn = cxx_next(f), *p;
-	struct call c = { f, n, cfa, 0, false, false };
+	struct call c = { f, n, cfa, 0, false, false, false, false };
 	bool fire = alloc_on() && !next[f].transparent && call_fires(&c);
 
 	switch (f) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
+#include "blockset.h"
 #include "constants.h"
 #include "interpose.h"
 
@@ -121,25 +122,53 @@ static bool set_take(uintptr_t p, uint16_t tag)
 	return false;
 }
 
+/* --- The block index (bpf/abi/preload.h, index_request) ---
+ * Every block a call the library sees returns, sampled or not, while
+ * dwleak asks: put in where the call would fire if every call fired (not
+ * a nested call: the outer one puts the same block in), taken out where
+ * its free would.  Its levels come from mmap (blockset.c), like the
+ * sampled set's. */
+static struct blockset block_index = BLOCKSET_INITIALIZER(BLOCKSET_FIRST_BITS, 20);
+
+/* The index's header for dwleak (control.index_addr), set at load: a
+ * constructor runs before dwleak can ask for the index (it writes the
+ * control block once the library's sites are known, after the loader
+ * mapped it), and the address never changes. */
+__attribute__((constructor)) static void index_publish(void)
+{
+	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&block_index.abi, __ATOMIC_RELEASE);
+}
+
 bool call_fires(struct call *c)
 {
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
+	bool sampled;
 
 	route_check(*(const uintptr_t *)(c->cfa - 8));
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
-	if (n && !c->drawn && !sampler_take(&thread_sampler, c->size, n, 0))
+	c->index = index_on();
+	c->fire = false;
+	sampled = !n || c->drawn || sampler_take(&thread_sampler, c->size, n, 0);
+	if (!sampled && !c->index)
 		return false;
 	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
-		CTL_COUNT(nested);
+		if (sampled)
+			CTL_COUNT(nested);
+		c->index = false;
 		return false;
 	}
-	return sites_usable(c->gen);
+	c->fire = sampled && sites_usable(c->gen);
+	return c->fire || c->index;
 }
 
 void call_done(const struct call *c, void *p)
 {
-	if (!p || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
+	if (!p)
+		return;
+	if (c->index)
+		blockset_insert(&block_index, (uintptr_t)p, c->size);
+	if (!c->fire || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
 		return;
 	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
 	CTL_COUNT(fired_alloc);
@@ -147,18 +176,22 @@ void call_done(const struct call *c, void *p)
 
 void release(void *p, uintptr_t cfa, uint64_t how)
 {
+	bool sampled, index = index_on();
 	uint32_t gen;
 
 	route_check(*(const uintptr_t *)(cfa - 8));
 	gen = CTL_LOAD(generation);
-	if (__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) &&
-	    !set_take((uintptr_t)p, (uint16_t)gen))
+	sampled = !__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) || set_take((uintptr_t)p, (uint16_t)gen);
+	if (!sampled && !index)
 		return;
 	if (nested(*(const uintptr_t *)(cfa - 8))) {
-		CTL_COUNT(nested);
+		if (sampled)
+			CTL_COUNT(nested);
 		return;
 	}
-	if (sites_usable(gen)) {
+	if (index)
+		blockset_remove(&block_index, (uintptr_t)p);
+	if (sampled && sites_usable(gen)) {
 		dwleak_site_free(p, how);
 		CTL_COUNT(fired_free);
 	}

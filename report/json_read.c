@@ -99,7 +99,7 @@ static int leak_kinds_read(struct report_json *rj, const struct json_value *obj,
 #define KIND_KNOWN(id, name, phrase) #name,
 		REPORT_LEAK_KINDS(KIND_KNOWN)
 #undef KIND_KNOWN
-		"scanned_bytes", "pause_ms", "scan_ms", "snapshot", "unclassified", "unsure", NULL
+		"scanned_bytes", "pause_ms", "scan_ms", "snapshot", "kinds_exact", "unclassified", "unsure", NULL
 	};
 	static const char *const count_known[] = { "bytes", "allocations", NULL };
 	char *count_prefix;
@@ -369,9 +369,13 @@ static int leak_check_read(struct report_json *rj, const struct json_value *tota
 	    (err = count_read(rj, obj, "unclassified", &lw, "totals.leak_check.unclassified.", &lc->unclassified)) ||
 	    (err = count_read(rj, obj, "unsure", &lw, "totals.leak_check.unsure.", &lc->unsure)))
 		return err;
+	/* exact totals (a sampled check of every block) are kept as read,
+	 * not summed again from the stacks' estimates */
+	lc->exact_unsure = lc->unsure;
 	return field_real(rj, obj, "pause_ms", &lw, &lc->pause_ms) ?:
 	       field_real(rj, obj, "scan_ms", &lw, &lc->scan_ms) ?:
-	       field_bool(rj, obj, "snapshot", &lw, &lc->snapshot);
+	       field_bool(rj, obj, "snapshot", &lw, &lc->snapshot) ?:
+	       field_bool(rj, obj, "kinds_exact", &lw, &lc->kinds_exact);
 }
 
 /* "rss", RSS explained: each part's bytes ("share" and "unaccounted" are

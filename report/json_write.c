@@ -268,7 +268,8 @@ int report_write_json(FILE *f, const struct report *r, unsigned int top)
 		json_real(f, r->leak_check.pause_ms, 3);
 		fputs(",\n      \"scan_ms\": ", f);
 		json_real(f, r->leak_check.scan_ms, 3);
-		fprintf(f, ",\n      \"snapshot\": %s\n    }", r->leak_check.snapshot ? "true" : "false");
+		fprintf(f, ",\n      \"snapshot\": %s", r->leak_check.snapshot ? "true" : "false");
+		fprintf(f, ",\n      \"kinds_exact\": %s\n    }", r->leak_check.kinds_exact ? "true" : "false");
 	}
 	fputs("\n  },\n", f);
 

@@ -207,6 +207,11 @@ static void leak_totals_from_stacks(struct report *r)
 			r->leak_check.unsure.allocations += r->stacks[i].leak_unsure.allocations;
 		}
 	}
+	if (r->leak_check.kinds_exact) {
+		/* the checks' own totals over every block */
+		r->leak_check.unsure = r->leak_check.exact_unsure;
+		return;
+	}
 	for (i = 0; i < r->nstacks; i++)
 		if (!r->stacks[i].has_leak_kinds)
 			return;

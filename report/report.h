@@ -222,6 +222,12 @@ struct report_leak_check {
 	 * never a pass, since any of them may be lost */
 	struct report_leak_count unclassified;
 	struct report_leak_count unsure; /* the stacks' leak_unsure, summed */
+	/* KINDS are the checks' own totals over every block, exact (a sampled
+	 * trace whose library indexed every block: the stacks' kinds are
+	 * estimates from the sample), not the stacks' sums; EXACT_UNSURE is
+	 * then the checks' unsure total */
+	bool kinds_exact;
+	struct report_leak_count exact_unsure;
 	uint64_t scanned_bytes;       /* target memory read for pointers */
 	double pause_ms;              /* how long the target was stopped; NAN = unknown */
 	double scan_ms;               /* its memory read and scanned; NAN = unknown */

@@ -181,6 +181,11 @@ void text_leak_summary(FILE *f, const struct report *r)
 			   "before: they may be lost; run the program under dwleak -- CMD for an exact verdict)\n",
 			grouped(a, sizeof(a), lc->unsure.bytes), grouped(b, sizeof(b), lc->unsure.allocations));
 	}
+	if (lc->kinds_exact)
+		fputs("\t(every block classified, sampled or not, from the preload library's index of live blocks: "
+		      "these totals are exact and take no suppression; each stack's kinds are estimates from the "
+		      "sample)\n",
+		      f);
 	fprintf(f, "\t(%s bytes scanned", grouped(a, sizeof(a), lc->scanned_bytes));
 	if (isfinite(lc->scan_ms))
 		fprintf(f, " in %.3f ms", lc->scan_ms);

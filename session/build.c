@@ -183,6 +183,25 @@ static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack
 	}
 }
 
+/* A sampled trace's checks read every block from the library's index:
+ * the totals are theirs, exact, where the stacks' kinds are estimates. */
+static void leak_kinds_exact(const struct build_opts *o, struct report_leak_check *lc)
+{
+	size_t r, k;
+
+	lc->kinds_exact = true;
+	for (r = 0; r < REPORT_LEAK_KIND_COUNT; r++) {
+		for (k = 0; k < LEAK_KIND_COUNT; k++) {
+			if (strcmp(leak_kind_name((enum leak_kind)k), report_leak_kind_names[r]))
+				continue;
+			lc->kinds[r].bytes = o->indexed.bytes[k];
+			lc->kinds[r].allocations = o->indexed.blocks[k];
+		}
+	}
+	lc->exact_unsure.bytes = o->indexed.unsure_bytes;
+	lc->exact_unsure.allocations = o->indexed.unsure_blocks;
+}
+
 static size_t physical_frames(const struct report_frame *fr, size_t n)
 {
 	size_t i, k = 0;
@@ -496,6 +515,8 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 		b->r.leak_check.scan_ms = o->checks ? o->scan_ms : NAN;
 		b->r.leak_check.snapshot = o->checks && o->snapshot_checks == o->checks;
 		b->r.rss = o->rss;
+		if (o->sample_bytes && o->indexed_checks)
+			leak_kinds_exact(o, &b->r.leak_check);
 	}
 	report_totals_from_stacks(&b->r);
 	if (o->unwind_mode == UNWIND_MODE_BOTH && (err = fp_compare(&b->r, &b->fp)))

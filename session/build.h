@@ -14,6 +14,7 @@
 #include "dwleak.h"
 #include "frames.h"
 #include "growth.h"
+#include "leakcheck.h"
 #include "ledger.h"
 #include "report.h"
 #include "suppress.h"
@@ -72,6 +73,10 @@ struct build_opts {
 	double pause_ms;
 	double scan_ms;	/* the longest scan */
 	unsigned checks, snapshot_checks;
+	/* checks that read the library's index of every block (a sampled
+	 * trace), and their totals, exact where the stacks hold estimates */
+	unsigned indexed_checks;
+	struct leakcheck_totals indexed;
 	struct report_rss rss;
 };
 

@@ -3,6 +3,7 @@
  * the process runs again. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,9 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "blockset_read.h"
 #include "clock.h"
 #include "constants.h"
 #include "leak_scan.h"
@@ -49,11 +52,55 @@ static bool range_walk_in(struct range_walk *w, uint64_t addr, uint64_t end, uin
 	return false;
 }
 
+/* Register words kept for a scanner made after the pause (the process's
+ * block index is read from its snapshot). */
+struct reg_words {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* VALUE into LC, or kept in RW when there is no LC yet. */
+static void register_value(struct leakcheck *lc, struct reg_words *rw, uint64_t value)
+{
+	uint64_t *grown;
+
+	if (lc) {
+		leakcheck_scan_value(lc, value);
+		return;
+	}
+	if (rw->n == rw->cap) {
+		rw->cap = rw->cap ? 2 * rw->cap : 64;
+		grown = realloc(rw->v, rw->cap * sizeof(*grown));
+		if (!grown) {
+			rw->cap = rw->n;
+			return; /* rw->n < wanted: register_words_lost says so */
+		}
+		rw->v = grown;
+	}
+	rw->v[rw->n++] = value;
+}
+
+/* The aligned words of LEN bytes at BYTES (memory at ADDR) kept in RW, for
+ * a scanner made after the pause: roots, position aside.  Returns 0 or
+ * -ENOMEM. */
+static int words_keep(struct reg_words *rw, uint64_t addr, const unsigned char *bytes, size_t len)
+{
+	size_t skip = (8 - (addr & 7)) & 7, i, before = rw->n, want = 0;
+	uint64_t w;
+
+	for (i = skip; i + 8 <= len; i += 8, want++) {
+		memcpy(&w, bytes + i, 8);
+		register_value(NULL, rw, w);
+	}
+	return rw->n - before == want ? 0 : -ENOMEM;
+}
+
 /* The scan's view of the memory read: which of it is the allocator's own
  * (ALLOC, where only blocks are scanned), and which may be its own or
  * blocks allocated before the trace (UNSURE, whose roots are flagged). */
 struct scan_ctx {
-	struct leakcheck *lc;
+	struct leakcheck *lc;	/* NULL: the words are kept in KEEP, roots for later */
+	struct reg_words *keep;
 	struct range_walk alloc, unsure;
 };
 
@@ -63,6 +110,9 @@ static int scan_chunk(void *ctx, uint64_t addr, const void *bytes, size_t len)
 	const unsigned char *b = bytes;
 	uint64_t end = addr + len, stop, stop2;
 	int err = 0;
+
+	if (!c->lc)
+		return words_keep(c->keep, addr, b, len);
 
 	while (!err && addr < end) {
 		if (range_walk_in(&c->alloc, addr, end, &stop)) {
@@ -201,12 +251,12 @@ static int allocator_memory(const struct ledger *l, const struct alloc_state *st
 /* The general registers of stopped thread TID as roots, and its stack and
  * TLS pointers into *T; EXITING: the thread stopped in the process's
  * exit, if any (see struct leak_scan_exit). */
-static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_scan_exit *exiting,
-			  struct proc_mem_thread *t)
+static int registers_scan(struct leakcheck *lc, struct reg_words *rw, pid_t tid,
+			       const struct leak_scan_exit *exiting, struct proc_mem_thread *t)
 {
 	struct user_regs_struct r;
 	const unsigned long long *w = (const unsigned long long *)&r;
-	size_t i;
+	size_t i, before = rw ? rw->n : 0, want = 0;
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
@@ -219,18 +269,23 @@ static int registers_scan(struct leakcheck *lc, pid_t tid, const struct leak_sca
 		const unsigned long long live[] = { r.rbx, r.rbp, r.r12, r.r13, r.r14, r.r15 };
 
 		for (i = 0; i < sizeof(live) / sizeof(*live); i++)
-			leakcheck_scan_value(lc, live[i]);
+			register_value(lc, rw, live[i]);
 		if (exiting->sp)
 			t->sp = exiting->sp;
 		t->no_red_zone = true;
-		return 0;
+		want = sizeof(live) / sizeof(*live);
+	} else {
+		/* every register may hold a pointer (a value kept in a register
+		 * of a spinning thread is a root, as for memcheck and
+		 * LeakSanitizer) */
+		for (i = 0; i < sizeof(r) / sizeof(*w); i++)
+			register_value(lc, rw, w[i]);
+		want = sizeof(r) / sizeof(*w);
 	}
-	/* every register may hold a pointer (a value kept in a register of a
-	 * spinning thread is a root, as for memcheck and LeakSanitizer) */
-	for (i = 0; i < sizeof(r) / sizeof(*w); i++)
-		leakcheck_scan_value(lc, w[i]);
-	return 0;
+	/* a root not kept would make its blocks lost: no verdict rather */
+	return lc || rw->n - before == want ? 0 : -ENOMEM;
 }
+
 
 /* The ledger's records as blocks. */
 static int blocks_of(const struct alloc_table *t, struct leak_block **blocks, size_t *n)
@@ -335,24 +390,28 @@ static int unsure_memory(const struct proc_mem_plan *plan, const struct leakchec
 static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t ntids, struct leakcheck *lc,
 		      const struct leak_block *blocks, size_t nblocks, const struct leak_block *alloc, size_t nalloc,
 		      bool partial, const struct alloc_state *state, const struct proc_snapshot_gap *gaps,
-		      size_t ngaps, struct leak_scan_result *out)
+		      size_t ngaps, const struct blockset_index *ix, struct leak_scan_result *out)
 {
 	struct scan_ctx sc = { .lc = lc, .alloc = { alloc, nalloc, 0 } };
 	struct proc_mem_plan plan = { 0 };
 	struct leak_block *holes = NULL, *unsure = NULL, *grown;
-	size_t nholes = 0, nunsure = 0;
+	size_t nholes = 0, nunsure = 0, nskip = ix ? ix->n_ranges : 0;
 	int err;
 
 	err = leakcheck_holes(lc, alloc, nalloc, DWLEAK_PAGE_SIZE, &holes, &nholes);
-	/* a snapshot's gaps were read from the process in the pause */
-	if (!err && ngaps) {
-		grown = realloc(holes, (nholes + ngaps) * sizeof(*holes));
+	/* not read: a snapshot's gaps (read from the process in the pause),
+	 * and the library's index of blocks, which points at every block */
+	if (!err && ngaps + nskip) {
+		grown = realloc(holes, (nholes + ngaps + nskip) * sizeof(*holes));
 		if (!grown) {
 			err = -ENOMEM;
 		} else {
 			holes = grown;
 			for (size_t i = 0; i < ngaps; i++)
 				holes[nholes++] = (struct leak_block){ gaps[i].start, gaps[i].end - gaps[i].start };
+			for (size_t i = 0; i < nskip; i++)
+				holes[nholes++] = (struct leak_block){ ix->ranges[i].start,
+								       ix->ranges[i].end - ix->ranges[i].start };
 			ranges_normalize(holes, &nholes);
 		}
 	}
@@ -365,11 +424,14 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	err = err ?: proc_mem_read(pid, &plan, NULL, scan_chunk, &sc, &out->read);
 	free(unsure);
 	out->allocator_skipped_bytes = plan.skipped_allocator;
-	/* the gaps were skipped as read already, not as the allocator's */
-	for (size_t i = 0; i < ngaps; i++)
-		out->allocator_skipped_bytes -= out->allocator_skipped_bytes >= gaps[i].end - gaps[i].start
-							? gaps[i].end - gaps[i].start
-							: out->allocator_skipped_bytes;
+	/* the gaps were skipped as read already, the index as the library's,
+	 * not as the allocator's */
+	for (size_t i = 0; i < ngaps + nskip; i++) {
+		uint64_t len = i < ngaps ? gaps[i].end - gaps[i].start
+					 : ix->ranges[i - ngaps].end - ix->ranges[i - ngaps].start;
+
+		out->allocator_skipped_bytes -= out->allocator_skipped_bytes >= len ? len : out->allocator_skipped_bytes;
+	}
 	out->dead_thread_stacks = plan.dead_thread_stacks;
 	proc_mem_plan_free(&plan);
 	free(holes);
@@ -390,9 +452,9 @@ static void read_stats_add(struct proc_mem_read_stats *a, const struct proc_mem_
  * read from stopped process PID itself as roots, in the pause; the read's
  * counts are added to OUT's. */
 static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nthreads, struct leakcheck *lc,
-		     const struct proc_snapshot_gap *gaps, size_t n, struct leak_scan_result *out)
+		     struct reg_words *keep, const struct proc_snapshot_gap *gaps, size_t n, struct leak_scan_result *out)
 {
-	struct scan_ctx sc = { .lc = lc };
+	struct scan_ctx sc = { .lc = lc, .keep = keep };
 	struct proc_mem_plan plan = { 0 };
 	struct proc_mem_read_stats st = { 0 };
 	struct proc_mem_region *clipped;
@@ -446,11 +508,63 @@ static double snapshot_finish(struct tracee_set *set, pid_t pid, struct proc_sna
 	return now_ms() - t0;
 }
 
-int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
-		      const struct leak_scan_exit *exiting, bool snapshot, void (*drain)(void *ctx), void *ctx,
-		      struct leak_scan_result *out)
+/* Reads LEN bytes of process memory at ADDR through the /proc/PID/mem
+ * descriptor CTX points at (blockset_read's callback). */
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	bool stopped = exiting != NULL, resumed = false;
+	ssize_t got = pread(*(const int *)ctx, buf, len, (off_t)addr);
+
+	return got == (ssize_t)len ? 0 : got < 0 ? -errno : -EIO;
+}
+
+/*
+ * The library's index of every live block of process READER (the
+ * snapshot's copy, or the stopped process), its header at HEADER, into
+ * *IX, and its blocks as *BLOCKS, *N (sorted).  The bytes are the
+ * process's: blockset_read checks them; a corrupt index is an error
+ * (OUT->no_index says why), never a guess.  Returns 0 or a negative errno.
+ */
+static int index_read(pid_t reader, uint64_t header, struct blockset_index *ix, struct leak_block **blocks,
+		      size_t *n, struct leak_scan_result *out)
+{
+	char path[64];
+	size_t i;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", reader);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(out->no_index, sizeof(out->no_index), "cannot open %s: %s", path, strerror(-err));
+		return err;
+	}
+	err = blockset_read(mem_read, &fd, header, ix);
+	close(fd);
+	if (err) {
+		snprintf(out->no_index, sizeof(out->no_index), "its block index at 0x%llx cannot be read: %s",
+			 (unsigned long long)header, ix->why[0] ? ix->why : strerror(-err));
+		return err;
+	}
+	*blocks = calloc(ix->n_blocks + 1, sizeof(**blocks));
+	if (!*blocks)
+		return -ENOMEM;
+	for (i = 0; i < ix->n_blocks; i++)
+		(*blocks)[i] = (struct leak_block){ ix->blocks[i].addr, ix->blocks[i].size };
+	*n = ix->n_blocks;
+	out->indexed = true;
+	out->index_lost = ix->lost;
+	for (i = 0; i < ix->levels; i++)
+		out->index_busy += ix->level[i].busy;
+	for (i = 0; i < ix->n_ranges; i++)
+		out->index_bytes += ix->ranges[i].end - ix->ranges[i].start;
+	return 0;
+}
+
+int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
+		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header,
+		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
+{
+	bool stopped = exiting != NULL, resumed = false, use_index = index_header != 0;
 	struct proc_snapshot snap = { 0 };
 	struct leak_scan_result gaps_read = { 0 }; /* the gaps' read, in the pause */
 	pid_t reader = pid; /* whose memory is read: the process, or its copy */
@@ -460,13 +574,15 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	struct proc_mem_thread *threads = NULL;
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL, *alloc = NULL;
+	struct blockset_index ix = { 0 };
+	struct reg_words roots = { 0 }; /* with the index: the pause's roots, for later */
 	struct alloc_state state = { 0 };
 	struct leakcheck *lc = NULL;
 	size_t n = 0, nthreads = 0, nalloc = 0, i;
 	double t0, t1, t2, t_pause;
 	uint64_t snap_ns;
 	pid_t *tids = NULL;
-	int err;
+	int err = 0;
 
 	memset(out, 0, sizeof(*out));
 	/* The index is built before the stop, from the blocks known now (on a
@@ -474,11 +590,18 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	 * records applied in the pause change is logged, and each indexed
 	 * block that changed is taken as reachable: live memory, as untracked
 	 * heap memory is.  Blocks allocated meanwhile are not in the index:
-	 * their memory is a root, and they stay unclassified. */
+	 * their memory is a root, and they stay unclassified.  With the
+	 * library's own index of every block (a sampled trace: the ledger
+	 * holds only the sample), the blocks are read out of the snapshot
+	 * (or the stopped process) after the stop instead, consistent with
+	 * its memory, and the pause's roots are kept until they can be
+	 * scanned. */
 	t0 = now_ms();
 	snap_ns = session_now_ns();
-	err = index_build(table, &blocks, &n, &lc);
-	ledger_changes_start(ledger);
+	if (!use_index) {
+		err = index_build(table, &blocks, &n, &lc);
+		ledger_changes_start(ledger);
+	}
 	out->index_ms = now_ms() - t0;
 
 	/* a process in its exit pauses anyway: read it in place */
@@ -502,7 +625,10 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 		drain(ctx);
 		t2 = now_ms();
 		out->drain_ms = t2 - t1;
-		if (table->log.lost) { /* no memory for the log: index again */
+		if (use_index) {
+			/* every sampled block the records named is in the ledger */
+			snap_ns = session_now_ns();
+		} else if (table->log.lost) { /* no memory for the log: index again */
 			leakcheck_free(lc);
 			free(blocks);
 			lc = NULL;
@@ -510,18 +636,18 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 			snap_ns = session_now_ns();
 			err = index_build(table, &blocks, &n, &lc);
 		}
-		for (i = 0; !err && i < table->log.n; i++)
+		for (i = 0; !err && !use_index && i < table->log.n; i++)
 			out->changed += !leakcheck_keep(lc, table->log.addrs[i]);
 		threads = calloc(nthreads + 1, sizeof(*threads));
 		err = err ?: threads ? 0 : -ENOMEM;
 		t1 = now_ms();
 		out->index_ms += t1 - t2;
 		for (i = 0; !err && i < nthreads; i++)
-			err = registers_scan(lc, tids[i], exiting, &threads[i]);
+			err = registers_scan(lc, &roots, tids[i], exiting, &threads[i]);
 		/* the registers are read: a copy of the memory, and the process
 		 * goes on while the copy is read */
 		if (!err && snapshot && snap.ngaps)
-			err = gaps_scan(pid, threads, nthreads, lc, snap.gaps, snap.ngaps, &gaps_read);
+			err = gaps_scan(pid, threads, nthreads, lc, &roots, snap.gaps, snap.ngaps, &gaps_read);
 		if (!err && snapshot &&
 		    !proc_snapshot_take(&snap, tids[0], out->no_snapshot, sizeof(out->no_snapshot))) {
 			out->snapshot = true;
@@ -533,16 +659,27 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 			out->pause_ms = now_ms() - t_pause;
 			resumed = true;
 		}
+		if (!err && use_index) {
+			/* in the pause only when there is no snapshot */
+			t1 = now_ms();
+			err = index_read(reader, index_header, &ix, &blocks, &n, out);
+			err = err ?: leakcheck_new(blocks, n, &lc);
+			for (i = 0; !err && i < roots.n; i++)
+				leakcheck_scan_value(lc, roots.v[i]);
+			out->index_ms += now_ms() - t1;
+		}
 		t1 = now_ms();
 		err = err ?: allocator_state(reader, alloc_fns, ledger->partial, threads, nthreads, blocks, n, &state);
 		err = err ?: allocator_memory(ledger, &state, snap_ns, &alloc, &nalloc);
 		err = err ?: pause_scan(reader, threads, nthreads, lc, blocks, n, alloc, nalloc, ledger->partial,
-					&state, out->snapshot ? snap.gaps : NULL, out->snapshot ? snap.ngaps : 0, out);
+					&state, out->snapshot ? snap.gaps : NULL, out->snapshot ? snap.ngaps : 0,
+					use_index ? &ix : NULL, out);
 		if (out->snapshot)
 			read_stats_add(&out->read, &gaps_read.read);
 		out->scan_ms = now_ms() - t1;
 	}
-	ledger_changes_stop(ledger);
+	if (!use_index)
+		ledger_changes_stop(ledger);
 	if (resumed) {
 		out->reap_pause_ms = snapshot_finish(set, pid, &snap);
 		if (own)
@@ -559,6 +696,8 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	}
 	if (!err)
 		err = leakcheck_classify(lc, &out->totals);
+	/* with the index, the ledger holds the sampled blocks only: the
+	 * others' verdicts are in the totals alone */
 	for (i = 0; !err && i < n; i++) {
 		struct leak_verdict v;
 
@@ -593,5 +732,7 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	free(threads);
 	leakcheck_free(lc);
 	free(blocks);
+	blockset_index_free(&ix);
+	free(roots.v);
 	return err;
 }

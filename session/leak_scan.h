@@ -40,6 +40,16 @@ struct leak_scan_result {
 	bool snapshot;
 	double clone_ms, reap_pause_ms;
 	char no_snapshot[200];		/* why there was none ("" when there was, or none asked) */
+	/* the blocks came from the preload library's index of every live
+	 * block (a sampled trace: the ledger has only the sample), read out of
+	 * the snapshot: the totals are exact, the ledger's verdicts those of
+	 * its sampled blocks.  INDEX_LOST: blocks the library could not index
+	 * (not checked); INDEX_BUSY: slots mid-insert (a block being
+	 * allocated as the process stopped); INDEX_BYTES: the index's own
+	 * memory, not read.  NO_INDEX: why it could not be read */
+	bool indexed;
+	uint64_t index_lost, index_busy, index_bytes;
+	char no_index[200];
 	uint64_t blocks;		/* blocks checked */
 	uint64_t changed;		/* of those, freed or resized while the index was built:
 					   taken as reachable, left unclassified */
@@ -77,13 +87,16 @@ struct leak_scan_exit {
  * called once every thread is stopped, to apply the records the probes
  * wrote up to then (CTX passed back).  SNAPSHOT: read a running process's
  * memory from a copy-on-write snapshot (see above; OUT->no_snapshot says
- * why not when it could not be made).  Gives each block's verdict and
+ * why not when it could not be made).  INDEX_HEADER: the address of the
+ * preload library's index of every live block in the process
+ * (bpf/abi/blockset_abi.h), whose blocks are checked instead of LEDGER's
+ * (a sampled trace), or 0.  Gives each block's verdict and
  * residency to LEDGER (ledger_verdict, ledger_residency) and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc, struct ledger *ledger,
-		      const struct leak_scan_exit *exiting, bool snapshot, void (*drain)(void *ctx), void *ctx,
-		      struct leak_scan_result *out);
+		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header,
+		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out);
 
 #endif

@@ -36,6 +36,12 @@ static char *unchecked_why(const struct proc *p)
 				   "handlers or destructors)", n);
 	else if (p->check.done)
 		r = asprintf(&why, "%zu blocks allocated since its last leak check", n);
+	else if (p->check_err == -ENOTSUP)
+		r = asprintf(&why, "a sampled trace's leak check needs the preload library's index of every block, "
+				   "and pid %d is traced with uprobes (see the tracing line): run it without "
+				   "--sample-bytes, or under the library: %zu blocks not classified", p->pid, n);
+	else if (p->check_err && p->check.no_index[0])
+		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", p->check.no_index, n);
 	else if (p->check_err)
 		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", strerror(-p->check_err),
 			     n);
@@ -70,6 +76,15 @@ static void leak_check_totals(struct build_opts *o, const struct leak_scan_resul
 		o->scan_ms = c->scan_ms;
 	o->checks++;
 	o->snapshot_checks += c->snapshot;
+	if (c->indexed) {
+		o->indexed_checks++;
+		for (k = 0; k < LEAK_KIND_COUNT; k++) {
+			o->indexed.bytes[k] += c->totals.bytes[k];
+			o->indexed.blocks[k] += c->totals.blocks[k];
+		}
+		o->indexed.unsure_bytes += c->totals.unsure_bytes;
+		o->indexed.unsure_blocks += c->totals.unsure_blocks;
+	}
 	if (!c->rss_known)
 		return;
 	o->rss.present = true;

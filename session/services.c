@@ -179,7 +179,8 @@ static int sv_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const s
 			   const struct allocator *a)
 {
 	struct session *s = of(ctx);
-	int err = preload_control_write(pid, sites, s->set->sample_bytes);
+	/* a sampled trace's leak check reads the library's index of every block */
+	int err = preload_control_write(pid, sites, s->set->sample_bytes, s->set->leak_check && s->set->sample_bytes);
 
 	err = err ?: complement_attach(s, pp, a);
 	return err ?: probes_proc_attach_preload(s->probes, pp, sites, preload_control_addr(pid, sites));
@@ -211,14 +212,31 @@ static void drain_cb(void *ctx)
 }
 
 static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *ledger,
-			const struct leak_scan_exit *exiting, struct leak_scan_result *out)
+			const struct preload_sites *sites, const struct leak_scan_exit *exiting,
+			struct leak_scan_result *out)
 {
 	struct session *s = of(ctx);
+	struct dwleak_preload_control c;
+	uint64_t index = 0;
+	int err;
 
+	/* a sampled trace's ledger holds only the sample: every block comes
+	 * from the library's index, which a process traced with uprobes has
+	 * not */
+	if (s->set->sample_bytes && !exited) {
+		if (!sites)
+			return -ENOTSUP;
+		err = preload_control_read(pid, sites, &c);
+		if (err)
+			return err;
+		if (!c.index_request || !c.index_addr)
+			return -ENOTSUP;
+		index = c.index_addr;
+	}
 	/* a process that exited is no tracee any more: seized for the check
 	 * (and gone: -ESRCH) */
 	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, !s->set->leak_check_stop,
-				 drain_cb, s, out);
+				 index, drain_cb, s, out);
 }
 
 /* The first process traced: the line scripts wait for; a later one whose

@@ -338,11 +338,11 @@ int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak
 	return 0;
 }
 
-int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes)
+int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index)
 {
 	struct dwleak_preload_control c;
+	uint32_t gen, want_index = index;
 	uint64_t addr;
-	uint32_t gen;
 	int fd = control_open(pid, s, O_RDWR, &c, &addr), err;
 
 	if (fd < 0)
@@ -350,7 +350,9 @@ int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sam
 	/* the mode first, the generation last: a library that sees the new
 	 * generation sees the new mode */
 	gen = c.generation + 1;
-	err = control_put(fd, addr, offsetof(struct dwleak_preload_control, sample_bytes), &sample_bytes,
+	err = control_put(fd, addr, offsetof(struct dwleak_preload_control, index_request), &want_index,
+			  sizeof(want_index));
+	err = err ?: control_put(fd, addr, offsetof(struct dwleak_preload_control, sample_bytes), &sample_bytes,
 			  sizeof(sample_bytes));
 	err = err ?: control_put(fd, addr, offsetof(struct dwleak_preload_control, generation), &gen, sizeof(gen));
 	close(fd);

@@ -6,6 +6,7 @@
 #ifndef DWLEAK_PRELOAD_SITES_H
 #define DWLEAK_PRELOAD_SITES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -77,13 +78,14 @@ void preload_sites_free(struct preload_sites *s);
 
 /*
  * Tells process PID's library its mode through its control block: sample
- * allocations one per SAMPLE_BYTES bytes on average (0: every call), then
- * a new generation, which makes the library take the mode and check its
- * sites.  Through /proc/PID/mem, before the sites are attached.  Returns
- * 0, or a negative errno (-EPROTO: the block is not a control block of
- * this version).
+ * allocations one per SAMPLE_BYTES bytes on average (0: every call), keep
+ * the index of every live block or not (INDEX: a leak check of a sampled
+ * trace reads it), then a new generation, which makes the library take
+ * the mode and check its sites.  Through /proc/PID/mem, before the sites
+ * are attached.  Returns 0, or a negative errno (-EPROTO: the block is
+ * not a control block of this version).
  */
-int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes);
+int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index);
 
 /* The address at which process PID maps the control block of the library
  * S describes, or 0 when it maps none. */

@@ -18,7 +18,7 @@
 #      so), and stopped while read (DWLEAK_LEAK_CHECK_STOP=1)
 #   d  --fail-on-leak with --leak-check counts only lost bytes: exit 1 when
 #      definitely lost bytes exist, 0 when all is reachable or possibly
-#      lost (and 1 for the same program without --leak-check)
+#      lost (and 1 for the same program without --leak-check), sampled too
 #   e  dwleak killed (SIGKILL) in the middle of a check: the target, caught
 #      stopped by the check, runs on
 #   f  folded: each stack's kind is the frame after its process
@@ -27,6 +27,14 @@
 #      before the stop, the changes applied in the pause): those blocks
 #      are never called lost, every check's kinds still match memcheck's
 #      on the other sites, and --stats shows blocks that changed
+#   h  --sample-bytes with --leak-check (issue 24): every block classified
+#      from the preload library's index of live blocks, sampled or not:
+#      -- CMD sampled at 4096 bytes, the text summary equals memcheck's
+#      line by line and the JSON totals say kinds_exact; at 1 byte (every
+#      block sampled) each site's kinds equal memcheck's; -p (the library
+#      injected, the check reading a snapshot) sampled at 4096, the totals
+#      equal the exact -p check's (part c holds that one to memcheck); the
+#      pair with --no-preload is refused (no index without the library)
 #
 # Run by tests/run.sh; by hand: LT_ONLY=ab bash tests/leak_check.sh
 # shellcheck source=tests/lib_trace.sh
@@ -239,12 +247,16 @@ if lt_part d; then
 	timeout -k 5 120 "$DWLEAK" --fail-on-leak -- "$PROG" --reachable-only > /dev/null 2> "$tmp/d3.err"
 	rc=$?
 	[ $rc -eq 1 ] || fail "--fail-on-leak without --leak-check, blocks outstanding: exit $rc, want 1"
-	# a sample cannot be classified: unsampled blocks may be what holds it
-	"$DWLEAK" --leak-check --sample-bytes 4096 -- "$PROG" > /dev/null 2> "$tmp/d4.err"
+	# sampled, the check still sees every block (the library's index):
+	# lost bytes fail it, all reachable passes
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak --sample-bytes 4096 -- "$PROG" > /dev/null 2> "$tmp/d4.err"
 	rc=$?
-	[ $rc -eq 2 ] && grep -q "drop one of the two" "$tmp/d4.err" ||
-		fail "--leak-check --sample-bytes: exit $rc, want 2 and why: $(cat "$tmp/d4.err")"
-	[ $check_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check"
+	[ $rc -eq 1 ] || fail "--fail-on-leak --leak-check --sample-bytes 4096 with lost blocks: exit $rc, want 1"
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak --sample-bytes 4096 -- "$PROG" --reachable-only \
+		> /dev/null 2> "$tmp/d5.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "--fail-on-leak --leak-check --sample-bytes 4096, nothing lost: exit $rc, want 0"
+	[ $check_errors -eq $before ] && pass "--fail-on-leak: 1 for lost bytes, 0 for reachable ones after a leak check, sampled or not"
 fi
 
 # --- e: dwleak killed while the target is stopped for a check ---
@@ -347,6 +359,74 @@ PY
 	kill -KILL "$target" 2> /dev/null
 	wait "$target" 2> /dev/null
 	[ $check_errors -eq $before ] && pass "-p on a churning process: its ring never lost, the rest as memcheck says, $changed blocks changed mid-check"
+fi
+
+# --- h: a sampled trace's check: every block from the library's index ---
+if lt_part h; then
+	before=$check_errors
+	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes 4096 -o "$tmp/h.text" -- "$PROG" > /dev/null 2> "$tmp/h.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "h: --leak-check --sample-bytes 4096: exit $rc: $(tail -3 "$tmp/h.err")"
+	for kind in "definitely lost" "indirectly lost" "possibly lost" "still reachable"; do
+		want=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/vgp.txt")
+		got=$(grep -o "$kind: [0-9,]* bytes in [0-9,]* blocks" "$tmp/h.text")
+		[ -n "$want" ] && [ "$got" = "$want" ] || fail "h: sampled at 4096: '$got', memcheck says '$want'"
+	done
+	grep -q "every block classified, sampled or not" "$tmp/h.text" || fail "h: the text does not say the totals are exact"
+	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes 256 -t 0 --format json -o "$tmp/h256.json" -- "$PROG" \
+		> /dev/null 2> "$tmp/h.err" || fail "h: json at 256: $(tail -3 "$tmp/h.err")"
+	lt_check "$tmp/h256.json" "$tmp/oracle_preload.json" << PY
+lc = r["totals"]["leak_check"]
+oracle = json.load(open(ARGS[0]))
+if lc.get("kinds_exact") is not True:
+    fail("sampled at 256: totals.leak_check.kinds_exact is %s" % lc.get("kinds_exact"))
+for k in ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable"):
+    want = [sum(c[k][0] for c in oracle.values() if k in c), sum(c[k][1] for c in oracle.values() if k in c)]
+    if [lc[k]["bytes"], lc[k]["allocations"]] != want:
+        fail("sampled at 256: totals %s %s, memcheck %s" % (k, lc[k], want))
+if sum(s["allocations"] for s in r["stacks"]) == 0:
+    fail("sampled at 256: no stack sampled at all")
+PY
+	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes 1 -t 0 --format json -o "$tmp/h1.json" -- "$PROG" \
+		> /dev/null 2> "$tmp/h.err" || fail "h: json at 1: $(tail -3 "$tmp/h.err")"
+	lt_check "$tmp/h1.json" "$tmp/oracle_preload.json" << PY
+$COMPARE
+PY
+	# -p, the library injected: the same totals as the exact check
+	for how in exact sampled; do
+		lt_start target "$tmp/hw.out" "$PROG" --wait
+		opt=()
+		[ $how = sampled ] && opt=(--sample-bytes 4096)
+		if lt_trace dw "$tmp/hp.err" --leak-check "${opt[@]}" -t 0 --format json -o "$tmp/hp_$how.json" -p "$target"; then
+			kill -USR1 "$target"
+			lt_wait_line "$tmp/hw.out" ready || fail "h -p: leak_kinds never said ready"
+			kill -INT "$dw"
+			lt_wait "$dw" 60
+			rc=$?
+			[ $rc -eq 0 ] || fail "h -p ($how): dwleak exit $rc: $(tail -3 "$tmp/hp.err")"
+			grep -q "injected" "$tmp/hp.err" || fail "h -p ($how): the library was not injected: $(head -2 "$tmp/hp.err")"
+		else
+			fail "h -p ($how): dwleak did not attach"
+		fi
+		kill -KILL "$target" 2> /dev/null
+		wait "$target" 2> /dev/null
+	done
+	lt_check "$tmp/hp_sampled.json" "$tmp/hp_exact.json" << PY
+lc = r["totals"]["leak_check"]
+ex = json.load(open(ARGS[0]))["totals"]["leak_check"]
+if lc.get("kinds_exact") is not True or not lc["snapshot"]:
+    fail("-p sampled: kinds_exact %s, snapshot %s" % (lc.get("kinds_exact"), lc["snapshot"]))
+for k in ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable", "unsure"):
+    if lc[k] != ex[k]:
+        fail("-p sampled: %s %s, the exact check %s" % (k, lc[k], ex[k]))
+if ex["definitely_lost"]["bytes"] == 0:
+    fail("-p exact: nothing definitely lost: the comparison proves nothing")
+PY
+	timeout -k 5 60 "$DWLEAK" --leak-check --sample-bytes 4096 --no-preload -- "$PROG" > /dev/null 2> "$tmp/h2.err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "preload library's index" "$tmp/h2.err" ||
+		fail "h: --no-preload with a sampled check: exit $rc, want 2 with a reason: $(head -2 "$tmp/h2.err")"
+	[ $check_errors -eq $before ] && pass "sampled check: every block classified exactly (memcheck's summary at 4096, each site at 1, -p as exact), --no-preload refused"
 fi
 
 check_finish

@@ -9,10 +9,9 @@
 #include <linux/types.h>
 
 /*
- * How dwleak finds it (to come, with the library's integration): the
- * control block (preload.h) gains a __u64 field holding the address of
- * the library's struct blockset_abi_header, with DWLEAK_PRELOAD_VERSION
- * raised; 0 there means the library keeps no index.  dwleak reads the
+ * How dwleak finds it: the control block's index_addr (preload.h) holds
+ * the address of the library's struct blockset_abi_header, and its
+ * index_request says whether the library keeps it.  dwleak reads the
  * header at that address, then each level's slots, out of the
  * copy-on-write snapshot of the process (target/snapshot.c), never from
  * the running process, whose threads change it as they allocate.

@@ -102,7 +102,7 @@ enum dwleak_preload_class {
  */
 #define DWLEAK_PRELOAD_CONTROL_SYM "dwleak_preload_control"
 #define DWLEAK_PRELOAD_MAGIC 0x646c72706b6c7764ull /* "dwlkprld", little-endian */
-#define DWLEAK_PRELOAD_VERSION 2
+#define DWLEAK_PRELOAD_VERSION 3
 
 /* Why a process's library does not fire its sites (control.disabled). */
 enum dwleak_preload_disabled {
@@ -166,9 +166,22 @@ struct dwleak_preload_control {
 	__u32 route_failed;	 /* slots that could not be written (mprotect refused) */
 	__u32 route_pad;
 	__u64 route_slots;	 /* slots that lead to the library's wrappers */
+	/*
+	 * The block index (bpf/abi/blockset_abi.h): with INDEX_REQUEST 1
+	 * (dwleak's, written before the generation) the library puts every
+	 * block an allocator call it sees returns into its index and takes
+	 * it out when the block is released, sampled or not, so that a leak
+	 * check of a sampled trace knows every block.  INDEX_ADDR is the
+	 * address of the index's header (the library's own variable), fixed
+	 * at load; dwleak reads it out of the snapshot it scans.  A block
+	 * allocated while INDEX_REQUEST was 0 is not in the index.
+	 */
+	__u32 index_request;
+	__u32 index_pad;
+	__u64 index_addr;
 };
 
-_Static_assert(sizeof(struct dwleak_preload_control) == 112, "dwleak_preload_control layout");
+_Static_assert(sizeof(struct dwleak_preload_control) == 128, "dwleak_preload_control layout");
 
 /* The library's entry for target/inject.c: int dwleak_injected_start(void),
  * called once, in a thread of its own, right after dlopen; it routes the

@@ -271,13 +271,15 @@ static void fk_stacks_move(void *ctx)
 
 /* The fake check calls every block definitely lost, through the ledger. */
 static int fk_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *l,
-			const struct leak_scan_exit *exiting, struct leak_scan_result *out)
+			const struct preload_sites *sites, const struct leak_scan_exit *exiting,
+			struct leak_scan_result *out)
 {
 	size_t i;
 
 	(void)pid;
 	(void)exited;
 	(void)alloc;
+	(void)sites;
 	(void)exiting;
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < l->allocs.cap; i++) {

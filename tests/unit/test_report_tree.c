@@ -312,7 +312,7 @@ static const char checker_py[] =
 	"        assert list(o[k]) == ['bytes', 'allocations'] and all(type(v) is int for v in o[k].values()), o[k]\n"
 	"    return ' '.join('%d/%d' % (o[k]['bytes'], o[k]['allocations']) for k in KINDS)\n"
 	"lc = d['totals']['leak_check']\n"
-	"assert list(lc) == KINDS + ['unclassified', 'unsure', 'scanned_bytes', 'pause_ms', 'scan_ms', 'snapshot'], list(lc)\n"
+	"assert list(lc) == KINDS + ['unclassified', 'unsure', 'scanned_bytes', 'pause_ms', 'scan_ms', 'snapshot', 'kinds_exact'], list(lc)\n"
 	"print('L', kinds(lc), lc['scanned_bytes'], lc['pause_ms'], lc['scan_ms'], lc['snapshot'])\n"
 	"for s in d['stacks']:\n"
 	"    assert type(s['pid']) is int and type(s['command']) is str, s\n"
