@@ -189,12 +189,10 @@ static bool boot(void)
 	return true;
 }
 
-void *next_of(int f)
+void *next_of_slow(int f)
 {
-	void *fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
+	void *fn;
 
-	if (likely(fn))
-		return fn;
 	if (!boot())
 		return NULL;
 	fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);

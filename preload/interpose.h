@@ -131,8 +131,16 @@ void *arena_alloc(size_t size, size_t align);
 size_t arena_size_of(const void *p);
 
 /* The function F forwards to, resolving first if need be; NULL for a C++
- * operator no loaded object defines, or while resolving (bootstrap). */
-void *next_of(int f);
+ * operator no loaded object defines, or while resolving (bootstrap).
+ * Inline where it is resolved already: every traced call asks. */
+void *next_of_slow(int f);
+
+static inline void *next_of(int f)
+{
+	void *fn = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
+
+	return likely(fn) ? fn : next_of_slow(f);
+}
 
 /* The same for a C++ operator, which must exist (else the program ends,
  * saying why). */

@@ -9,10 +9,18 @@
 #include "interpose.h"
 
 /* Whether a call that returns to RA runs inside another allocator call:
- * from inside a function that fires, or (a tail call) from this library. */
+ * from inside a function that fires, or (a tail call) from this library.
+ * Either way an outer wrapper of this thread is forwarding (every traced
+ * path forwards through FORWARDED), so alloc_depth is not 0: the common
+ * call is told in one load, not in a look at every function's range.
+ * (A signal handler's call made inside a forwarded one has a return
+ * address in none of them: not nested, and looked at in full.) */
 static bool nested(uintptr_t ra)
 {
 	int f;
+
+	if (likely(!alloc_depth))
+		return false;
 
 	if (ra - (uintptr_t)__ehdr_start < (uintptr_t)(__etext - __ehdr_start))
 		return true;
@@ -142,24 +150,27 @@ __attribute__((constructor)) static void index_publish(void)
 bool call_fires(struct call *c)
 {
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
-	bool sampled;
+	bool sampled, index = index_on(), fire;
 
 	route_check(*(const uintptr_t *)(c->cfa - 8));
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
-	c->index = index_on();
+	c->index = false;
 	c->fire = false;
 	sampled = !n || c->drawn || sampler_take(&thread_sampler, c->size, n, 0);
-	if (!sampled && !c->index)
+	if (!sampled && !index)
 		return false;
 	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
 		if (sampled)
 			CTL_COUNT(nested);
-		c->index = false;
 		return false;
 	}
-	c->fire = sampled && sites_usable(c->gen);
-	return c->fire || c->index;
+	/* the answer from the locals: read back from C, the two byte stores
+	 * just made stall the load (no store forwarding across both) */
+	fire = sampled && sites_usable(c->gen);
+	c->fire = fire;
+	c->index = index;
+	return fire || index;
 }
 
 void call_done(const struct call *c, void *p)
