@@ -292,6 +292,18 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+# test_preload_walk: the library's walks (preload/walk.c) on the test's
+# own stack, with the tables dwleak compiles for its objects (every layer,
+# as the other tests may), through code built without frame pointers or
+# sanitizers (tests/unit/preload_walk_subject.c), as most code is.
+$(ASAN)/tests/preload_walk_subject.o: tests/unit/preload_walk_subject.c tests/unit/preload_walk_subject.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror -std=gnu11 -c -o $@ $<
+$(ASAN)/tests/test_preload_walk: tests/unit/test_preload_walk.c preload/walk.c preload/walk.h \
+		$(ASAN)/tests/preload_walk_subject.o $(ASAN_LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< preload/walk.c \
+		$(ASAN)/tests/preload_walk_subject.o $(ASAN_LIBS) $(LDLIBS)
 # test_preload_blockset includes dwleak's decoder of the set, to read back
 # what it built (one -MF per command keeps only the last source's list).
 $(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
