@@ -143,7 +143,7 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -397,6 +397,27 @@ $(BUILD)/fuzz/blockset_seeds/.done:
 		head -c 240 /dev/zero; } > $(@D)/one_block
 	touch $@
 
+# fuzz_walk: the preload library's walks (preload/walk.c) and the image
+# check over arbitrary images and stacks, the builder (tables/table_image.c)
+# making images that must pass it.
+WALK_FUZZ_SRCS := preload/walk.c tables/table_image.c
+$(BUILD)/fuzz/fuzz_walk: tests/fuzz/fuzz_walk.c $(WALK_FUZZ_SRCS) preload/walk.h tables/table_image.h \
+		base/unwind_image.h bpf/abi/unwind_step.h
+	@mkdir -p $(@D)
+	$(CLANG) -I preload -I tables -I bpf/abi $(INC_base) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(WALK_FUZZ_SRCS)
+
+# Its seeds (the control block, 56 bytes, first): a table of one page
+# and rule built into an image, the stack zeros; a raw image of zeros
+# with its header made valid.
+$(BUILD)/fuzz/walk_seeds/.done:
+	@mkdir -p $(@D)
+	{ printf '\001\000\000\000\000\000\000\000\001\000\001\000\001\000\000\000'; head -c 40 /dev/zero; \
+		printf '\000\000\000\000\001\000\000\000\000\000\000\000'; \
+		printf '\010\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000'; head -c 4096 /dev/zero; } > $(@D)/built
+	{ printf '\002\000\000\000\000\002\000\000'; head -c 48 /dev/zero; head -c 512 /dev/zero; \
+		head -c 4096 /dev/zero; } > $(@D)/raw
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -418,7 +439,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
 	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
-	$(BUILD)/fuzz/blockset_seeds/.done
+	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \

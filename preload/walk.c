@@ -44,14 +44,17 @@ int walk_image_check(const void *blob, size_t len, struct walk_image *out)
 		    (i + 1 < h->nmappings && m[i].end > m[i + 1].start))
 			return -EBADMSG;
 	for (i = 0; i < h->ntables; i++) {
-		const struct unwind_page *pages = (const struct unwind_page *)(base + t[i].pages_off);
-		const struct unwind_row *rows = (const struct unwind_row *)(base + t[i].rows_off);
+		const struct unwind_page *pages;
+		const struct unwind_row *rows;
 
 		if (!part_ok(t[i].pages_off, t[i].npages, sizeof(struct unwind_page), hdr, len) ||
 		    !part_ok(t[i].rows_off, t[i].nrows, sizeof(struct unwind_row), hdr, len) ||
 		    !part_ok(t[i].rules_off, t[i].nrules, sizeof(struct unwind_rule), hdr, len) ||
 		    t[i].first_page + t[i].npages < t[i].first_page)
 			return -EBADMSG;
+		/* only now: an offset past the blob makes no pointer */
+		pages = (const struct unwind_page *)(base + t[i].pages_off);
+		rows = (const struct unwind_row *)(base + t[i].rows_off);
 		for (j = 0; j < t[i].npages; j++)
 			if (pages[j].first_row > t[i].nrows || pages[j].nrows > t[i].nrows - pages[j].first_row)
 				return -EBADMSG;
