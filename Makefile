@@ -14,6 +14,7 @@
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make bench-agent   only dwleak agent's benchmarks
 #   make bench-blockset  only the preload library's index of live blocks (no root)
+#   make bench-walk    only the preload library's stack walks (no root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
@@ -509,7 +510,7 @@ bench-leakcheck: $(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_l
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
 	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost \
-	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
+	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan $(BUILD)/bench/walk_bench
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
 # The preload library's index of live blocks (issue 24): ns per
@@ -518,6 +519,21 @@ BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 $(BUILD)/bench/blockset_bench: bench/blockset_bench.c preload/blockset.c preload/blockset.h bpf/abi/blockset_abi.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -o $@ $< preload/blockset.c -lpthread
+
+# A stack walk made in the process (issue 24): ns per walk, DWARF over
+# the unwind image and frame pointers, at 10 and 20 frames; preload/walk.c
+# compiled with the library's flags, the image made by unwinder/ and
+# tables/ (no root).
+WALK_BENCH_LIBS := $(BUILD)/libdwleak_unwinder.a $(BUILD)/libdwleak_target.a $(BUILD)/libdwleak_tables.a
+$(BUILD)/bench/walk.o: preload/walk.c preload/walk.h bpf/abi/unwind_step.h base/unwind_image.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -c -o $@ $<
+$(BUILD)/bench/walk_bench: bench/walk_bench.c $(BUILD)/bench/walk.o $(WALK_BENCH_LIBS)
+	$(CC) -I preload $(INC_unwinder) $(PKG_CFLAGS) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -std=gnu11 \
+		-o $@ $< $(BUILD)/bench/walk.o $(WALK_BENCH_LIBS) $(LDLIBS)
+
+bench-walk: $(BUILD)/bench/walk_bench
+	$(BUILD)/bench/walk_bench $(BENCH_ARGS)
 
 bench-blockset: $(BUILD)/bench/blockset_bench
 	$(BUILD)/bench/blockset_bench $(BENCH_ARGS)
@@ -541,7 +557,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-walk bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb
