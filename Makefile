@@ -14,6 +14,7 @@
 #   make bench-leakcheck  only the leak check's pause next to LSan's and memcheck's
 #   make bench-agent   only dwleak agent's benchmarks
 #   make bench-blockset  only the preload library's index of live blocks (no root)
+#   make bench-walk    only the preload library's stack walks (no root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
@@ -143,7 +144,7 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -292,6 +293,18 @@ $(ASAN)/tests/test_preload_%: tests/unit/test_preload_%.c $(PRELOAD_CORE_SRCS) $
 	@mkdir -p $(@D)
 	$(CC) $(INC_preload) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< \
 		$(PRELOAD_CORE_SRCS) -lpthread -lm -ldl
+# test_preload_walk: the library's walks (preload/walk.c) on the test's
+# own stack, with the tables dwleak compiles for its objects (every layer,
+# as the other tests may), through code built without frame pointers or
+# sanitizers (tests/unit/preload_walk_subject.c), as most code is.
+$(ASAN)/tests/preload_walk_subject.o: tests/unit/preload_walk_subject.c tests/unit/preload_walk_subject.h
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror -std=gnu11 -c -o $@ $<
+$(ASAN)/tests/test_preload_walk: tests/unit/test_preload_walk.c preload/walk.c preload/walk.h \
+		$(ASAN)/tests/preload_walk_subject.o $(ASAN_LIBS) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< preload/walk.c \
+		$(ASAN)/tests/preload_walk_subject.o $(ASAN_LIBS) $(LDLIBS)
 # test_preload_blockset includes dwleak's decoder of the set, to read back
 # what it built (one -MF per command keeps only the last source's list).
 $(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
@@ -385,6 +398,27 @@ $(BUILD)/fuzz/blockset_seeds/.done:
 		head -c 240 /dev/zero; } > $(@D)/one_block
 	touch $@
 
+# fuzz_walk: the preload library's walks (preload/walk.c) and the image
+# check over arbitrary images and stacks, the builder (tables/table_image.c)
+# making images that must pass it.
+WALK_FUZZ_SRCS := preload/walk.c tables/table_image.c
+$(BUILD)/fuzz/fuzz_walk: tests/fuzz/fuzz_walk.c $(WALK_FUZZ_SRCS) preload/walk.h tables/table_image.h \
+		base/unwind_image.h bpf/abi/unwind_step.h
+	@mkdir -p $(@D)
+	$(CLANG) -I preload -I tables -I bpf/abi $(INC_base) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(WALK_FUZZ_SRCS)
+
+# Its seeds (the control block, 56 bytes, first): a table of one page
+# and rule built into an image, the stack zeros; a raw image of zeros
+# with its header made valid.
+$(BUILD)/fuzz/walk_seeds/.done:
+	@mkdir -p $(@D)
+	{ printf '\001\000\000\000\000\000\000\000\001\000\001\000\001\000\000\000'; head -c 40 /dev/zero; \
+		printf '\000\000\000\000\001\000\000\000\000\000\000\000'; \
+		printf '\010\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000'; head -c 4096 /dev/zero; } > $(@D)/built
+	{ printf '\002\000\000\000\000\002\000\000'; head -c 48 /dev/zero; head -c 512 /dev/zero; \
+		head -c 4096 /dev/zero; } > $(@D)/raw
+	touch $@
+
 $(BUILD)/fuzz/memory_seeds/.done: tests/fuzz/make_memory_corpus.py
 	python3 tests/fuzz/make_memory_corpus.py $(BUILD)/fuzz/memory_seeds
 	touch $@
@@ -406,7 +440,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
 	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
-	$(BUILD)/fuzz/blockset_seeds/.done
+	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
@@ -476,7 +510,7 @@ bench-leakcheck: $(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_l
 
 BENCH_PROGS := $(BUILD)/bench/malloc_bench $(BUILD)/bench/cxx_workload $(BUILD)/bench/walltime \
 	$(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost \
-	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan
+	$(BUILD)/bench/leakcheck_bench $(BUILD)/bench/leakcheck_bench_lsan $(BUILD)/bench/walk_bench
 BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 
 # The preload library's index of live blocks (issue 24): ns per
@@ -485,6 +519,21 @@ BENCH_ENV := ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) DWLEAK=$(CURDIR)/dwleak
 $(BUILD)/bench/blockset_bench: bench/blockset_bench.c preload/blockset.c preload/blockset.h bpf/abi/blockset_abi.h
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -o $@ $< preload/blockset.c -lpthread
+
+# A stack walk made in the process (issue 24): ns per walk, DWARF over
+# the unwind image and frame pointers, at 10 and 20 frames; preload/walk.c
+# compiled with the library's flags, the image made by unwinder/ and
+# tables/ (no root).
+WALK_BENCH_LIBS := $(BUILD)/libdwleak_unwinder.a $(BUILD)/libdwleak_target.a $(BUILD)/libdwleak_tables.a
+$(BUILD)/bench/walk.o: preload/walk.c preload/walk.h bpf/abi/unwind_step.h base/unwind_image.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -c -o $@ $<
+$(BUILD)/bench/walk_bench: bench/walk_bench.c $(BUILD)/bench/walk.o $(WALK_BENCH_LIBS)
+	$(CC) -I preload $(INC_unwinder) $(PKG_CFLAGS) -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -std=gnu11 \
+		-o $@ $< $(BUILD)/bench/walk.o $(WALK_BENCH_LIBS) $(LDLIBS)
+
+bench-walk: $(BUILD)/bench/walk_bench
+	$(BUILD)/bench/walk_bench $(BENCH_ARGS)
 
 bench-blockset: $(BUILD)/bench/blockset_bench
 	$(BUILD)/bench/blockset_bench $(BENCH_ARGS)
@@ -508,7 +557,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-walk bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb

@@ -14,7 +14,9 @@
 #   9. agent   bench/run_agent_bench.sh   dwleak agent: a traced workload's cost,
 #              200 processes idle, a scrape of 10,000 stacks, a 10-minute soak
 #              (issue 23)
-# Environment: SECTIONS ("micro macro attach stacks ops leakcheck inject redis agent"), RESULTS (default
+#  10. walk    bench/run_walk_bench.sh    the preload library's stack walk in the
+#              process, ns per walk (issue 24)
+# Environment: SECTIONS ("micro macro attach stacks ops leakcheck inject redis agent walk"), RESULTS (default
 # ROOT/bench/results.md), and each script's own (REPS, ... : see them).
 # Needs root; installs heaptrack, valgrind, bpftrace with apt-get when
 # missing.  Takes about an hour on a 2-CPU VM (the agent's section 40 minutes).
@@ -23,7 +25,7 @@ set -uo pipefail
 ROOT=${ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${BUILD:-$ROOT/build}
 RESULTS=${RESULTS:-$ROOT/bench/results.md}
-SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck inject redis agent}
+SECTIONS=${SECTIONS:-micro macro attach stacks ops leakcheck inject redis agent walk}
 export ROOT BUILD
 . "$ROOT/bench/ensure_tools.sh"
 
@@ -47,6 +49,7 @@ for s in $SECTIONS; do
 	inject) script=run_inject_bench.sh ;;
 	redis) script=run_redis_bench.sh ;;
 	agent) script=run_agent_bench.sh ;;
+	walk) script=run_walk_bench.sh ;;
 	*) echo "run_all: unknown section $s" >&2; exit 2 ;;
 	esac
 	echo "run_all: $s ($script)" >&2

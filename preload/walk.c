@@ -1,0 +1,397 @@
+/* The preload library's walks of its own process's stacks: the DWARF walk
+ * with the kernel program's step (bpf/abi/unwind_step.h) over an unwind
+ * image, the frame-pointer walk, the registers of a point and the
+ * thread's stack bounds.  What this build gives the step: reads checked
+ * against the stack's bounds (the walk never faults), a table's pages,
+ * rows and rules straight from the image. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#include "unwind_step.h"
+#include "walk.h"
+
+/* --- The image: checked once, trusted by the walks ---------------------- */
+
+/* Whether [OFF, OFF + COUNT * SIZE) lies in an image of LEN bytes past its
+ * header, OFF aligned (no product or sum may wrap: COUNT < 2^32, SIZE
+ * small). */
+static int part_ok(uint64_t off, uint64_t count, uint64_t size, uint64_t hdr, uint64_t len)
+{
+	return off % UNWIND_IMAGE_ALIGN == 0 && off >= hdr && off <= len && count * size <= len - off;
+}
+
+int walk_image_check(const void *blob, size_t len, struct walk_image *out)
+{
+	const struct unwind_image_header *h = blob;
+	const uint8_t *base = blob;
+	const struct unwind_image_mapping *m;
+	const struct unwind_image_table *t;
+	uint64_t hdr = sizeof(*h);
+	uint32_t i, j;
+
+	if (!blob || (uintptr_t)blob % UNWIND_IMAGE_ALIGN || len < sizeof(*h))
+		return -EINVAL;
+	if (h->magic != UNWIND_IMAGE_MAGIC || h->version != UNWIND_IMAGE_VERSION || h->header_bytes != hdr)
+		return -EPROTO;
+	if (h->total_bytes != len || !part_ok(h->mappings_off, h->nmappings, sizeof(*m), hdr, len) ||
+	    !part_ok(h->tables_off, h->ntables, sizeof(*t), hdr, len))
+		return -EBADMSG;
+	m = (const struct unwind_image_mapping *)(base + h->mappings_off);
+	t = (const struct unwind_image_table *)(base + h->tables_off);
+	for (i = 0; i < h->nmappings; i++)
+		if (m[i].start >= m[i].end || m[i].table >= h->ntables ||
+		    (i + 1 < h->nmappings && m[i].end > m[i + 1].start))
+			return -EBADMSG;
+	for (i = 0; i < h->ntables; i++) {
+		const struct unwind_page *pages;
+		const struct unwind_row *rows;
+
+		if (!part_ok(t[i].pages_off, t[i].npages, sizeof(struct unwind_page), hdr, len) ||
+		    !part_ok(t[i].rows_off, t[i].nrows, sizeof(struct unwind_row), hdr, len) ||
+		    !part_ok(t[i].rules_off, t[i].nrules, sizeof(struct unwind_rule), hdr, len) ||
+		    t[i].first_page + t[i].npages < t[i].first_page)
+			return -EBADMSG;
+		/* only now: an offset past the blob makes no pointer */
+		pages = (const struct unwind_page *)(base + t[i].pages_off);
+		rows = (const struct unwind_row *)(base + t[i].rows_off);
+		for (j = 0; j < t[i].npages; j++)
+			if (pages[j].first_row > t[i].nrows || pages[j].nrows > t[i].nrows - pages[j].first_row)
+				return -EBADMSG;
+		for (j = 0; j < t[i].nrows; j++)
+			if (rows[j].rule >= t[i].nrules)
+				return -EBADMSG;
+	}
+	out->base = base;
+	out->maps = m;
+	out->tables = t;
+	out->nmappings = h->nmappings;
+	out->ntables = h->ntables;
+	return 0;
+}
+
+/* --- The step's table hooks: the image's arrays --------------------------- */
+
+/* A table, as this build finds one: its entry in a checked image. */
+struct unwind_table_ref {
+	const uint8_t *base;
+	const struct unwind_image_table *t;
+};
+
+static inline const struct unwind_page *image_page(const struct unwind_table_ref *r, __u64 page)
+{
+	if (page - r->t->first_page >= r->t->npages) /* below first_page wraps far above */
+		return 0;
+	return (const struct unwind_page *)(r->base + r->t->pages_off) + (page - r->t->first_page);
+}
+
+/* The check made every page's rows and every row's rule lie in range; the
+ * bounds here are the hooks' contract, and cost a compare. */
+static inline const struct unwind_row *image_row(const struct unwind_table_ref *r, __u32 idx)
+{
+	return idx < r->t->nrows ? (const struct unwind_row *)(r->base + r->t->rows_off) + idx : 0;
+}
+
+static inline const struct unwind_rule *image_rule(const struct unwind_table_ref *r, __u32 idx)
+{
+	return idx < r->t->nrules ? (const struct unwind_rule *)(r->base + r->t->rules_off) + idx : 0;
+}
+
+static const struct unwind_table_ops image_ops = { image_page, image_row, image_rule };
+
+/* --- The step's memory hooks: reads inside the stack's bounds ------------- */
+
+/* One walk: the step's registers first, so the hooks find the rest. */
+struct walk_state {
+	struct unwind_regs r;
+	uint64_t lo;
+	uint64_t hi_word; /* the last address an 8-byte read may start at, + 1 */
+};
+
+/* The word at ADDR, if it lies inside the bounds.  Not checked by ASan in
+ * the tests: the word may be anywhere in a stack, in an instrumented
+ * frame's red zone too, which is memory all the same; the bounds are
+ * what keeps the read safe, and the fuzzer puts guard pages around them. */
+__attribute__((no_sanitize_address)) static inline int stack_word(uint64_t lo, uint64_t hi_word, uint64_t addr,
+								  __u64 *dst)
+{
+	if (addr - lo >= hi_word - lo) /* below lo wraps far above */
+		return WALK_ERR_READ;
+	__builtin_memcpy(dst, (const void *)(uintptr_t)addr, sizeof(*dst));
+	return 0;
+}
+
+static inline int walk_read(struct unwind_regs *r, __u64 *dst, __u64 addr, enum unwind_word what)
+{
+	const struct walk_state *w = (const struct walk_state *)r;
+
+	(void)what;
+	return stack_word(w->lo, w->hi_word, addr, dst);
+}
+
+/* Nothing to remember of the words read (the kernel program's walk_memo
+ * records them) nor of rbp's use. */
+static inline void walk_note(struct unwind_regs *r, __u64 addr, __u64 val, enum unwind_word what)
+{
+	(void)r;
+	(void)addr;
+	(void)val;
+	(void)what;
+}
+
+static inline void walk_bp_use(struct unwind_regs *r)
+{
+	(void)r;
+}
+
+static const struct unwind_step_ops walk_ops = { walk_read, walk_note, walk_bp_use };
+
+/* --- The DWARF walk ------------------------------------------------------- */
+
+/* The index of the mapping holding PC, or -1: a binary search over the
+ * sorted mappings, after the one the walk found last (*MEMO), which the
+ * next frame is most often in. */
+static inline long mapping_find(const struct walk_image *img, uint64_t pc, long *memo)
+{
+	const struct unwind_image_mapping *m = img->maps;
+	uint32_t lo = 0, hi = img->nmappings, mid;
+
+	if (*memo >= 0 && pc - m[*memo].start < m[*memo].end - m[*memo].start)
+		return *memo;
+	while (lo < hi) { /* the first mapping starting after pc */
+		mid = lo + (hi - lo) / 2;
+		if (m[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || pc >= m[lo - 1].end)
+		return -1;
+	*memo = lo - 1;
+	return *memo;
+}
+
+/* The rule at runtime address LOOKUP, or NULL with *END set. */
+static inline const struct unwind_rule *rule_at(const struct walk_image *img, uint64_t lookup, long *memo,
+						__u32 *end)
+{
+	const struct unwind_image_mapping *m;
+	const struct unwind_rule *rule;
+	struct unwind_table_ref ref;
+	long i = mapping_find(img, lookup, memo);
+
+	if (i < 0) {
+		*end = WALK_ERR_NO_MAPPING;
+		return 0;
+	}
+	m = &img->maps[i];
+	ref.base = img->base;
+	ref.t = &img->tables[m->table];
+	rule = unwind_rule_find(&ref, &image_ops, lookup - m->bias);
+	if (!rule || rule->cfa_type == UNWIND_CFA_NONE) {
+		*end = WALK_ERR_NO_FDE;
+		return 0;
+	}
+	return rule;
+}
+
+/* The stack's bounds as the reads test them: a word read at A needs
+ * A + 8 <= hi. */
+static inline void bounds_set(const struct walk_bounds *b, uint64_t *lo, uint64_t *hi_word)
+{
+	*lo = b->lo;
+	*hi_word = b->hi >= b->lo + 8 ? b->hi - 7 : b->lo; /* none readable: empty */
+}
+
+uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
+		    struct walk_frames *f)
+{
+	struct walk_state w;
+	const struct unwind_rule *rule;
+	long memo = -1;
+	uint32_t n = 0;
+	__u32 end = WALK_END_TRUNCATED;
+	int ret;
+
+	w.r.pc = regs->pc;
+	w.r.sp = regs->sp;
+	w.r.bp = regs->bp;
+	w.r.bp_ok = 1;
+	w.r.exact_pc = regs->exact_pc;
+	bounds_set(b, &w.lo, &w.hi_word);
+	while (n < DWLEAK_MAX_FRAMES) {
+		f->pcs[n] = w.r.pc | (n && w.r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
+		n++;
+		rule = rule_at(img, unwind_lookup_pc(&w.r), &memo, &end);
+		if (!rule)
+			break;
+		if (rule->cfa_type == UNWIND_CFA_SIGNAL)
+			f->pcs[n - 1] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
+		/* the common rules inline, the others (and a refused read) stepped */
+		ret = unwind_step_try(&w.r, rule, &end, &walk_ops);
+		if (ret == UNWIND_STEP_DECLINED)
+			ret = unwind_step(&w.r, rule, &end, &walk_ops);
+		if (ret != UNWIND_STEP_NEXT)
+			break;
+	}
+	f->n = n;
+	f->end = end;
+	return n;
+}
+
+/* --- The frame-pointer walk ------------------------------------------------ */
+
+uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, struct walk_frames *f)
+{
+	uint64_t lo, hi_word, bp = regs->bp;
+	__u64 ra, next;
+	uint32_t n = 0;
+
+	bounds_set(b, &lo, &hi_word);
+	f->pcs[n++] = regs->pc;
+	f->end = WALK_END_TRUNCATED;
+	/* at a function's entry its frame is not set up: its caller's return
+	 * address is at sp (as perf takes it at a uprobe since Linux 6.11) */
+	if (regs->exact_pc) {
+		if (stack_word(lo, hi_word, regs->sp, &ra)) {
+			f->end = WALK_ERR_READ;
+			goto out;
+		}
+		f->pcs[n++] = ra;
+	}
+	for (;;) {
+		if (n >= DWLEAK_MAX_FRAMES) {
+			f->end = WALK_END_TRUNCATED;
+			break;
+		}
+		if (!bp) {
+			f->end = WALK_END_OK;
+			break;
+		}
+		if (stack_word(lo, hi_word, bp + 8, &ra) || stack_word(lo, hi_word, bp, &next)) {
+			f->end = WALK_ERR_READ;
+			break;
+		}
+		if (!ra) {
+			f->end = WALK_END_ZERO_RA;
+			break;
+		}
+		f->pcs[n++] = ra;
+		if (!next) {
+			f->end = WALK_END_OK; /* rbp 0: the psABI's end of the frame chain (_start) */
+			break;
+		}
+		if (next <= bp) {
+			f->end = WALK_ERR_RBP_UNKNOWN; /* the chain must climb the stack */
+			break;
+		}
+		bp = next;
+	}
+out:
+	f->n = n;
+	return n;
+}
+
+/* --- The registers of a point ------------------------------------------- */
+
+/* With CFI of its own, so that a walk may start inside it too. */
+__asm__(".text\n"
+	".globl walk_regs_capture\n"
+	".hidden walk_regs_capture\n"
+	".type walk_regs_capture, @function\n"
+	"walk_regs_capture:\n"
+	".cfi_startproc\n"
+	"	movq (%rsp), %rax\n"  /* pc: the return address into the caller */
+	"	movq %rax, 0(%rdi)\n"
+	"	leaq 8(%rsp), %rax\n" /* sp: the caller's rsp once this returns */
+	"	movq %rax, 8(%rdi)\n"
+	"	movq %rbp, 16(%rdi)\n"
+	"	movq $0, 24(%rdi)\n" /* exact_pc 0, pad 0 */
+	"	ret\n"
+	".cfi_endproc\n"
+	".size walk_regs_capture, .-walk_regs_capture\n");
+
+_Static_assert(__builtin_offsetof(struct walk_regs, pc) == 0 && __builtin_offsetof(struct walk_regs, sp) == 8 &&
+		       __builtin_offsetof(struct walk_regs, bp) == 16 &&
+		       __builtin_offsetof(struct walk_regs, exact_pc) == 24 && sizeof(struct walk_regs) == 32,
+	       "walk_regs_capture's stores");
+
+/* --- The thread's stack ---------------------------------------------------- */
+
+/* Raw system calls: no errno written, nothing a program may interpose. */
+static long sys3(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return ret;
+}
+
+/* The last stack found, per thread: initial-exec, like the library's
+ * other TLS, so that reaching it never allocates. */
+static __thread struct walk_bounds thread_stack __attribute__((tls_model("initial-exec")));
+
+/* How far a /proc/PID/maps line's parse is: its start address, its end,
+ * or the rest of the line. */
+enum maps_field { MAPS_START, MAPS_END, MAPS_REST };
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int walk_stack_bounds(uint64_t sp, struct walk_bounds *out)
+{
+	char buf[1024];
+	enum maps_field field = MAPS_START;
+	uint64_t start = 0, end = 0;
+	long fd, got, i;
+	int d, err = -ENOENT;
+
+	if (sp - thread_stack.lo < thread_stack.hi - thread_stack.lo) {
+		*out = thread_stack;
+		return 0;
+	}
+	fd = sys3(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return (int)fd;
+	/* streamed: a line of any length costs no buffer, only its first two
+	 * fields are parsed */
+	while (err == -ENOENT && (got = sys3(SYS_read, fd, (long)buf, sizeof(buf))) > 0) {
+		for (i = 0; i < got; i++) {
+			char c = buf[i];
+
+			if (c == '\n') {
+				field = MAPS_START;
+				start = end = 0;
+			} else if (field == MAPS_START) {
+				if (c == '-')
+					field = MAPS_END;
+				else if ((d = hex_digit(c)) >= 0)
+					start = start << 4 | (uint64_t)d;
+			} else if (field == MAPS_END) {
+				if ((d = hex_digit(c)) >= 0) {
+					end = end << 4 | (uint64_t)d;
+					continue;
+				}
+				field = MAPS_REST;
+				if (sp >= start && sp < end) {
+					thread_stack.lo = start;
+					thread_stack.hi = end;
+					err = 0;
+					break;
+				}
+			}
+		}
+	}
+	if (err == -ENOENT && got < 0)
+		err = (int)got;
+	sys3(SYS_close, fd, 0, 0);
+	if (!err)
+		*out = thread_stack;
+	return err;
+}

@@ -1,0 +1,115 @@
+/* The preload library's stack walks of its own process (issue 24: one
+ * walker, two builds): the DWARF walk with bpf/abi/unwind_step.h, the
+ * step the kernel program takes, over an unwind image
+ * (base/unwind_image.h), and the frame-pointer walk; the registers of a
+ * point in the program, and the calling thread's stack bounds, which
+ * every read of the walks is checked against.  No allocation, no libc
+ * call and no system call on a walk: the library is the allocator's
+ * caller. */
+#ifndef DWLEAK_PRELOAD_WALK_H
+#define DWLEAK_PRELOAD_WALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwleak.h"	  /* DWLEAK_MAX_FRAMES, DWLEAK_FRAME_EXACT, enum walk_end */
+#include "unwind_image.h" /* base/ */
+
+/* An image checked by walk_image_check: pointers into its blob, which the
+ * caller keeps alive and unchanged while it walks with it. */
+struct walk_image {
+	const uint8_t *base;
+	const struct unwind_image_mapping *maps;
+	const struct unwind_image_table *tables;
+	uint32_t nmappings;
+	uint32_t ntables;
+};
+
+/*
+ * Checks the LEN bytes at BLOB against unwind_image.h's contract (the
+ * header, every offset and count, the mappings' order, every page's rows
+ * and every row's rule; BLOB itself 8-byte aligned) and on success fills
+ * *OUT for the walks.  Reads BLOB only, within LEN.  Returns 0, -EINVAL
+ * (BLOB NULL or misaligned, LEN shorter than the header), -EPROTO (not an
+ * image of this version) or -EBADMSG (an offset, count or index out of
+ * range, mappings out of order).  O(rows): made once, when an image is
+ * installed, so that a walk checks nothing but its own bounds.
+ */
+int walk_image_check(const void *blob, size_t len, struct walk_image *out);
+
+/* The registers a walk starts from: PC, and the frame's rsp and rbp.
+ * exact_pc: PC is not a return address (a function's first instruction,
+ * as at the kernel program's probes, or an interrupted pc), so its rule
+ * is looked up at PC itself, and the FP walk takes the word at SP as the
+ * caller's return address (no frame is set up yet); 0: PC is a return
+ * address, looked up in the call before it. */
+struct walk_regs {
+	uint64_t pc;
+	uint64_t sp;
+	uint64_t bp;
+	uint32_t exact_pc;
+	uint32_t pad;
+};
+
+/*
+ * Stores in *OUT the registers of the function that calls it, as they
+ * will be when this call returns: pc the return address (exact_pc 0), sp
+ * the caller's rsp after the return, bp its rbp (untouched in the
+ * library, built -ffixed-rbp).  Assembly; reads no memory but the return
+ * address.
+ */
+void walk_regs_capture(struct walk_regs *out);
+
+/* The stack memory a walk may read: [lo, hi). */
+struct walk_bounds {
+	uint64_t lo;
+	uint64_t hi;
+};
+
+/*
+ * The calling thread's stack: the mapping of /proc/self/maps that holds
+ * SP (the caller's rsp, or any address on its stack), read with raw
+ * openat/read system calls into a buffer on the stack (no allocation,
+ * errno kept), remembered per thread (initial-exec TLS) and read again
+ * only when SP leaves it (the main thread's stack grew, a signal's
+ * alternate stack).  Not pthread_getattr_np: glibc (2.36) allocates in it
+ * for every thread (the affinity mask) and reads the maps with stdio for
+ * the main one.  Returns 0 with *OUT set, -ENOENT when no mapping holds
+ * SP, or the negative errno of the open or read.
+ */
+int walk_stack_bounds(uint64_t sp, struct walk_bounds *out);
+
+/* A walk's frames: pcs[0] is the start's pc; each later one is a return
+ * address, or, with DWLEAK_FRAME_EXACT set, a pc that is not one (a
+ * signal trampoline's first byte, the pc it interrupted): the kernel
+ * program's stack_trace.pcs.  END is why the walk stopped (enum
+ * walk_end): WALK_END_TRUNCATED when DWLEAK_MAX_FRAMES were not enough,
+ * counted by the caller. */
+struct walk_frames {
+	uint64_t pcs[DWLEAK_MAX_FRAMES];
+	uint32_t n;
+	uint32_t end;
+};
+
+/*
+ * The DWARF walk: from REGS, frame by frame with IMAGE's rules (checked by
+ * walk_image_check) and bpf/abi/unwind_step.h's step, into *F.  Every
+ * stack word it reads lies in B ([lo, hi), the thread's stack: a read
+ * that would leave it ends the walk with WALK_ERR_READ, a signal frame's
+ * too), so a walk never faults while B is mapped.  A pc in no mapping
+ * ends it with WALK_ERR_NO_MAPPING, one with no rule with WALK_ERR_NO_FDE.
+ * Returns F->n.
+ */
+uint32_t walk_dwarf(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,
+		    struct walk_frames *f);
+
+/*
+ * The frame-pointer walk (--unwind fp): pcs[0] REGS's pc, then (exact_pc)
+ * the word at sp, then the rbp chain as the kernel program's fp_walk
+ * takes it (the return address above each saved rbp; rbp 0 ends it, a
+ * chain that does not climb the stack is WALK_ERR_RBP_UNKNOWN), every
+ * read inside B.  Returns F->n.
+ */
+uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, struct walk_frames *f);
+
+#endif
