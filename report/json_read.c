@@ -166,9 +166,10 @@ static int stack_read(struct report_json *rj, const struct json_value *obj, long
 	static const char *const known[] = { "bytes", "allocations", "allocator", "frames",
 					     "fp_frames", "fp_divergence", "truncated",
 					     "unwind_error", "oldest_age_s", "growth_bytes_per_s",
-					     "pid", "command", "leak_kinds", "leak_unsure", "residency", NULL };
+					     "pid", "command", "leak_kinds", "leak_unsure", "residency",
+					     "bytes_stderr", "leak_kinds_stderr", NULL };
 	struct where w = { index, NULL, -1 };
-	const struct json_value *kinds;
+	const struct json_value *kinds, *kinds_err;
 	int64_t divergence, pid;
 	int err;
 
@@ -192,8 +193,15 @@ static int stack_read(struct report_json *rj, const struct json_value *obj, long
 	    (err = leak_kinds_read(rj, kinds, &w, stack_kind_paths, "stacks[].leak_kinds.",
 				   s->leak_kinds)) ||
 	    (err = count_read(rj, obj, "leak_unsure", &w, "stacks[].leak_unsure.", &s->leak_unsure)) ||
-	    (err = residency_read(rj, obj, &w, s)))
+	    (err = residency_read(rj, obj, &w, s)) ||
+	    (err = field_real(rj, obj, "bytes_stderr", &w, &s->bytes_stderr)) ||
+	    (err = field_object(rj, obj, "leak_kinds_stderr", &w, &kinds_err)))
 		return err;
+	for (int k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
+		s->leak_kinds_stderr[k] = NAN;
+		if (kinds_err && (err = field_real(rj, kinds_err, report_leak_kind_names[k], &w, &s->leak_kinds_stderr[k])))
+			return err;
+	}
 	s->fp_divergence = (long)divergence;
 	s->pid = (int)pid;
 	s->has_leak_kinds = kinds != NULL;

@@ -110,6 +110,12 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 {
 	fprintf(f, "    {\n      \"bytes\": %" PRIu64 ",\n      \"allocations\": %" PRIu64 ",\n",
 		s->bytes, s->allocations);
+	/* sampled: the estimates' standard errors */
+	if (r->sample_bytes) {
+		fputs("      \"bytes_stderr\": ", f);
+		json_real(f, s->bytes_stderr, 1);
+		fputs(",\n", f);
+	}
 	fputs("      \"allocator\": ", f);
 	json_str(f, s->allocator);
 	fputs(",\n", f);
@@ -137,6 +143,14 @@ static void json_stack(FILE *f, const struct report *r, const struct report_stac
 		fputs(",\n      \"leak_kinds\": {\n", f);
 		json_leak_kinds(f, "        ", s->leak_kinds, false);
 		fputs("      }", f);
+		if (r->sample_bytes) {
+			fputs(",\n      \"leak_kinds_stderr\": {", f);
+			for (int k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
+				fprintf(f, "%s\"%s\": ", k ? ", " : "", report_leak_kind_names[k]);
+				json_real(f, s->leak_kinds_stderr[k], 1);
+			}
+			fputs("}", f);
+		}
 		if (s->leak_unsure.bytes || s->leak_unsure.allocations)
 			fprintf(f, ",\n      \"leak_unsure\": {\"bytes\": %" PRIu64 ", \"allocations\": %" PRIu64 "}",
 				s->leak_unsure.bytes, s->leak_unsure.allocations);

@@ -104,6 +104,10 @@ struct report_stack {
 	double growth_bytes_per_s;     /* since the previous interval report; NAN = unknown */
 	int pid;                       /* the process that allocated; 0 = the report's pid */
 	const char *command;           /* its command; NULL = the report's (when PID is its) */
+	/* --sample-bytes: the standard error of BYTES (an estimate), and of
+	 * each kind's bytes in LEAK_KINDS; NAN when exact */
+	double bytes_stderr;
+	double leak_kinds_stderr[REPORT_LEAK_KIND_COUNT];
 	bool has_leak_kinds;
 	struct report_leak_count leak_kinds[REPORT_LEAK_KIND_COUNT];
 	/* of those, the blocks whose kind came through memory the check cannot

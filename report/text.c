@@ -163,8 +163,11 @@ static void text_stack(FILE *f, const struct report *r, const struct report_stac
 	const char *sep = " (";
 	char human[32];
 
-	fprintf(f, "\t%" PRIu64 " bytes in %" PRIu64 " allocations from stack",
-		s->bytes, s->allocations);
+	fprintf(f, "\t%" PRIu64 " bytes", s->bytes);
+	/* sampled: the estimate's standard error */
+	if (r->sample_bytes && isfinite(s->bytes_stderr))
+		fprintf(f, " (+- %.0f)", s->bytes_stderr);
+	fprintf(f, " in %" PRIu64 " allocations from stack", s->allocations);
 	if (s->allocator) {
 		fputs(sep, f);
 		text_put(f, s->allocator);

@@ -90,10 +90,12 @@ static void record_write(FILE *f, const struct report *r, const struct loss_reco
 	const struct report_residency *res = &x->s->residency;
 	char a[32], b[32], c[32], d[32];
 
-	fprintf(f, "\t%s bytes in %s blocks are %s in loss record %zu of %zu",
-		grouped(a, sizeof(a), x->count.bytes), grouped(b, sizeof(b), x->count.allocations),
-		x->kind == UNCLASSIFIED ? UNCLASSIFIED_PHRASE : report_leak_kind_phrases[x->kind],
-		number, total);
+	fprintf(f, "\t%s bytes", grouped(a, sizeof(a), x->count.bytes));
+	/* sampled: the estimate's standard error */
+	if (r->sample_bytes && x->kind != UNCLASSIFIED && isfinite(x->s->leak_kinds_stderr[x->kind]))
+		fprintf(f, " (+- %s)", grouped(a, sizeof(a), (uint64_t)llround(x->s->leak_kinds_stderr[x->kind])));
+	fprintf(f, " in %s blocks are %s in loss record %zu of %zu", grouped(b, sizeof(b), x->count.allocations),
+		x->kind == UNCLASSIFIED ? UNCLASSIFIED_PHRASE : report_leak_kind_phrases[x->kind], number, total);
 	if (x->s->has_residency)
 		fprintf(f, " (of its stack's %s bytes: %s resident, %s swapped, %s never touched)",
 			grouped(a, sizeof(a), x->s->bytes), grouped(b, sizeof(b), res->resident),

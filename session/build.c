@@ -169,8 +169,13 @@ static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack
 		for (k = 0; k < LEAK_KIND_COUNT; k++) {
 			if (strcmp(leak_kind_name((enum leak_kind)k), report_leak_kind_names[r]))
 				continue;
-			rs->leak_kinds[r].bytes = (uint64_t)llround((double)g->leak_bytes[k] * scale);
+			/* sampled: each kind's own estimate (its blocks, each
+			 * weighted), whose error is known, not the stack's
+			 * scale applied to its sampled bytes */
+			rs->leak_kinds[r].bytes = o->sample_bytes ? (uint64_t)llround(g->est_leak_bytes[k])
+								  : g->leak_bytes[k];
 			rs->leak_kinds[r].allocations = (uint64_t)llround((double)g->leak_count[k] * cscale);
+			rs->leak_kinds_stderr[r] = o->sample_bytes ? sqrt(g->var_leak_bytes[k]) : NAN;
 		}
 	}
 	rs->leak_unsure.bytes = (uint64_t)llround((double)g->unsure_bytes * scale);
@@ -228,6 +233,9 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 	rs->pid = bp->pid;
 	rs->command = bp->command;
 	rs->bytes = o->sample_bytes ? (uint64_t)llround(g->est_bytes) : g->bytes;
+	rs->bytes_stderr = o->sample_bytes ? sqrt(g->var_bytes) : NAN;
+	for (size_t r = 0; r < REPORT_LEAK_KIND_COUNT; r++)
+		rs->leak_kinds_stderr[r] = NAN;
 	rs->allocations = o->sample_bytes ? (uint64_t)llround(g->est_count) : g->count;
 	rs->allocator = kind_name(g->kind);
 	rs->oldest_age_s = (double)(o->now_ns - g->oldest_ts) / 1e9;

@@ -263,17 +263,21 @@ static struct ledger_stack *stacks_count(struct ledger_stacks *t, uint64_t id, u
 	g->kind = kind;
 	g->est_bytes += (double)size * w;
 	g->est_count += w;
+	g->var_bytes += (w * w - w) * (double)size * (double)size;
 	return g;
 }
 
-/* Adds allocation A's leak check verdict to its stack's aggregate G. */
-static void leak_count(struct ledger_stack *g, const struct alloc_rec *a)
+/* Adds allocation A's leak check verdict to its stack's aggregate G (W:
+ * its weight in the estimates). */
+static void leak_count(struct ledger_stack *g, const struct alloc_rec *a, double w)
 {
 	if (!a->leak || a->leak > LEAK_KIND_COUNT)
 		return;
 	g->checked = true;
 	g->leak_bytes[a->leak - 1] += a->size;
 	g->leak_count[a->leak - 1]++;
+	g->est_leak_bytes[a->leak - 1] += w * (double)a->size;
+	g->var_leak_bytes[a->leak - 1] += (w * w - w) * (double)a->size * (double)a->size;
 	if (a->leak_unsure) {
 		g->unsure_bytes += a->size;
 		g->unsure_count++;
@@ -313,10 +317,13 @@ static int stacks_add(struct ledger_stacks *t, const struct ledger_stack *s)
 	g->kind = s->kind;
 	g->est_bytes += s->est_bytes;
 	g->est_count += s->est_count;
+	g->var_bytes += s->var_bytes;
 	g->checked |= s->checked;
 	for (k = 0; k < LEAK_KIND_COUNT; k++) {
 		g->leak_bytes[k] += s->leak_bytes[k];
 		g->leak_count[k] += s->leak_count[k];
+		g->est_leak_bytes[k] += s->est_leak_bytes[k];
+		g->var_leak_bytes[k] += s->var_leak_bytes[k];
 	}
 	g->resident += s->resident;
 	g->swapped += s->swapped;
@@ -330,6 +337,7 @@ int ledger_seal(struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t
 	struct alloc_table young = { 0 };
 	const struct alloc_rec *a;
 	struct ledger_stack *g;
+	double w;
 	size_t i;
 
 	if (l->sealed)
@@ -343,11 +351,11 @@ int ledger_seal(struct ledger *l, uint64_t now_ns, uint64_t min_age_ns, uint64_t
 				goto fail;
 			continue;
 		}
-		g = stacks_count(&folded, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind,
-				 weight_of(a, sample_bytes));
+		w = weight_of(a, sample_bytes);
+		g = stacks_count(&folded, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
 		if (!g)
 			goto fail;
-		leak_count(g, a);
+		leak_count(g, a, w);
 	}
 	/* what the records said that the table could not apply stays counted */
 	young.replaced = l->allocs.replaced;
@@ -392,6 +400,7 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 	const struct alloc_rec *a;
 	const struct mmap_region *r;
 	struct ledger_stack *g;
+	double w;
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
@@ -413,10 +422,11 @@ int ledger_aggregate(const struct ledger *l, uint64_t now_ns, uint64_t min_age_n
 		a = &l->allocs.slots[i];
 		if (!a->addr || too_young(now_ns, a->ts, min_age_ns))
 			continue;
-		g = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, weight_of(a, sample_bytes));
+		w = weight_of(a, sample_bytes);
+		g = stacks_count(out, a->stack_id, a->fp_stack_id, a->ts, a->size, a->kind, w);
 		if (!g)
 			goto fail;
-		leak_count(g, a);
+		leak_count(g, a, w);
 	}
 	/* --mmap regions: one "allocation" each, never sampled */
 	for (i = 0; i < l->regions.n; i++) {

@@ -28,6 +28,10 @@ struct ledger_stack {
 	uint64_t count;
 	double est_bytes;  /* --sample-bytes: unbiased estimates; else = bytes */
 	double est_count;  /* and = count */
+	/* --sample-bytes: the estimated variance of EST_BYTES (Horvitz-Thompson:
+	 * each block of SIZE bytes sampled with probability p = 1/w adds
+	 * (w^2 - w) SIZE^2); 0 when exact */
+	double var_bytes;
 	uint64_t oldest_ts; /* CLOCK_MONOTONIC ns of the oldest allocation */
 	uint64_t newest_ts; /* and of the newest: when the stack last grew (the agent's
 			     * --max-stacks folds the least recently grown) */
@@ -38,6 +42,10 @@ struct ledger_stack {
 	bool checked;
 	uint64_t leak_bytes[LEAK_KIND_COUNT];
 	uint64_t leak_count[LEAK_KIND_COUNT];
+	/* the same bytes as estimates of all the stack's blocks of each kind
+	 * (each block weighted as in EST_BYTES), and their variance */
+	double est_leak_bytes[LEAK_KIND_COUNT];
+	double var_leak_bytes[LEAK_KIND_COUNT];
 	uint64_t unsure_bytes, unsure_count; /* of those, kinds through unsure roots */
 	uint64_t resident, swapped, untouched;
 };

@@ -1,6 +1,7 @@
 /* The report builder's last step for stacks: walks that read the same
  * once cut are merged into one report stack (session/build.c). */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,12 +39,15 @@ static void stack_merge_into(struct report_stack *t, const struct report_stack *
 
 	t->bytes += s->bytes;
 	t->allocations += s->allocations;
+	/* independent samples: variances add (NAN, exact, stays NAN) */
+	t->bytes_stderr = hypot(t->bytes_stderr, s->bytes_stderr);
 	if (s->oldest_age_s > t->oldest_age_s)
 		t->oldest_age_s = s->oldest_age_s;
 	t->growth_bytes_per_s += s->growth_bytes_per_s;
 	for (k = 0; k < REPORT_LEAK_KIND_COUNT; k++) {
 		t->leak_kinds[k].bytes += s->leak_kinds[k].bytes;
 		t->leak_kinds[k].allocations += s->leak_kinds[k].allocations;
+		t->leak_kinds_stderr[k] = hypot(t->leak_kinds_stderr[k], s->leak_kinds_stderr[k]);
 	}
 	t->leak_unsure.bytes += s->leak_unsure.bytes;
 	t->leak_unsure.allocations += s->leak_unsure.allocations;

@@ -13,7 +13,11 @@
 # program's own ledger is what dwleak reports, per site, to the byte and
 # the allocation, with no dropped event, no site stack truncated or cut.
 # Then -p with --sample-bytes on glibc: the estimates within the stated
-# error (4.5 sd of sqrt(N * B) per site of B bytes, as tests/sampling.sh).
+# error (4.5 sd of sqrt(N * B) per site of B bytes, as tests/sampling.sh);
+# and -- CMD with --leak-check --sample-bytes: the totals by kind exact
+# (every block, from the library's index), each site's kinds within 4.5 sd
+# of its true bytes, and the report's stated standard errors (bytes_stderr,
+# leak_kinds_stderr) within a factor 3 of sqrt(N * B).
 # LT_ONLY=g|t|j|m|s selects glibc / tcmalloc / jemalloc / mimalloc / sampled.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
@@ -117,6 +121,54 @@ if r["counters"].get("alloc_calls", 0) * 4 > led["calls"]:
     fail("the site fired %d times for %d calls: not sampled in the process" % (r["counters"]["alloc_calls"], led["calls"]))
 PY
 	done
+	# -- CMD with --leak-check: every block classified from the library's
+	# index (the totals exact), each site's kinds estimated from the
+	# sample with their stated standard error
+	name=cmd_sampled_check
+	echo "== $name: dwleak --leak-check --sample-bytes $N -- ledger"
+	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes $N --format json -o "$T/$name.json" -t 0 -- \
+		"$PROG" --ops 20000 --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err" ||
+		fail "$name: dwleak exited $?: $(tail -n 3 "$T/$name.err")"
+	lt_check "$T/$name.json" "$T/$name.ledger" "$N" << 'PY'
+led = json.load(open(ARGS[0]))
+n = float(ARGS[1])
+check_estimates(led["sites"], n)
+lc = r["totals"]["leak_check"]
+if lc.get("kinds_exact") is not True:
+    fail("totals.leak_check.kinds_exact is %s" % lc.get("kinds_exact"))
+KINDS = ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable")
+classified = sum(lc[k]["bytes"] for k in KINDS)
+true_total = sum(v["bytes"] for v in led["sites"].values())
+if classified < true_total:
+    fail("the exact totals classify %d bytes, fewer than the sites' %d outstanding" % (classified, true_total))
+per = {}
+for s in r["stacks"]:
+    site = site_of(s)
+    if not site:
+        continue
+    e, v, b = per.get(site, (0.0, 0.0, 0.0))
+    for k in KINDS:
+        e += s["leak_kinds"][k]["bytes"]
+        v += (s["leak_kinds_stderr"][k] or 0.0) ** 2
+    per[site] = (e, v, b + (s["bytes_stderr"] or 0.0) ** 2)
+judged = 0
+for site, want in sorted(led["sites"].items()):
+    b = want["bytes"]
+    if b < 8 * n:
+        continue
+    e, v, vb = per.get(site, (0.0, 0.0, 0.0))
+    sd = math.sqrt(n * b)
+    judged += 1
+    line = "%-24s true %9d  kinds %9d (stated +- %.0f, expected +- %.0f)" % (site, b, e, math.sqrt(v), sd)
+    if abs(e - b) > 4.5 * sd:
+        fail("kinds off by more than 4.5 sd: " + line)
+    elif not sd / 3 <= math.sqrt(v) <= 3 * sd or not sd / 3 <= math.sqrt(vb) <= 3 * sd:
+        fail("stated error far from the expected one: " + line + " (bytes +- %.0f)" % math.sqrt(vb))
+    else:
+        ok(line)
+if judged < 5:
+    fail("only %d sites had 8 samples expected: the error is untested" % judged)
+PY
 fi
 
 check_finish
