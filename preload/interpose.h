@@ -266,6 +266,11 @@ static inline bool index_on(void)
 	return unlikely(__atomic_load_n(&ctl.index_request, __ATOMIC_RELAXED) != 0);
 }
 
+/* Block P of SIZE bytes into the index, and out of it (traced.c): for the
+ * wrappers' own fast paths, calls known not to be nested. */
+void index_insert(void *p, uint64_t size);
+void index_remove(void *p);
+
 static inline bool alloc_on(void)
 {
 	return unlikely(dwleak_alloc_semaphore != 0);
@@ -286,7 +291,7 @@ static inline bool unsampled_block(const void *p)
 {
 	struct ptrset *s;
 
-	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) || index_on())
+	if (!__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED))
 		return false;
 	s = __atomic_load_n(&set_levels[0], __ATOMIC_ACQUIRE);
 	return !s || !ptrset_maybe(s, (uintptr_t)p, (uint16_t)CTL_LOAD(generation));

@@ -58,11 +58,19 @@ static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
 	malloc_fn fn = NEXT(F_MALLOC, malloc_fn);
 	void *p;
 
-	/* with the block index, every block goes through call_done (which
-	 * draws for this call itself) */
-	if (index_on())
-		return malloc_slow(n, cfa, false);
 	if (fn && unsampled(n)) {
+		/* not sampled: with the block index its block still goes in,
+		 * here (a call made inside another one, alloc_depth above 0,
+		 * may be nested: looked at in full, drawn again) */
+		if (index_on()) {
+			if (unlikely(alloc_depth))
+				return malloc_slow(n, cfa, false);
+			p = FORWARDED(fn(n));
+			KEPT(p);
+			if (p)
+				index_insert(p, n);
+			return p;
+		}
 		p = FORWARDED(fn(n));
 		KEPT(p);
 		return p;
@@ -277,6 +285,15 @@ static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
 	free_fn fn = NEXT(F_FREE, free_fn);
 
 	if (fn && p && !in_arena(p) && unsampled_block(p)) {
+		/* out of the block index before the allocator may hand the
+		 * address out again (a free made inside another call: in full) */
+		if (index_on()) {
+			if (unlikely(alloc_depth)) {
+				free_slow(p, cfa);
+				return;
+			}
+			index_remove(p);
+		}
 		FORWARDED_VOID(fn(p));
 		return;
 	}

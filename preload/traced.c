@@ -147,6 +147,16 @@ __attribute__((constructor)) static void index_publish(void)
 	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&block_index.abi, __ATOMIC_RELEASE);
 }
 
+void index_insert(void *p, uint64_t size)
+{
+	blockset_insert(&block_index, (uintptr_t)p, size);
+}
+
+void index_remove(void *p)
+{
+	blockset_remove(&block_index, (uintptr_t)p);
+}
+
 bool call_fires(struct call *c)
 {
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
