@@ -13,8 +13,9 @@
 #     same lines and exits alike with and without the library, under
 #     glibc, tcmalloc, jemalloc and mimalloc preloaded after it (for those
 #     three, the checks the allocator passes on its own);
-#  c. traced: under dwleak -- CMD, exact and with --sample-bytes, at the
-#     sites (the tracing line says preload), the same lines again; under
+#  c. traced: under dwleak -- CMD, exact, with --sample-bytes, and with
+#     --sample-bytes --leak-check (every block indexed in the process), at
+#     the sites (the tracing line says preload), the same lines again; under
 #     each allocator (the checks it passes alone); and with a seccomp
 #     filter denying syscalls 335 and 336 (errno, kill) installed first;
 #  d. a program that imports __libc_malloc (which the library cannot see)
@@ -113,15 +114,19 @@ traced() {
 lt_preload_dwleak
 traced exact "" -- all
 traced sampled "" --sample-bytes 4096 -- all
+# sampled with a leak check: the library also indexes every block
+traced indexed "" --sample-bytes 4096 --leak-check -- all
 for a in tcmalloc:libtcmalloc.so.4 jemalloc:libjemalloc.so.2 mimalloc:libmimalloc.so.2; do
 	IFS=: read -r name so <<< "$a"
 	checks=$(sed -n 's/^ok: '"$name"': .*(checks: \(.*\))$/\1/p' "$T/checks.log")
 	traced "exact_$name" "$LIBDIR/$so" -- $checks
 	traced "sampled_$name" "$LIBDIR/$so" --sample-bytes 4096 -- $checks
+	traced "indexed_$name" "$LIBDIR/$so" --sample-bytes 4096 --leak-check -- $checks
 done
 for mode in errno kill; do
 	traced "seccomp_$mode" "" -- --seccomp $mode all
 	traced "seccomp_${mode}_sampled" "" --sample-bytes 4096 -- --seccomp $mode all
+	traced "seccomp_${mode}_indexed" "" --sample-bytes 4096 --leak-check -- --seccomp $mode all
 done
 
 echo "== d. a program that imports __libc_malloc"
