@@ -116,11 +116,13 @@ static int on_leak_check(void *ctx, const struct agent_request *rq, struct agent
 	if (!p)
 		return not_traced(a, rq->pid, rs);
 	/* a sampled block may be reachable only through blocks never sampled,
-	 * which no scan can tell from free memory */
-	if (a->set.sample_bytes)
+	 * which no scan can tell from free memory: a sampled check needs the
+	 * library's index of every block, kept only when asked for */
+	if (a->set.sample_bytes && !a->set.leak_check)
 		return agent_response_text(rs, 409, "pid %d (%s) is sampled (--sample-bytes %llu): a leak check must see "
-						    "every block, so it cannot classify a sample; run the agent with "
-						    "--sample-bytes 0 to trace every allocation\n", (int)p->pid, p->comm,
+						    "every block, and the agent keeps no index of them unless it runs "
+						    "with --leak-check-every SEC; or run it with --sample-bytes 0 to "
+						    "trace every allocation\n", (int)p->pid, p->comm,
 					   (unsigned long long)a->set.sample_bytes);
 	if (p->exited)
 		return agent_response_text(rs, 409, "pid %d (%s) has ended: nothing left to scan\n", (int)p->pid,

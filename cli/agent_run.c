@@ -243,12 +243,14 @@ static int loop_run(struct agent *a)
 /* The session's settings: sampled or exact, at the library's sites or
  * with uprobes; never ptrace (the agent hears of forks, execs and exits
  * from its watcher, and a debugger can still attach); the leak check
- * when every block is traced. */
+ * when every block is traced, or sampled with --leak-check-every (the
+ * library then indexes every block, which costs each call a little: not
+ * without being asked). */
 static void settings_of(const struct agent_env *env, struct session_settings *set)
 {
 	*set = (struct session_settings){
 		.sample_bytes = (uint64_t)env->sample_bytes,
-		.leak_check = env->sample_bytes == 0,
+		.leak_check = env->sample_bytes == 0 || env->leak_check_every_s > 0,
 		.unwind = UNWIND_MODE_DWARF,
 		.unwind_name = "dwarf",
 		.debug_dirs = env->debug_dirs,

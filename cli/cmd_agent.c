@@ -85,8 +85,9 @@ static const char agent_usage[] =
 	"      --no-inject          do not load the library into processes started\n"
 	"                           without it: skip them (or --uprobes)\n"
 	"      --leak-check-every SEC  classify every outstanding block (lost or still\n"
-	"                           reachable) every SEC seconds; needs --sample-bytes 0\n"
-	"                           (a sample cannot be classified); POST /leak-check?pid=N\n"
+	"                           reachable) every SEC seconds; sampled, the library\n"
+	"                           then also indexes every block (exact totals, each\n"
+	"                           stack's kinds estimated); POST /leak-check?pid=N\n"
 	"                           runs one now\n"
 	"      --max-stacks N       stacks kept per process in reports (default 10000; 0 = no\n"
 	"                           bound): the least recently grown are folded into one\n"
@@ -100,7 +101,8 @@ static const char agent_usage[] =
 	"  GET /debug/pprof/heap[?pid=N]   gzip'd profile.proto (inuse_space, inuse_objects)\n"
 	"  GET /report?pid=N&format=F      json (default), text, folded, svg or pprof\n"
 	"  ?peak=1 on both                 the heap at the highest total the agent saw\n"
-	"  POST /leak-check?pid=N          a leak check now (--sample-bytes 0)\n"
+	"  POST /leak-check?pid=N          a leak check now (--sample-bytes 0 or\n"
+	"                                  --leak-check-every)\n"
 	"\n"
 	"Signals: SIGHUP resolves the targets again and traces new members; SIGTERM\n"
 	"or SIGINT detaches from every process, leaves them running, and exits 0.\n"
@@ -227,13 +229,6 @@ static int agent_parse(struct agent_env *env, int argc, char **argv)
 					 argv[optind]);
 	if (!env->ntargets)
 		return agent_usage_error("%s", "nothing to trace: give --pid, --comm, --unit or --cgroup (repeatable)");
-	/* a sampled block may be reachable only through blocks never sampled */
-	if (env->leak_check_every_s && env->sample_bytes) {
-		fprintf(stderr, "dwleak agent: --leak-check-every classifies every block, and the agent samples "
-				"(--sample-bytes %lld): a sampled process cannot be classified; give --sample-bytes 0 "
-				"to trace every allocation\n", env->sample_bytes);
-		return EXIT_USAGE;
-	}
 	ret = knob_seconds("DWLEAK_AGENT_TICK_S", 1, &env->tick_s);
 	ret = ret ?: knob_seconds("DWLEAK_AGENT_HISTORY_S", 30, &env->history_s);
 	ret = ret ?: knob_seconds("DWLEAK_AGENT_LINGER_S", 120, &env->linger_s);

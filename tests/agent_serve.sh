@@ -21,6 +21,10 @@
 #     event matched it) is traced once the agent reloads its targets;
 #  e. SIGTERM: the agent exits 0, and every process it traced runs on
 #     untouched: no tracer, not stopped, its own "alive" lines go on;
+#  g. sampled (the default) with --leak-check-every 2: the library indexes
+#     every block, so POST /leak-check classifies them all: totals exact
+#     (kinds_exact; the service's 200,000 bytes it kept all reachable,
+#     nothing lost), checks counted in /metrics;
 #  f. --max-stacks 10 on a process with 40 stacks of its own (exact): its
 #     report shows the 10 that grew last and one [evicted] stack counting
 #     the other 30, their bytes in the totals, equal to /metrics's.
@@ -182,7 +186,7 @@ print(objs, byts, ";".join(sorted(labels)))' "$T/raw.txt")"
 		[ "$peak" = "$now" ] && pass "?peak=1: the heap at its peak, $peak bytes (it only grew)" ||
 			fail "?peak=1 gave $peak bytes, now $now"
 		code=$(curl -s -X POST -o "$T/refused" -w '%{http_code}' "http://$B/leak-check?pid=$one")
-		[ "$code" = 409 ] && grep -q 'is sampled (--sample-bytes 524288): a leak check must see every block' "$T/refused" &&
+		[ "$code" = 409 ] && grep -q 'is sampled (--sample-bytes 524288): a leak check must see every block, and the agent keeps no index' "$T/refused" &&
 			pass "POST /leak-check on a sampled process: 409, saying why" || fail "leak check when sampled: $code $(cat "$T/refused")"
 	fi
 fi
@@ -268,5 +272,32 @@ else:
 PY
 	kill -TERM "$agent_f"
 	lt_wait "$agent_f" 30 || fail "agent f exited $?"
+fi
+# --- g. sampled, with --leak-check-every: every block from the index ---
+if lt_part g; then
+	la_start agent_g "$T/g.err" --comm dwl_srv_sidx --leak-check-every 2 --listen 127.0.0.1:0 ||
+		fail_now "the agent did not start"
+	la_service gsvc dwl_srv_sidx --delay-ms 1500 --grow-bytes 10000 --iterations 20 --interval-ms 5
+	la_wait_for "$T/g.err" "^dwleak: tracing pid $gsvc " 5 || fail "pid $gsvc not traced: $(cat "$T/g.err")"
+	la_wait_for "$T/dwl_srv_sidx.out" '^quiet' 10 || fail "the service never went quiet"
+	code=$(curl -s -X POST -o "$T/gcheck.json" -w '%{http_code}' "http://$LA_ADDR/leak-check?pid=$gsvc")
+	lt_check "$T/gcheck.json" "$code" << 'PY'
+lc = r["totals"].get("leak_check") if ARGS[0] == "200" else None
+if not lc:
+    fail("POST /leak-check (sampled): HTTP %s, no totals.leak_check" % ARGS[0])
+elif lc.get("kinds_exact") is not True or r.get("sample_bytes") != 524288:
+    fail("sampled check: kinds_exact %s, sample_bytes %s" % (lc.get("kinds_exact"), r.get("sample_bytes")))
+elif lc["reachable"]["bytes"] < 200000 or lc["definitely_lost"]["bytes"]:
+    fail("sampled leak check: %s" % lc)
+else:
+    ok("POST /leak-check, sampled: %d B in %d blocks reachable, none lost (every block, exact), %.2f ms paused" % (
+        lc["reachable"]["bytes"], lc["reachable"]["allocations"], lc["pause_ms"]))
+PY
+	sleep 2.5
+	checks=$(curl -sf "http://$LA_ADDR/metrics" | sed -n 's/^dwleak_leak_check_pause_seconds_count //p')
+	[ "${checks:-0}" -ge 2 ] && pass "sampled --leak-check-every 2: $checks checks' pauses in /metrics" ||
+		fail "sampled --leak-check-every 2: ${checks:-no} pauses counted"
+	kill -TERM "$agent_g"
+	lt_wait "$agent_g" 30 || fail "agent g exited $?"
 fi
 check_finish "agent serve: all checks passed"
