@@ -242,14 +242,10 @@ static inline void bounds_set(const struct walk_bounds *b, uint64_t *lo, uint64_
  * tag). */
 static inline uint64_t *cache_slot(uint64_t *cache, uint32_t bits, uint64_t pc, uint64_t *want)
 {
-	const uint32_t tag_bits = WALK_CACHE_PC_BITS - bits;
-	uint64_t h;
-
 	if (pc >> WALK_CACHE_PC_BITS)
 		return 0;
-	h = (pc * WALK_CACHE_MUL) & ((1ull << WALK_CACHE_PC_BITS) - 1);
-	*want = 1ull << tag_bits | (h & ((1ull << tag_bits) - 1));
-	return &cache[h >> tag_bits]; /* the top bits: every bit of pc mixed in */
+	*want = (pc | 1ull << WALK_CACHE_PC_BITS) >> bits; /* the tag: pc's top bits, and the in-use bit */
+	return &cache[WALK_CACHE_SLOT(pc, bits)];
 }
 
 /* The rule the word WORD at a slot gives, if it is the entry WANT names

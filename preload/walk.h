@@ -53,9 +53,11 @@ int walk_image_check(const void *blob, size_t len, struct walk_image *out);
  * bounds-checked (table < ntables, rule < the table's nrules) before it
  * is used: a slot out of range is a miss, searched and written again.
  *
- * A slot's word, with B = cache_bits and h = (pc * WALK_CACHE_MUL) mod
- * 2^47 (a bijection of 47-bit pcs: the slot, h's top B bits, and the tag,
- * its other 47 - B bits, name the pc exactly):
+ * A pc's slot, with B = cache_bits, is WALK_CACHE_SLOT(pc, B): its low B
+ * bits xor the B above them (shifts and an xor, not a multiply: the slot's
+ * address is on the walk's one chain of dependent loads, frame after
+ * frame, where each cycle counts); its tag, pc >> B, and the slot name the
+ * pc exactly.  The slot's word:
  *   bit 63           1: in use (a zero word is empty)
  *   bits 16+B .. 62  the tag
  *   bits 16 .. 15+B  the table's index in the image
@@ -68,7 +70,7 @@ int walk_image_check(const void *blob, size_t len, struct walk_image *out);
 #define WALK_CACHE_MIN_BITS 4  /* 16 slots, 16 tables: for tests that want evictions */
 #define WALK_CACHE_MAX_BITS 20 /* 8 MiB; more memory is not used */
 #define WALK_CACHE_PC_BITS 47
-#define WALK_CACHE_MUL 0x9e3779b97f4a7c15ull
+#define WALK_CACHE_SLOT(pc, bits) (((pc) ^ (pc) >> (bits)) & ((1ull << (bits)) - 1))
 
 /*
  * Gives IMAGE (filled by walk_image_check) a rule cache in the LEN bytes
