@@ -248,12 +248,23 @@ static inline uint64_t *cache_slot(uint64_t *cache, uint32_t bits, uint64_t pc, 
 	return &cache[WALK_CACHE_SLOT(pc, bits)];
 }
 
+/* The table a walk's last cached rule came from: its index, rules and
+ * their count, in registers.  Frames come in runs from one object, and
+ * while the table is the last one the rule's address needs no load of the
+ * table's entry: the test is a branch, which the CPU predicts, where the
+ * load would sit on the chain of dependent loads a warm frame is. */
+struct table_memo {
+	uint32_t table; /* UINT32_MAX: none yet */
+	uint32_t nrules;
+	const struct unwind_rule *rules;
+};
+
 /* The rule the word WORD at a slot gives, if it is the entry WANT names
  * and its table and rule lie inside IMG (a word another thread wrote
  * half-way is never seen, but memory given as a cache is not trusted
  * either); else NULL. */
 static inline const struct unwind_rule *cache_rule(const struct walk_image *img, uint32_t bits, uint64_t word,
-						   uint64_t want)
+						   uint64_t want, struct table_memo *tm)
 {
 	const struct unwind_image_table *t;
 	uint32_t table, idx;
@@ -262,12 +273,17 @@ static inline const struct unwind_rule *cache_rule(const struct walk_image *img,
 		return 0;
 	table = (uint32_t)(word >> 16) & ((1u << bits) - 1);
 	idx = (uint32_t)word & 0xffff;
-	if (table >= img->ntables)
+	if (table != tm->table) {
+		if (table >= img->ntables)
+			return 0;
+		t = &img->tables[table];
+		tm->table = table;
+		tm->nrules = t->nrules;
+		tm->rules = (const struct unwind_rule *)(img->base + t->rules_off);
+	}
+	if (idx >= tm->nrules)
 		return 0;
-	t = &img->tables[table];
-	if (idx >= t->nrules)
-		return 0;
-	return (const struct unwind_rule *)(img->base + t->rules_off) + idx;
+	return tm->rules + idx;
 }
 
 uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
@@ -277,6 +293,7 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 	const struct unwind_rule *rule;
 	uint64_t *const cache = img->cache, *slot, want = 0, lookup;
 	const uint32_t bits = img->cache_bits;
+	struct table_memo tm = { UINT32_MAX, 0, 0 };
 	long memo = -1;
 	uint32_t n = 0, misses = 0, table;
 	__u32 end = WALK_END_TRUNCATED;
@@ -293,7 +310,7 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 		n++;
 		lookup = unwind_lookup_pc(&w.r);
 		slot = cache ? cache_slot(cache, bits, lookup, &want) : 0;
-		rule = slot ? cache_rule(img, bits, __atomic_load_n(slot, __ATOMIC_RELAXED), want) : 0;
+		rule = slot ? cache_rule(img, bits, __atomic_load_n(slot, __ATOMIC_RELAXED), want, &tm) : 0;
 		if (!rule) {
 			misses++;
 			rule = rule_at(img, lookup, &memo, &table, &end);
