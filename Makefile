@@ -408,13 +408,18 @@ $(BUILD)/fuzz/fuzz_walk: tests/fuzz/fuzz_walk.c $(WALK_FUZZ_SRCS) preload/walk.h
 	$(CLANG) -I preload -I tables -I bpf/abi $(INC_base) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(WALK_FUZZ_SRCS)
 
 # Its seeds (the control block, 56 bytes, first): a table of one page
-# and rule built into an image, the stack zeros; a raw image of zeros
-# with its header made valid.
+# and rule built into an image, the stack zeros; the same with the rule
+# cache's 16 slots from the input (CTL_CACHE), zeros; a raw image of
+# zeros with its header made valid.
 $(BUILD)/fuzz/walk_seeds/.done:
 	@mkdir -p $(@D)
 	{ printf '\001\000\000\000\000\000\000\000\001\000\001\000\001\000\000\000'; head -c 40 /dev/zero; \
 		printf '\000\000\000\000\001\000\000\000\000\000\000\000'; \
 		printf '\010\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000'; head -c 4096 /dev/zero; } > $(@D)/built
+	{ printf '\041\000\000\000\000\000\000\000\001\000\001\000\001\000\000\000'; head -c 40 /dev/zero; \
+		printf '\000\000\000\000\001\000\000\000\000\000\000\000'; \
+		printf '\010\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000'; head -c 4224 /dev/zero; } \
+		> $(@D)/built_cache
 	{ printf '\002\000\000\000\000\002\000\000'; head -c 48 /dev/zero; head -c 512 /dev/zero; \
 		head -c 4096 /dev/zero; } > $(@D)/raw
 	touch $@

@@ -5,7 +5,11 @@
  * frame pointers, at stacks of typical depths, next to malloc(64)+free
  * in the same run.  Each walk is what the library would do at a site:
  * the registers captured, the thread's stack bounds (cached per thread),
- * the walk.
+ * the walk.  The DWARF walk three ways: without the image's rule cache
+ * (dwarf: every rule searched), with it emptied of the walk's entries
+ * before each walk (dwarf-cold: searched and written; the emptying, a
+ * store a frame, is timed too) and with it holding them (dwarf-warm: a
+ * process's usual case, its allocation sites walked again and again).
  *
  *   fp D       D frames of recursion built with frame pointers, then the
  *              program's own outer frames (main, libc's start)
@@ -13,7 +17,8 @@
  *              most distributions' code)
  *   qsort D    D frames, then libc's qsort calling a comparator that walks
  *
- * Usage: walk_bench [--walks N] [--reps N]   (defaults 200000, 7)
+ * Usage: walk_bench [--walks N] [--reps N] [--only WALK]
+ *   (defaults 200000, 7, every walk; --only names one, for perf record)
  * Times are CPU time of the thread, the fastest of REPS runs of N walks,
  * so that other work on the machine weighs least. */
 #define _GNU_SOURCE
@@ -29,7 +34,10 @@
 #include "walk.h"
 
 static long walks = 200000, reps = 7; /* see Usage */
-static struct walk_image img;
+static struct walk_image img, img_cached;
+
+#define CACHE_BITS 12 /* 32 KiB */
+static uint64_t cache_mem[1u << CACHE_BITS];
 
 static double thread_cpu_ns(void)
 {
@@ -75,14 +83,31 @@ static void *image_of_self(size_t *len, size_t *nmaps_out)
 	return blob;
 }
 
-enum mode { DWARF, FP, MODES };
-static const char *const mode_names[MODES] = { "dwarf", "fp" };
+enum mode { DWARF, DWARF_COLD, DWARF_WARM, FP, MODES };
+static const char *const mode_names[MODES] = { "dwarf", "dwarf-cold", "dwarf-warm", "fp" };
 
 struct result {
 	double best_ns; /* per walk */
 	uint32_t frames;
 	uint32_t end;
+	double misses; /* rules searched a walk, on average */
 };
+
+/* Empties the cache slots F's frames were looked up in (walk.h gives the
+ * slot's hash): the next walk is a cold one, without clearing the whole
+ * cache. */
+static inline void cache_forget(const struct walk_frames *f, uint64_t first_exact)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->n; i++) {
+		uint64_t pc = f->pcs[i] & ~DWLEAK_FRAME_EXACT;
+		uint64_t exact = i ? f->pcs[i] & DWLEAK_FRAME_EXACT : first_exact;
+		uint64_t lookup = exact ? pc : pc - 1;
+
+		__atomic_store_n(&cache_mem[WALK_CACHE_SLOT(lookup, CACHE_BITS)], 0, __ATOMIC_RELAXED);
+	}
+}
 
 /* Walks REPS x WALKS times from here; keeps the fastest rep. */
 static __attribute__((noinline)) void measure(enum mode mode, struct result *r)
@@ -93,6 +118,7 @@ static __attribute__((noinline)) void measure(enum mode mode, struct result *r)
 	long rep, i;
 
 	r->best_ns = 1e30;
+	r->misses = 0;
 	for (rep = 0; rep < reps; rep++) {
 		double t0 = thread_cpu_ns(), ns;
 
@@ -102,9 +128,14 @@ static __attribute__((noinline)) void measure(enum mode mode, struct result *r)
 				abort();
 			if (mode == DWARF)
 				walk_dwarf(&img, &regs, &b, &f);
-			else
+			else if (mode == FP)
 				walk_fp(&regs, &b, &f);
+			else
+				walk_dwarf(&img_cached, &regs, &b, &f);
+			if (mode == DWARF_COLD)
+				cache_forget(&f, regs.exact_pc);
 			asm volatile("" : : "r"(&f) : "memory");
+			r->misses += f.cache_misses;
 		}
 		ns = (thread_cpu_ns() - t0) / walks;
 		if (ns < r->best_ns)
@@ -112,6 +143,7 @@ static __attribute__((noinline)) void measure(enum mode mode, struct result *r)
 	}
 	r->frames = f.n;
 	r->end = f.end;
+	r->misses /= (double)walks * reps;
 }
 
 /* The call chains: each level a real call (the sum after it). */
@@ -199,6 +231,7 @@ int main(int argc, char **argv)
 	};
 	size_t len, nmaps, i;
 	void *blob;
+	const char *only = NULL;
 	int m, a;
 
 	for (a = 1; a + 1 < argc; a += 2) {
@@ -206,23 +239,35 @@ int main(int argc, char **argv)
 			walks = atol(argv[a + 1]);
 		else if (!strcmp(argv[a], "--reps"))
 			reps = atol(argv[a + 1]);
+		else if (!strcmp(argv[a], "--only"))
+			only = argv[a + 1];
+		else
+			break;
 	}
 	if (walks <= 0 || reps <= 0 || a != argc) {
-		fprintf(stderr, "usage: walk_bench [--walks N] [--reps N]\n");
+		fprintf(stderr, "usage: walk_bench [--walks N] [--reps N] [--only WALK]\n");
 		return 2;
 	}
 	blob = image_of_self(&len, &nmaps);
-	printf("image: %zu mappings, %u tables, %zu KiB; %ld walks x %ld reps, the fastest\n", nmaps, img.ntables,
-	       len >> 10, walks, reps);
+	img_cached = img;
+	if (walk_image_cache(&img_cached, cache_mem, sizeof(cache_mem)) != 1 << CACHE_BITS) {
+		fprintf(stderr, "walk_bench: no cache\n");
+		return 1;
+	}
+	printf("image: %zu mappings, %u tables, %zu KiB, rule cache %u KiB; %ld walks x %ld reps, the fastest\n", nmaps,
+	       img.ntables, len >> 10, (unsigned)(sizeof(cache_mem) >> 10), walks, reps);
 	printf("malloc(64)+free: %.1f ns/pair\n", malloc_pair_ns());
-	printf("%-6s %5s  %-5s %7s %9s %9s  %s\n", "stack", "depth", "walk", "frames", "ns/walk", "ns/frame", "end");
+	printf("%-6s %5s  %-10s %7s %9s %9s %8s  %s\n", "stack", "depth", "walk", "frames", "ns/walk", "ns/frame",
+	       "searched", "end");
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		for (m = 0; m < MODES; m++) {
 			struct result r;
 
+			if (only && strcmp(only, mode_names[m]))
+				continue;
 			rows[i].chain(rows[i].depth, (enum mode)m, &r);
-			printf("%-6s %5d  %-5s %7u %9.1f %9.2f  %u\n", rows[i].name, rows[i].depth, mode_names[m], r.frames,
-			       r.best_ns, r.best_ns / r.frames, r.end);
+			printf("%-6s %5d  %-10s %7u %9.1f %9.2f %8.1f  %u\n", rows[i].name, rows[i].depth, mode_names[m],
+			       r.frames, r.best_ns, r.best_ns / r.frames, r.misses, r.end);
 		}
 	}
 	free(blob);

@@ -3,7 +3,9 @@
  * image, the frame-pointer walk, the registers of a point and the
  * thread's stack bounds.  What this build gives the step: reads checked
  * against the stack's bounds (the walk never faults), a table's pages,
- * rows and rules straight from the image. */
+ * rows and rules straight from the image; and in front of the rule
+ * search, the image's lock-free pc -> rule cache (the kernel program's
+ * rule_cache is per CPU; here every thread shares one). */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -67,7 +69,36 @@ int walk_image_check(const void *blob, size_t len, struct walk_image *out)
 	out->tables = t;
 	out->nmappings = h->nmappings;
 	out->ntables = h->ntables;
+	out->cache = 0; /* a new image starts without one: the installer gives it */
+	out->cache_bits = 0;
+	out->pad = 0;
 	return 0;
+}
+
+/* --- The rule cache (walk.h has the slot's layout) ------------------------ */
+
+int walk_image_cache(struct walk_image *img, void *mem, size_t len)
+{
+	uint32_t bits = WALK_CACHE_MIN_BITS;
+	uint64_t *slots = mem;
+	size_t i;
+
+	if (!mem) {
+		img->cache = 0;
+		img->cache_bits = 0;
+		return 0;
+	}
+	if ((uintptr_t)mem % 8 || len / 8 < (1ul << WALK_CACHE_MIN_BITS))
+		return -EINVAL;
+	while (bits < WALK_CACHE_MAX_BITS && len / 8 >= (2ul << bits))
+		bits++;
+	/* word by word as the walks read them: no libc in the library's
+	 * walk code, and a slot is never anything but a whole entry */
+	for (i = 0; i < (1ul << bits); i++)
+		__atomic_store_n(&slots[i], 0, __ATOMIC_RELAXED);
+	img->cache = slots;
+	img->cache_bits = bits;
+	return (int)(1u << bits);
 }
 
 /* --- The step's table hooks: the image's arrays --------------------------- */
@@ -171,9 +202,10 @@ static inline long mapping_find(const struct walk_image *img, uint64_t pc, long 
 	return *memo;
 }
 
-/* The rule at runtime address LOOKUP, or NULL with *END set. */
+/* The rule at runtime address LOOKUP and the index of its table
+ * (*TABLE), or NULL with *END set. */
 static inline const struct unwind_rule *rule_at(const struct walk_image *img, uint64_t lookup, long *memo,
-						__u32 *end)
+						uint32_t *table, __u32 *end)
 {
 	const struct unwind_image_mapping *m;
 	const struct unwind_rule *rule;
@@ -185,6 +217,7 @@ static inline const struct unwind_rule *rule_at(const struct walk_image *img, ui
 		return 0;
 	}
 	m = &img->maps[i];
+	*table = m->table;
 	ref.base = img->base;
 	ref.t = &img->tables[m->table];
 	rule = unwind_rule_find(&ref, &image_ops, lookup - m->bias);
@@ -203,13 +236,66 @@ static inline void bounds_set(const struct walk_bounds *b, uint64_t *lo, uint64_
 	*hi_word = b->hi >= b->lo + 8 ? b->hi - 7 : b->lo; /* none readable: empty */
 }
 
+/* Where a lookup pc's entry goes in a cache of 2^BITS slots: *SLOT, or
+ * NULL (a pc past 47 bits is not cached); the word's top bits, from
+ * bit 16 + BITS on, that name the pc (*WANT, the in-use bit with the
+ * tag). */
+static inline uint64_t *cache_slot(uint64_t *cache, uint32_t bits, uint64_t pc, uint64_t *want)
+{
+	if (pc >> WALK_CACHE_PC_BITS)
+		return 0;
+	*want = (pc | 1ull << WALK_CACHE_PC_BITS) >> bits; /* the tag: pc's top bits, and the in-use bit */
+	return &cache[WALK_CACHE_SLOT(pc, bits)];
+}
+
+/* The table a walk's last cached rule came from: its index, rules and
+ * their count, in registers.  Frames come in runs from one object, and
+ * while the table is the last one the rule's address needs no load of the
+ * table's entry: the test is a branch, which the CPU predicts, where the
+ * load would sit on the chain of dependent loads a warm frame is. */
+struct table_memo {
+	uint32_t table; /* UINT32_MAX: none yet */
+	uint32_t nrules;
+	const struct unwind_rule *rules;
+};
+
+/* The rule the word WORD at a slot gives, if it is the entry WANT names
+ * and its table and rule lie inside IMG (a word another thread wrote
+ * half-way is never seen, but memory given as a cache is not trusted
+ * either); else NULL. */
+static inline const struct unwind_rule *cache_rule(const struct walk_image *img, uint32_t bits, uint64_t word,
+						   uint64_t want, struct table_memo *tm)
+{
+	const struct unwind_image_table *t;
+	uint32_t table, idx;
+
+	if (word >> (16 + bits) != want)
+		return 0;
+	table = (uint32_t)(word >> 16) & ((1u << bits) - 1);
+	idx = (uint32_t)word & 0xffff;
+	if (table != tm->table) {
+		if (table >= img->ntables)
+			return 0;
+		t = &img->tables[table];
+		tm->table = table;
+		tm->nrules = t->nrules;
+		tm->rules = (const struct unwind_rule *)(img->base + t->rules_off);
+	}
+	if (idx >= tm->nrules)
+		return 0;
+	return tm->rules + idx;
+}
+
 uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
 		    struct walk_frames *f)
 {
 	struct walk_state w;
 	const struct unwind_rule *rule;
+	uint64_t *const cache = img->cache, *slot, want = 0, lookup;
+	const uint32_t bits = img->cache_bits;
+	struct table_memo tm = { UINT32_MAX, 0, 0 };
 	long memo = -1;
-	uint32_t n = 0;
+	uint32_t n = 0, misses = 0, table;
 	__u32 end = WALK_END_TRUNCATED;
 	int ret;
 
@@ -222,9 +308,22 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 	while (n < DWLEAK_MAX_FRAMES) {
 		f->pcs[n] = w.r.pc | (n && w.r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
 		n++;
-		rule = rule_at(img, unwind_lookup_pc(&w.r), &memo, &end);
-		if (!rule)
-			break;
+		lookup = unwind_lookup_pc(&w.r);
+		slot = cache ? cache_slot(cache, bits, lookup, &want) : 0;
+		rule = slot ? cache_rule(img, bits, __atomic_load_n(slot, __ATOMIC_RELAXED), want, &tm) : 0;
+		if (!rule) {
+			misses++;
+			rule = rule_at(img, lookup, &memo, &table, &end);
+			if (!rule)
+				break;
+			/* a table past the slot's field is searched every time */
+			if (slot && table < (1u << bits))
+				__atomic_store_n(slot,
+						 want << (16 + bits) | (uint64_t)table << 16 |
+							 (uint64_t)(rule - (const struct unwind_rule *)(img->base +
+												 img->tables[table].rules_off)),
+						 __ATOMIC_RELAXED);
+		}
 		if (rule->cfa_type == UNWIND_CFA_SIGNAL)
 			f->pcs[n - 1] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
 		/* the common rules inline, the others (and a refused read) stepped */
@@ -236,6 +335,8 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 	}
 	f->n = n;
 	f->end = end;
+	f->cache_misses = misses;
+	f->pad = 0;
 	return n;
 }
 
@@ -289,6 +390,8 @@ uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, stru
 	}
 out:
 	f->n = n;
+	f->cache_misses = 0;
+	f->pad = 0;
 	return n;
 }
 

@@ -16,13 +16,17 @@
 #include "unwind_image.h" /* base/ */
 
 /* An image checked by walk_image_check: pointers into its blob, which the
- * caller keeps alive and unchanged while it walks with it. */
+ * caller keeps alive and unchanged while it walks with it; and its rule
+ * cache (walk_image_cache), none until one is given. */
 struct walk_image {
 	const uint8_t *base;
 	const struct unwind_image_mapping *maps;
 	const struct unwind_image_table *tables;
 	uint32_t nmappings;
 	uint32_t ntables;
+	uint64_t *cache;     /* 1 << cache_bits slots, or NULL: every rule searched */
+	uint32_t cache_bits; /* WALK_CACHE_MIN_BITS..WALK_CACHE_MAX_BITS, 0 without */
+	uint32_t pad;
 };
 
 /*
@@ -36,6 +40,50 @@ struct walk_image {
  * installed, so that a walk checks nothing but its own bounds.
  */
 int walk_image_check(const void *blob, size_t len, struct walk_image *out);
+
+/*
+ * The rule cache: a frame's rule found by its lookup pc in one load, not
+ * by the mapping and row searches (a walk costs ~25 ns a frame without
+ * it, most of it the row search).  Direct-mapped, slot by a hash of the
+ * pc, shared by every thread that walks with the image and taken without
+ * a lock: each slot is one aligned 64-bit word, read and written whole
+ * (relaxed atomics), so a slot read while another thread writes it is the
+ * old entry or the new one, each complete.  A slot names the rule by its
+ * table and index in the image, so it holds for that image only, and is
+ * bounds-checked (table < ntables, rule < the table's nrules) before it
+ * is used: a slot out of range is a miss, searched and written again.
+ *
+ * A pc's slot, with B = cache_bits, is WALK_CACHE_SLOT(pc, B): its low B
+ * bits xor the B above them (shifts and an xor, not a multiply: the slot's
+ * address is on the walk's one chain of dependent loads, frame after
+ * frame, where each cycle counts); its tag, pc >> B, and the slot name the
+ * pc exactly.  The slot's word:
+ *   bit 63           1: in use (a zero word is empty)
+ *   bits 16+B .. 62  the tag
+ *   bits 16 .. 15+B  the table's index in the image
+ *   bits 0 .. 15     the rule's index in the table (rows name 16 bits)
+ * So pcs at or above 2^47 (none in x86-64 user space) and tables at index
+ * 2^B or above are never cached: their frames are searched every time,
+ * counted in walk_frames.cache_misses.  Only rules a walk can step with
+ * are written (a pc in no mapping or with no rule is searched again).
+ */
+#define WALK_CACHE_MIN_BITS 4  /* 16 slots, 16 tables: for tests that want evictions */
+#define WALK_CACHE_MAX_BITS 20 /* 8 MiB; more memory is not used */
+#define WALK_CACHE_PC_BITS 47
+#define WALK_CACHE_SLOT(pc, bits) (((pc) ^ (pc) >> (bits)) & ((1ull << (bits)) - 1))
+
+/*
+ * Gives IMAGE (filled by walk_image_check) a rule cache in the LEN bytes
+ * at MEM, which the caller owns and keeps while walks use IMAGE: the
+ * largest power of two of 8-byte slots that fits, up to 1 <<
+ * WALK_CACHE_MAX_BITS, every one emptied (so a new image starts cold).
+ * MEM NULL (LEN ignored) takes the cache away.  Not while another thread
+ * walks with IMAGE, and MEM not shared with another image's cache while a
+ * walk with that one may run: its entries name the other image's rules.
+ * Returns the number of slots (0 for MEM NULL), or -EINVAL: MEM not
+ * 8-byte aligned or LEN below 8 << WALK_CACHE_MIN_BITS.
+ */
+int walk_image_cache(struct walk_image *image, void *mem, size_t len);
 
 /* The registers a walk starts from: PC, and the frame's rsp and rbp.
  * exact_pc: PC is not a return address (a function's first instruction,
@@ -84,11 +132,16 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out);
  * signal trampoline's first byte, the pc it interrupted): the kernel
  * program's stack_trace.pcs.  END is why the walk stopped (enum
  * walk_end): WALK_END_TRUNCATED when DWLEAK_MAX_FRAMES were not enough,
- * counted by the caller. */
+ * counted by the caller.  cache_misses: the frames whose rule the DWARF
+ * walk searched for (every frame without a cache; a slot empty, another
+ * pc's, out of range or not cacheable), for the caller to count; 0 from
+ * the FP walk. */
 struct walk_frames {
 	uint64_t pcs[DWLEAK_MAX_FRAMES];
 	uint32_t n;
 	uint32_t end;
+	uint32_t cache_misses;
+	uint32_t pad;
 };
 
 /*
@@ -98,7 +151,8 @@ struct walk_frames {
  * that would leave it ends the walk with WALK_ERR_READ, a signal frame's
  * too), so a walk never faults while B is mapped.  A pc in no mapping
  * ends it with WALK_ERR_NO_MAPPING, one with no rule with WALK_ERR_NO_FDE.
- * Returns F->n.
+ * With IMAGE's cache, the frames are the same as without it; the rules it
+ * searched for are written to it.  Returns F->n.
  */
 uint32_t walk_dwarf(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,
 		    struct walk_frames *f);

@@ -6,9 +6,12 @@
  * a malloc'd copy of exactly its length, under ASan.
  * The input: a control block, then an image (raw, or arrays the image
  * builder, tables/table_image.c, makes one of: what it builds must pass
- * the check), then the stack's bytes.  Besides not crashing: a walk has
- * 1 to DWLEAK_MAX_FRAMES frames and ends with a known reason, truncated
- * only when full. */
+ * the check), then (CTL_CACHE) the rule cache's slots, then the stack's
+ * bytes.  Besides not crashing: a walk has 1 to DWLEAK_MAX_FRAMES frames
+ * and ends with a known reason, truncated only when full; with a cache
+ * emptied and then filled by the walk, the DWARF walk gives exactly the
+ * frames it gives without one; with arbitrary slots, only the former (a
+ * slot naming a rule inside the image is taken as it is). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +44,7 @@ struct control {
 #define CTL_RELOCATE 4u	 /* stack words tagged 0xa.../0xb... made pcs in a mapping / stack addresses */
 #define CTL_EXACT 8u	 /* the start's pc is exact */
 #define CTL_BP_STACK 16u /* rbp an offset in the stack */
+#define CTL_CACHE 32u	 /* the cache's slots from the input, 2^(4 + (flags >> 8) % 5) of them */
 
 static void fail(const char *what)
 {
@@ -123,6 +127,12 @@ static void *image_raw(const struct control *c, const uint8_t **data, size_t *si
 	return blob;
 }
 
+/* Whether two walks gave the same frames and end. */
+static int frames_same(const struct walk_frames *a, const struct walk_frames *b)
+{
+	return a->n == b->n && a->end == b->end && !memcmp(a->pcs, b->pcs, a->n * sizeof(a->pcs[0]));
+}
+
 static void frames_sound(const struct walk_frames *f)
 {
 	if (f->n < 1 || f->n > DWLEAK_MAX_FRAMES || f->end >= WALK_END_COUNT ||
@@ -137,8 +147,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct walk_image img;
 	struct walk_bounds b;
 	struct walk_regs regs;
-	struct walk_frames f;
-	uint64_t *words, span;
+	struct walk_frames f, fc;
+	struct walk_image cimg;
+	uint64_t *words, span, *cache, *slots = NULL;
+	uint32_t cache_bits;
 	size_t len, i, npages;
 	void *blob;
 	int err;
@@ -157,6 +169,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("walk_image_check: an error it does not document");
 	if (err && (c.flags & CTL_BUILD))
 		fail("walk_image_check refused what the builder built");
+	if (!err && img.cache)
+		fail("walk_image_check gave an image a cache");
+
+	/* the cache: small, so that an input can fill it and its pcs collide;
+	 * a buffer of exactly its size, under ASan */
+	cache_bits = 4 + (c.flags >> 8) % 5;
+	cache = malloc(8ul << cache_bits);
+	if (!cache)
+		fail("out of memory");
+	if (c.flags & CTL_CACHE) {
+		slots = malloc(8ul << cache_bits);
+		if (!slots)
+			fail("out of memory");
+		take(&data, &size, slots, 8ul << cache_bits);
+	}
 
 	/* the stack: what is left of the input, on whole pages */
 	npages = 1 + size / PAGE;
@@ -193,11 +220,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		walk_dwarf(&img, &regs, &b, &f);
 		frames_sound(&f);
+		if (f.cache_misses != f.n)
+			fail("a walk without a cache found rules in one");
+		cimg = img;
+		if (walk_image_cache(&cimg, cache, 8ul << cache_bits) != 1 << cache_bits)
+			fail("walk_image_cache refused a cache");
+		walk_dwarf(&cimg, &regs, &b, &fc);
+		if (!frames_same(&fc, &f))
+			fail("a walk with an emptied cache differs from one without");
+		walk_dwarf(&cimg, &regs, &b, &fc);
+		if (!frames_same(&fc, &f))
+			fail("a walk with a filled cache differs from one without");
+		if (slots) {
+			memcpy(cache, slots, 8ul << cache_bits);
+			walk_dwarf(&cimg, &regs, &b, &fc);
+			frames_sound(&fc);
+		}
 	}
 	walk_fp(&regs, &b, &f);
 	frames_sound(&f);
 	if (mprotect((void *)(uintptr_t)b.lo, npages * PAGE, PROT_NONE))
 		fail("mprotect");
+	free(slots);
+	free(cache);
 	free(blob);
 	return 0;
 }

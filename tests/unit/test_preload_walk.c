@@ -9,7 +9,10 @@
  * perturbed in the image must make them differ (or the comparison
  * proves nothing); corrupt images must be refused by walk_image_check;
  * reads past the stack's bounds end a walk with WALK_ERR_READ and never
- * fault (a fake stack between guard pages). */
+ * fault (a fake stack between guard pages).  Every DWARF walk is made
+ * again with the image's rule cache, emptied (cold) and filled (warm),
+ * and must give exactly the same frames; two threads share one cache at
+ * once; poisoned cache slots must be passed over, not used. */
 #define _GNU_SOURCE
 #include <execinfo.h>
 #include <pthread.h>
@@ -40,6 +43,12 @@ static void *self_blob;
 static size_t self_len;
 static struct walk_image self_img;
 
+/* The rule cache's memory: 4096 slots, as the library would give one;
+ * the two-thread test takes the smallest cache too, for evictions. */
+#define CACHE_BITS 12
+static uint64_t cache_mem[1u << CACHE_BITS];
+static struct walk_image self_cached; /* self_img with the cache */
+
 /* Compiles the tables of every object this process maps code of and puts
  * them into one image. */
 static void image_build(void)
@@ -68,6 +77,9 @@ static void image_build(void)
 	proc_maps_free(maps, n);
 	CHECK(table_image_build(self_maps, self_nmaps, &self_blob, &self_len) == 0);
 	CHECK(walk_image_check(self_blob, self_len, &self_img) == 0);
+	CHECK(self_img.cache == NULL, "a checked image came with a cache");
+	self_cached = self_img;
+	CHECK(walk_image_cache(&self_cached, cache_mem, sizeof(cache_mem)) == 1 << CACHE_BITS);
 	printf("image: %zu mappings, %u tables, %zu bytes\n", self_nmaps, self_img.ntables, self_len);
 }
 
@@ -103,6 +115,8 @@ struct point {
 	void *bt[MAX_FRAMES];
 	int nbt;
 	struct walk_frames dw, fp, bad, cut;
+	/* the same walks with the cache: emptied, then filled by them */
+	struct walk_frames cold, warm, bad_warm, cut_warm;
 };
 
 static uint64_t pc_of(uint64_t pc)
@@ -123,9 +137,13 @@ static __attribute__((noinline)) void point_here(void *arg)
 	if (p->bounds_err)
 		return;
 	walk_dwarf(&self_img, &p->regs, &p->b, &p->dw);
+	CHECK(walk_image_cache(&self_cached, cache_mem, sizeof(cache_mem)) > 0); /* cold */
+	walk_dwarf(&self_cached, &p->regs, &p->b, &p->cold);
+	walk_dwarf(&self_cached, &p->regs, &p->b, &p->warm);
 	walk_fp(&p->regs, &p->b, &p->fp);
 	/* the stack cut 64 bytes above the start: a read past it ends the walk */
 	walk_dwarf(&self_img, &p->regs, &(struct walk_bounds){ p->b.lo, p->regs.sp + 64 }, &p->cut);
+	walk_dwarf(&self_cached, &p->regs, &(struct walk_bounds){ p->b.lo, p->regs.sp + 64 }, &p->cut_warm);
 	if (p->perturb >= 0 && (uint32_t)p->perturb < p->dw.n) {
 		uint64_t pc = p->dw.pcs[p->perturb];
 		struct unwind_rule *rule = image_rule_at(pc & DWLEAK_FRAME_EXACT ? pc_of(pc) : pc - 1);
@@ -134,6 +152,8 @@ static __attribute__((noinline)) void point_here(void *arg)
 		if (rule && (rule->cfa_type == UNWIND_CFA_RSP || rule->cfa_type == UNWIND_CFA_RBP)) {
 			rule->cfa_off += 8;
 			walk_dwarf(&self_img, &p->regs, &p->b, &p->bad);
+			/* a slot names the rule, not a copy: the change is seen */
+			walk_dwarf(&self_cached, &p->regs, &p->b, &p->bad_warm);
 			rule->cfa_off -= 8;
 		}
 	}
@@ -180,9 +200,32 @@ static unsigned frames_differ(const struct walk_frames *f, const struct point *p
 	return bad;
 }
 
+/* Whether two walks gave the same frames and end. */
+static bool frames_same(const struct walk_frames *a, const struct walk_frames *b)
+{
+	return a->n == b->n && a->end == b->end && !memcmp(a->pcs, b->pcs, a->n * sizeof(a->pcs[0]));
+}
+
+/* The cached walks of a point are the uncached ones, the cold walk
+ * searched and the warm one found (nearly) everything in the cache. */
+static void point_check_cached(const struct point *p)
+{
+	EXPECT(frames_same(&p->cold, &p->dw), "%s: the cold cached walk differs", p->what);
+	EXPECT(frames_same(&p->warm, &p->dw), "%s: the warm cached walk differs", p->what);
+	EXPECT(frames_same(&p->cut_warm, &p->cut), "%s: the cut cached walk differs", p->what);
+	EXPECT(p->dw.cache_misses == p->dw.n, "%s: without a cache %u of %u frames searched", p->what,
+	       p->dw.cache_misses, p->dw.n);
+	EXPECT(p->cold.cache_misses > 0 && p->warm.cache_misses < p->cold.cache_misses,
+	       "%s: searched %u cold, %u warm", p->what, p->cold.cache_misses, p->warm.cache_misses);
+	if (p->perturb >= 0 && p->bad.n)
+		EXPECT(frames_same(&p->bad_warm, &p->bad), "%s: the perturbed cached walk differs", p->what);
+	printf("%s: cached walks the same; rules searched: %u uncached, %u cold, %u warm\n", p->what,
+	       p->dw.cache_misses, p->cold.cache_misses, p->warm.cache_misses);
+}
+
 /* The checks of one point: the DWARF walk is backtrace()'s, frame by
  * frame, to the outermost frame; perturbed, it differs; cut short, it
- * ends reading. */
+ * ends reading; with the cache, nothing changes. */
 static void point_check(struct point *p, unsigned min_frames)
 {
 	CHECK(p->bounds_err == 0, "%s: stack bounds: %s", p->what, strerror(-p->bounds_err));
@@ -200,6 +243,7 @@ static void point_check(struct point *p, unsigned min_frames)
 		printf("%s: frame %d's rule perturbed: %u frames differ\n", p->what, p->perturb, differ);
 		EXPECT(p->bad.n && differ > 0, "%s: a perturbed rule went unnoticed", p->what);
 	}
+	point_check_cached(p);
 }
 
 /* --- The points ------------------------------------------------------------- */
@@ -366,6 +410,23 @@ static void check_corrupt(void)
 
 /* --- Reads past the bounds, on a fake stack between guard pages ---------- */
 
+/* walk_dwarf over IMG into *F, and again with a cache given to a copy of
+ * IMG, cold and warm: both must give *F's frames. */
+static void walk_all(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
+		     struct walk_frames *f)
+{
+	struct walk_image c = *img;
+	struct walk_frames cold, warm;
+
+	walk_dwarf(img, regs, b, f);
+	CHECK(walk_image_cache(&c, cache_mem, sizeof(cache_mem)) > 0);
+	walk_dwarf(&c, regs, b, &cold);
+	walk_dwarf(&c, regs, b, &warm);
+	EXPECT(frames_same(&cold, f) && frames_same(&warm, f),
+	       "a cached walk differs: %u frames end %u uncached, %u end %u cold, %u end %u warm", f->n, f->end, cold.n,
+	       cold.end, warm.n, warm.end);
+}
+
 /* One table of one page whose code all has RULE, mapped at CODE. */
 static void *fake_image(struct unwind_rule rule, uint64_t code, size_t *len)
 {
@@ -404,15 +465,15 @@ static void check_bounds(void)
 	blob = fake_image((struct unwind_rule){ .cfa_off = 8, .cfa_type = UNWIND_CFA_RSP }, code, &len);
 	CHECK(walk_image_check(blob, len, &img) == 0);
 	regs = (struct walk_regs){ .pc = code + 1, .sp = b.hi - 16 * 8, .exact_pc = 1 };
-	walk_dwarf(&img, &regs, &b, &f);
+	walk_all(&img, &regs, &b, &f);
 	EXPECT(f.end == WALK_ERR_READ && f.n == 17, "off the top: end %u after %u frames", f.end, f.n);
 	/* a start below the bounds reads nothing */
 	regs.sp = b.lo - 8;
-	walk_dwarf(&img, &regs, &b, &f);
+	walk_all(&img, &regs, &b, &f);
 	EXPECT(f.end == WALK_ERR_READ && f.n == 1, "below the bounds: end %u after %u frames", f.end, f.n);
 	/* a last word straddling the top: 4 bytes in, 4 out */
 	regs.sp = b.hi - 4;
-	walk_dwarf(&img, &regs, &b, &f);
+	walk_all(&img, &regs, &b, &f);
 	EXPECT(f.end == WALK_ERR_READ && f.n == 1, "straddling the top: end %u", f.end);
 	free(blob);
 
@@ -420,7 +481,7 @@ static void check_bounds(void)
 	blob = fake_image((struct unwind_rule){ .cfa_type = UNWIND_CFA_SIGNAL }, code, &len);
 	CHECK(walk_image_check(blob, len, &img) == 0);
 	regs = (struct walk_regs){ .pc = code + 1, .sp = b.hi - 64, .exact_pc = 1 };
-	walk_dwarf(&img, &regs, &b, &f);
+	walk_all(&img, &regs, &b, &f);
 	EXPECT(f.end == WALK_ERR_READ && f.n == 1, "a signal frame past the top: end %u", f.end);
 	free(blob);
 
@@ -428,7 +489,7 @@ static void check_bounds(void)
 	blob = fake_image((struct unwind_rule){ .cfa_off = 16, .cfa_type = UNWIND_CFA_DEREF_RBP }, code, &len);
 	CHECK(walk_image_check(blob, len, &img) == 0);
 	regs = (struct walk_regs){ .pc = code + 1, .sp = b.lo, .bp = 0xdead0000, .exact_pc = 1 };
-	walk_dwarf(&img, &regs, &b, &f);
+	walk_all(&img, &regs, &b, &f);
 	EXPECT(f.end == WALK_ERR_READ, "a wild rbp: end %u", f.end);
 	free(blob);
 
@@ -447,12 +508,183 @@ static void check_bounds(void)
 	printf("bounds: every read past them ended the walk, none faulted\n");
 }
 
+/* --- The cache shared by threads, and poisoned ---------------------------- */
+
+#define RACE_ROUNDS 20000
+
+/* One thread of the race: at the top of its stack (a recursion or
+ * qsort's comparator), the walk without a cache as the reference, then,
+ * once both threads are there, RACE_ROUNDS walks with the shared cache,
+ * each compared with it. */
+struct racer {
+	int qsort; /* the stack: qsort's comparator, or a recursion */
+	int depth;
+	const struct walk_image *img; /* with the shared cache */
+	pthread_barrier_t *start;
+	struct walk_frames ref;
+	unsigned mismatches, misses;
+	int err;
+};
+
+static void race_here(void *arg)
+{
+	struct racer *r = arg;
+	struct walk_regs regs;
+	struct walk_bounds b;
+	struct walk_frames f;
+	unsigned i;
+
+	walk_regs_capture(&regs);
+	r->err = walk_stack_bounds(regs.sp, &b);
+	pthread_barrier_wait(r->start);
+	if (r->err)
+		return;
+	walk_dwarf(&self_img, &regs, &b, &r->ref);
+	for (i = 0; i < RACE_ROUNDS; i++) {
+		walk_dwarf(r->img, &regs, &b, &f);
+		r->mismatches += !frames_same(&f, &r->ref);
+		r->misses += f.cache_misses;
+	}
+	asm volatile("" ::: "memory");
+}
+
+static void *race_main(void *arg)
+{
+	struct racer *r = arg;
+
+	if (r->qsort)
+		subject_qsort(r->depth, race_here, r);
+	else
+		subject_recurse(r->depth, race_here, r);
+	return NULL;
+}
+
+/* Two threads walking at once with one cache of 2^BITS slots, the same
+ * stack (SAME) or two different ones: no walk may differ from the
+ * reference. */
+static void race(uint32_t bits, bool same)
+{
+	struct walk_image img = self_img;
+	struct racer r[2] = {
+		{ .qsort = 0, .depth = 30 },
+		{ .qsort = !same, .depth = same ? 30 : 7 },
+	};
+	pthread_barrier_t start;
+	pthread_t t[2];
+	int i;
+
+	CHECK(walk_image_cache(&img, cache_mem, (size_t)8 << bits) == 1 << bits);
+	CHECK(pthread_barrier_init(&start, NULL, 2) == 0);
+	for (i = 0; i < 2; i++) {
+		r[i].img = &img;
+		r[i].start = &start;
+		CHECK(pthread_create(&t[i], NULL, race_main, &r[i]) == 0);
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	pthread_barrier_destroy(&start);
+	for (i = 0; i < 2; i++) {
+		CHECK(r[i].err == 0, "stack bounds: %s", strerror(-r[i].err));
+		EXPECT(r[i].ref.end == WALK_END_OK, "race: the reference walk ended %u", r[i].ref.end);
+		EXPECT(r[i].mismatches == 0, "race, %u slots, %s stacks: thread %d's walk differed %u times of %u",
+		       1u << bits, same ? "the same" : "different", i, r[i].mismatches, RACE_ROUNDS);
+	}
+	printf("race, %u slots, %s stacks (%u and %u frames): %u walks each, none differed; rules searched a walk: "
+	       "%.2f, %.2f\n",
+	       1u << bits, same ? "the same" : "different", r[0].ref.n, r[1].ref.n, RACE_ROUNDS,
+	       (double)r[0].misses / RACE_ROUNDS, (double)r[1].misses / RACE_ROUNDS);
+}
+
+/* Each slot in use given table TABLE (-1: its own) and rule RULE (-1:
+ * its own), in walk.h's layout. */
+static void cache_poison(const struct walk_image *img, long table, long rule)
+{
+	uint32_t bits = img->cache_bits, i;
+
+	for (i = 0; i < 1u << bits; i++) {
+		uint64_t w = img->cache[i];
+
+		if (!w)
+			continue;
+		if (table >= 0)
+			w = (w & ~(((1ull << bits) - 1) << 16)) | (uint64_t)table << 16;
+		if (rule >= 0)
+			w = (w & ~0xffffull) | (uint64_t)rule;
+		img->cache[i] = w;
+	}
+}
+
+/* At the top of a recursion: a filled cache poisoned three ways (rule
+ * and table indices out of range, every slot garbage) must give the
+ * frames of the walk without it, searching them, and be written again. */
+static void poison_here(void *arg)
+{
+	struct walk_image img = self_img;
+	struct walk_regs regs;
+	struct walk_bounds b;
+	struct walk_frames ref, f;
+	uint32_t i, maxrules = 0, cold;
+
+	(void)arg;
+	walk_regs_capture(&regs);
+	CHECK(walk_stack_bounds(regs.sp, &b) == 0);
+	walk_dwarf(&self_img, &regs, &b, &ref);
+	CHECK(ref.end == WALK_END_OK);
+	for (i = 0; i < self_img.ntables; i++)
+		if (self_img.tables[i].nrules > maxrules)
+			maxrules = self_img.tables[i].nrules;
+	CHECK(maxrules <= 0xffff && self_img.ntables < 1u << CACHE_BITS, "no index out of range to poison with");
+	CHECK(walk_image_cache(&img, cache_mem, sizeof(cache_mem)) > 0);
+	walk_dwarf(&img, &regs, &b, &f);
+	cold = f.cache_misses; /* each pc once: a recursion repeats its pcs */
+	walk_dwarf(&img, &regs, &b, &f);
+	EXPECT(frames_same(&f, &ref) && f.cache_misses < ref.n, "poison: the warm walk (%u searched)", f.cache_misses);
+
+	cache_poison(&img, -1, 0xffff);
+	walk_dwarf(&img, &regs, &b, &f);
+	EXPECT(frames_same(&f, &ref) && f.cache_misses == cold, "poison: rule indices past nrules (%u searched, %u cold)",
+	       f.cache_misses, cold);
+	walk_dwarf(&img, &regs, &b, &f);
+	EXPECT(frames_same(&f, &ref) && f.cache_misses < ref.n, "poison: not written again (%u searched)",
+	       f.cache_misses);
+
+	cache_poison(&img, (1l << CACHE_BITS) - 1, -1);
+	walk_dwarf(&img, &regs, &b, &f);
+	EXPECT(frames_same(&f, &ref) && f.cache_misses == cold, "poison: table indices past ntables (%u searched)",
+	       f.cache_misses);
+
+	/* garbage: a tag matches a pc by chance once in 2^35 */
+	for (i = 0; i < 1u << CACHE_BITS; i++)
+		img.cache[i] = (0x9e3779b97f4a7c15ull * (i + 1)) ^ 0xa5a5a5a5a5a5a5a5ull;
+	walk_dwarf(&img, &regs, &b, &f);
+	EXPECT(frames_same(&f, &ref), "poison: a cache of garbage changed the walk");
+	printf("poisoned cache: %u frames (%u pcs), each out-of-range slot searched instead, then written again\n",
+	       ref.n, cold);
+	asm volatile("" ::: "memory");
+}
+
+static void check_cache(void)
+{
+	struct walk_image img = self_img;
+
+	EXPECT(walk_image_cache(&img, (uint8_t *)cache_mem + 4, sizeof(cache_mem) - 8) == -EINVAL, "misaligned");
+	EXPECT(walk_image_cache(&img, cache_mem, (8 << WALK_CACHE_MIN_BITS) - 8) == -EINVAL, "too small");
+	EXPECT(walk_image_cache(&img, cache_mem, sizeof(cache_mem) - 8) == 1 << (CACHE_BITS - 1), "rounded down");
+	EXPECT(walk_image_cache(&img, NULL, 0) == 0 && img.cache == NULL, "taken away");
+	subject_recurse(20, poison_here, NULL);
+	race(CACHE_BITS, true);
+	race(CACHE_BITS, false);
+	race(WALK_CACHE_MIN_BITS, true);
+	race(WALK_CACHE_MIN_BITS, false);
+}
+
 int main(void)
 {
 	image_build();
 	check_points();
 	check_corrupt();
 	check_bounds();
+	check_cache();
 	free(self_blob);
 	free(self_maps);
 	unwinder_free(self_u);
