@@ -234,6 +234,24 @@ static int trace_verdict(const struct env *env, const struct session *s, bool ov
 	int status = command_status(s);
 	char others[96] = "";
 
+	/* sampled, a process whose check failed has no classified block, and
+	 * its sample may hold none that would count: unknown, not a pass */
+	if (!u && env->fail_on_leak && env->leak_check && env->sample_bytes && !env->allow_untraced && !status &&
+	    !over) {
+		const struct procs *ps = session_procs(s);
+
+		for (size_t i = 0; i < ps->n; i++) {
+			const struct proc *p = ps->v[i];
+
+			if (p->untraced || !p->check_err || p->check_err == -ESRCH || p->check.done)
+				continue;
+			fprintf(stderr, "dwleak: --fail-on-leak cannot pass: the leak check of pid %d (%s) failed (%s), "
+					"so what it leaked is unknown; give --allow-untraced to accept this\n",
+				p->pid, p->command ? p->command : "?",
+				p->check.no_index[0] ? p->check.no_index : strerror(-p->check_err));
+			return EXIT_USAGE;
+		}
+	}
 	if (!u)
 		return status ?: over ? EXIT_LEAK : 0;
 	if (more)

@@ -156,6 +156,7 @@ void text_leak_summary(FILE *f, const struct report *r)
 {
 	const struct report_leak_check *lc = &r->leak_check;
 	uint64_t sup_bytes = 0, sup_blocks = 0;
+	bool any;
 	char a[32];
 	size_t i;
 
@@ -167,7 +168,11 @@ void text_leak_summary(FILE *f, const struct report *r)
 		sup_blocks += r->suppressed[i].allocations;
 	}
 	summary_line(f, "suppressed", sup_bytes, sup_blocks);
-	if (lc->unclassified.bytes || lc->unclassified.allocations) {
+	for (i = 0, any = false; i < r->nprocesses; i++)
+		any |= r->processes[i].unchecked != NULL;
+	/* sampled, a process whose check failed may have no sampled block
+	 * left unclassified: it is said anyway */
+	if (lc->unclassified.bytes || lc->unclassified.allocations || any) {
 		summary_line(f, "not classified", lc->unclassified.bytes, lc->unclassified.allocations);
 		for (i = 0; i < r->nprocesses; i++)
 			if (r->processes[i].unchecked)
@@ -184,10 +189,10 @@ void text_leak_summary(FILE *f, const struct report *r)
 			grouped(a, sizeof(a), lc->unsure.bytes), grouped(b, sizeof(b), lc->unsure.allocations));
 	}
 	if (lc->kinds_exact)
-		fputs("\t(every block classified, sampled or not, from the preload library's index of live blocks: "
-		      "these totals are exact and take no suppression; each stack's kinds are estimates from the "
-		      "sample)\n",
-		      f);
+		fprintf(f, "\t(every block%s classified, sampled or not, from the preload library's index of live "
+			   "blocks: these totals are exact and take no suppression; each stack's kinds are estimates "
+			   "from the sample)\n",
+			any ? " of each process checked" : "");
 	fprintf(f, "\t(%s bytes scanned", grouped(a, sizeof(a), lc->scanned_bytes));
 	if (isfinite(lc->scan_ms))
 		fprintf(f, " in %.3f ms", lc->scan_ms);

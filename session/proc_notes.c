@@ -43,9 +43,14 @@ void proc_notes_checked(const struct proc_services *sv, const struct proc *p, co
 
 	if (err && err != -ESRCH)
 		session_say(sv->log, SESSION_WARNING, "the leak check of pid %d (%s) %s failed: %s%s", p->pid,
-			    p->command, when, strerror(-err),
+			    p->command, when,
+			    err == -ENOTSUP ? "it is sampled and traced with uprobes, so no index of its blocks exists"
+			    : p->check.no_index[0] ? p->check.no_index
+						   : strerror(-err),
 			    err == -EPERM ? " (another tracer, a debugger, holds it: see TracerPid in /proc/PID/status)"
-					  : "");
+			    : p->check.no_index[0] ? " (the process wrote over the index the preload library keeps in "
+						     "its memory: its blocks are not classified)"
+						   : "");
 	/* what makes a verdict less sure is said, not only counted */
 	if (!err && p->check.read.unreadable_bytes)
 		session_say(sv->log, SESSION_WARNING, "the leak check of pid %d (%s) could not read %llu bytes of its "

@@ -18,7 +18,7 @@
  * report says it (malloc'd), or NULL when every one has (or P is not
  * traced, which the report says otherwise).
  */
-static char *unchecked_why(const struct proc *p)
+static char *unchecked_why(const struct proc *p, bool sampled)
 {
 	const struct alloc_table *t = &p->ledger.allocs;
 	char *why = NULL;
@@ -29,6 +29,19 @@ static char *unchecked_why(const struct proc *p)
 		return NULL;
 	for (i = 0; i < t->cap; i++)
 		n += t->slots[i].addr && !t->slots[i].leak;
+	/* sampled, the ledger holds only the sample: a failed check leaves
+	 * every block unclassified, however few were sampled */
+	if (sampled && p->check_err && p->check_err != -ESRCH && !p->check.done) {
+		if (p->check_err == -ENOTSUP)
+			r = asprintf(&why, "a sampled trace's leak check needs the preload library's index of every "
+					   "block, and pid %d is traced with uprobes (see the tracing line): run it "
+					   "without --sample-bytes, or under the library: none of its blocks classified",
+				     p->pid);
+		else
+			r = asprintf(&why, "its leak check failed (%s): none of its blocks classified",
+				     p->check.no_index[0] ? p->check.no_index : strerror(-p->check_err));
+		return r < 0 ? NULL : why;
+	}
 	if (!n)
 		return NULL;
 	if (p->check.done && p->check.index_in_pause)
@@ -36,12 +49,6 @@ static char *unchecked_why(const struct proc *p)
 				   "handlers or destructors)", n);
 	else if (p->check.done)
 		r = asprintf(&why, "%zu blocks allocated since its last leak check", n);
-	else if (p->check_err == -ENOTSUP)
-		r = asprintf(&why, "a sampled trace's leak check needs the preload library's index of every block, "
-				   "and pid %d is traced with uprobes (see the tracing line): run it without "
-				   "--sample-bytes, or under the library: %zu blocks not classified", p->pid, n);
-	else if (p->check_err && p->check.no_index[0])
-		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", p->check.no_index, n);
 	else if (p->check_err)
 		r = asprintf(&why, "its leak check failed (%s): %zu blocks not classified", strerror(-p->check_err),
 			     n);
@@ -195,7 +202,7 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 		err = err ?: stack_names_open(&pp[k].names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid,
 					      p->maps_kept, p->maps, p->nmaps, &pp[k].src);
 		if (set->leak_check)
-			notes[k] = unchecked_why(p);
+			notes[k] = unchecked_why(p, set->sample_bytes != 0);
 		/* an untraced process is followed all the same: its state is
 		 * its life's, the reason says its allocations are missing */
 		bps[k] = (struct build_proc){ p->pid, p->command, given ? given : &pp[k].stacks,

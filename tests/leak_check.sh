@@ -35,6 +35,11 @@
 #      injected, the check reading a snapshot) sampled at 4096, the totals
 #      equal the exact -p check's (part c holds that one to memcheck); the
 #      pair with --no-preload is refused (no index without the library)
+#   i  a process that writes over its own index (testdata/index_scribble):
+#      its check fails with a message naming the index, its blocks are
+#      listed as not classified with the reason, --fail-on-leak cannot pass
+#      (exit 2); the child it forked before, whose index is intact, is
+#      classified (its two lost blocks, 300 bytes, exactly)
 #
 # Run by tests/run.sh; by hand: LT_ONLY=ab bash tests/leak_check.sh
 # shellcheck source=tests/lib_trace.sh
@@ -427,6 +432,43 @@ PY
 	[ $rc -eq 2 ] && grep -q "preload library's index" "$tmp/h2.err" ||
 		fail "h: --no-preload with a sampled check: exit $rc, want 2 with a reason: $(head -2 "$tmp/h2.err")"
 	[ $check_errors -eq $before ] && pass "sampled check: every block classified exactly (memcheck's summary at 4096, each site at 1, -p as exact), --no-preload refused"
+fi
+
+# --- i: a process that spoils its own index: only it loses its verdict ---
+if lt_part i; then
+	before=$check_errors
+	SCRIB=$TESTDATA/index_scribble
+	[ -x "$SCRIB" ] || fail_now "$SCRIB is missing (make testdata)"
+	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes 4096 -t 0 --format json -o "$tmp/i.json" -- "$SCRIB" \
+		> "$tmp/i.out" 2> "$tmp/i.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "i: dwleak exit $rc: $(tail -3 "$tmp/i.err")"
+	grep -q "scribbled yes" "$tmp/i.out" || fail "i: the program did not find its index to spoil: $(cat "$tmp/i.out")"
+	grep -q "leak check of pid [0-9]* .* failed: its block index at 0x[0-9a-f]* cannot be read" "$tmp/i.err" ||
+		fail "i: no message naming the spoiled index: $(grep -m2 warning "$tmp/i.err")"
+	lt_check "$tmp/i.json" << 'PY'
+lc = r["totals"]["leak_check"]
+procs = r["processes"]
+parent = [p for p in procs if p["ppid"] == 0]
+child = [p for p in procs if p["ppid"] != 0]
+if len(parent) != 1 or len(child) != 1:
+    fail("want one parent and one child: %s" % procs)
+else:
+    if not parent[0]["unchecked"] or "block index" not in parent[0]["unchecked"]:
+        fail("the parent's unchecked reason: %s" % parent[0]["unchecked"])
+    if child[0]["unchecked"]:
+        fail("the child was not classified: %s" % child[0]["unchecked"])
+# the child's two blocks (100 B inherited, 200 B its own), lost, are all
+# the exact totals hold: the parent's are in none
+if [lc["definitely_lost"]["bytes"], lc["definitely_lost"]["allocations"]] != [300, 2] or lc.get("kinds_exact") is not True:
+    fail("totals: %s" % lc)
+PY
+	timeout -k 5 120 "$DWLEAK" --leak-check --fail-on-leak=1000000 --sample-bytes 4096 -o /dev/null -- "$SCRIB" \
+		> /dev/null 2> "$tmp/i2.err"
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "fail-on-leak cannot pass: the leak check of pid" "$tmp/i2.err" ||
+		fail "i: --fail-on-leak with a failed sampled check: exit $rc, want 2: $(tail -2 "$tmp/i2.err")"
+	[ $check_errors -eq $before ] && pass "a spoiled index: that process unclassified with the reason, its child exact, --fail-on-leak exit 2"
 fi
 
 check_finish
