@@ -399,12 +399,14 @@ $COMPARE
 PY
 	# -p, the library injected: the same totals as the exact check
 	for how in exact sampled; do
-		lt_start target "$tmp/hw.out" "$PROG" --wait
+		lt_start target "$tmp/hw_$how.out" "$PROG" --wait
+		# attached once it waits in main, not while it starts
+		lt_wait_line "$tmp/hw_$how.out" waiting || fail "h -p: leak_kinds never said waiting"
 		opt=()
 		[ $how = sampled ] && opt=(--sample-bytes 4096)
 		if lt_trace dw "$tmp/hp.err" --leak-check "${opt[@]}" -t 0 --format json -o "$tmp/hp_$how.json" -p "$target"; then
 			kill -USR1 "$target"
-			lt_wait_line "$tmp/hw.out" ready || fail "h -p: leak_kinds never said ready"
+			lt_wait_line "$tmp/hw_$how.out" ready || fail "h -p: leak_kinds never said ready"
 			kill -INT "$dw"
 			lt_wait "$dw" 60
 			rc=$?
@@ -416,6 +418,7 @@ PY
 		kill -KILL "$target" 2> /dev/null
 		wait "$target" 2> /dev/null
 	done
+	grep -m3 "warning\|note" "$tmp/hp.err" | sed 's/^/    /'
 	lt_check "$tmp/hp_sampled.json" "$tmp/hp_exact.json" << PY
 lc = r["totals"]["leak_check"]
 ex = json.load(open(ARGS[0]))["totals"]["leak_check"]
