@@ -67,11 +67,11 @@
  * TAIL: no reader drains a slot that is not LIVE), then STATE = LIVE
  * (release).  A thread never gives its slot back itself (it cannot know
  * it is ending); dwleak does, for a thread that no longer exists
- * (/proc/PID/task/TID gone), once it drained the ring to PUBLISHED:
- *     ring.tail = ring.published;  slot.state = FREE;  slot.tid = 0;
- *     dir.reclaimed += 1
+ * (/proc/PID/task/TID gone), once it read what it wants of the ring:
+ *     slot.state = FREE;  slot.tid = 0;  dir.reclaimed += 1
  * in that order (target/walk_ring_read.h's walk_ring_reclaim_plan gives
- * the writes).  The ring stays mapped for the next thread.  Threads that
+ * the writes; records left unread are lost, the next owner starts at
+ * PUBLISHED).  The ring stays mapped for the next thread.  Threads that
  * found no free slot (counted in dir.no_slot, their records dropped) look
  * again only when RECLAIMED changes.  In a fork's child the library frees
  * every slot itself (its threads are gone there).
@@ -83,8 +83,8 @@
 /* The directory's slots: threads recording at one time. */
 #define WALK_RING_SLOTS 256
 /* Bounds of a ring's data area, 2^data_bits bytes: at least two records
- * of DWLEAK_MAX_FRAMES frames (1,056 bytes each), at most 64 MiB. */
-#define WALK_RING_BITS_MIN 11
+ * of DWLEAK_MAX_FRAMES frames (1,056 bytes each): 4 KiB; at most 64 MiB. */
+#define WALK_RING_BITS_MIN 12
 #define WALK_RING_BITS_MAX 26
 /* The size new rings get unless dwleak wrote another (dir.data_bits):
  * 1 MiB, about 5,000 records of 20 frames. */
