@@ -308,6 +308,12 @@ $(ASAN)/tests/test_preload_walk: tests/unit/test_preload_walk.c preload/walk.c p
 # test_preload_blockset includes dwleak's decoder of the set, to read back
 # what it built (one -MF per command keeps only the last source's list).
 $(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
+# test_walk_ring: the library's rings (preload/walk_ring.c) and dwleak's
+# reader (target/walk_ring_read.c), both included by the test.
+$(ASAN)/tests/test_walk_ring: tests/unit/test_walk_ring.c preload/walk_ring.c preload/walk_ring.h \
+		target/walk_ring_read.c target/walk_ring_read.h bpf/abi/walk_ring_abi.h
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_target) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
 
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.

@@ -260,7 +260,8 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	rec->tsc = tsc_now();
 	rec->addr = addr;
 	rec->size = size;
-	memcpy(rec->pcs, pcs, n * sizeof(*pcs));
+	if (n) /* a free's PCS may be NULL, which memcpy must not be given */
+		memcpy(rec->pcs, pcs, n * sizeof(*pcs));
 	BARRIER();
 	rec->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, type);
 	inc_local(&r->records);
