@@ -144,7 +144,8 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk \
+	$(BUILD)/fuzz/fuzz_walk_ring
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -404,6 +405,18 @@ $(BUILD)/fuzz/blockset_seeds/.done:
 		head -c 240 /dev/zero; } > $(@D)/one_block
 	touch $@
 
+# fuzz_walk_ring: the preload library's rings of walked records, as dwleak
+# drains them out of a process's memory.
+WALK_RING_FUZZ_SRCS := target/walk_ring_read.c
+$(BUILD)/fuzz/fuzz_walk_ring: tests/fuzz/fuzz_walk_ring.c $(WALK_RING_FUZZ_SRCS) target/walk_ring_read.h \
+		bpf/abi/walk_ring_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(WALK_RING_FUZZ_SRCS)
+
+$(BUILD)/fuzz/walk_ring_seeds/.done: tests/fuzz/make_walk_ring_corpus.py
+	python3 tests/fuzz/make_walk_ring_corpus.py $(BUILD)/fuzz/walk_ring_seeds
+	touch $@
+
 # fuzz_walk: the preload library's walks (preload/walk.c) and the image
 # check over arbitrary images and stacks, the builder (tables/table_image.c)
 # making images that must pass it.
@@ -446,7 +459,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
 	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
-	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done
+	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done $(BUILD)/fuzz/walk_ring_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
