@@ -15,6 +15,7 @@
 #   make bench-agent   only dwleak agent's benchmarks
 #   make bench-blockset  only the preload library's index of live blocks (no root)
 #   make bench-walk    only the preload library's stack walks (no root)
+#   make bench-walk-ring  only the preload library's rings of walked records (no root)
 #   make testdata      only the test programs (build/testdata/)
 #   make demo          the README's demo: trace the seed leak program
 #   make man           dwleak(1) from --help (build/man/dwleak.1)
@@ -144,7 +145,8 @@ LIBS := $(foreach l,$(LINK_LAYERS),$(BUILD)/libdwleak_$(l).a)
 ASAN_LIBS := $(foreach l,$(LINK_LAYERS),$(ASAN)/libdwleak_$(l).a)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(ASAN)/tests/%,$(UNIT_SRCS))
 FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz_objects $(BUILD)/fuzz/fuzz_memory \
-	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk
+	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk \
+	$(BUILD)/fuzz/fuzz_walk_ring
 
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
 
@@ -308,6 +310,12 @@ $(ASAN)/tests/test_preload_walk: tests/unit/test_preload_walk.c preload/walk.c p
 # test_preload_blockset includes dwleak's decoder of the set, to read back
 # what it built (one -MF per command keeps only the last source's list).
 $(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h
+# test_walk_ring: the library's rings (preload/walk_ring.c) and dwleak's
+# reader (target/walk_ring_read.c), both included by the test.
+$(ASAN)/tests/test_walk_ring: tests/unit/test_walk_ring.c preload/walk_ring.c preload/walk_ring.h \
+		target/walk_ring_read.c target/walk_ring_read.h bpf/abi/walk_ring_abi.h
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_target) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
 
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
@@ -398,6 +406,18 @@ $(BUILD)/fuzz/blockset_seeds/.done:
 		head -c 240 /dev/zero; } > $(@D)/one_block
 	touch $@
 
+# fuzz_walk_ring: the preload library's rings of walked records, as dwleak
+# drains them out of a process's memory.
+WALK_RING_FUZZ_SRCS := target/walk_ring_read.c
+$(BUILD)/fuzz/fuzz_walk_ring: tests/fuzz/fuzz_walk_ring.c $(WALK_RING_FUZZ_SRCS) target/walk_ring_read.h \
+		bpf/abi/walk_ring_abi.h
+	@mkdir -p $(@D)
+	$(CLANG) $(INC_target) $(FUZZ_FLAGS) -Wall -Wextra -std=gnu11 -o $@ $< $(WALK_RING_FUZZ_SRCS)
+
+$(BUILD)/fuzz/walk_ring_seeds/.done: tests/fuzz/make_walk_ring_corpus.py
+	python3 tests/fuzz/make_walk_ring_corpus.py $(BUILD)/fuzz/walk_ring_seeds
+	touch $@
+
 # fuzz_walk: the preload library's walks (preload/walk.c) and the image
 # check over arbitrary images and stacks, the builder (tables/table_image.c)
 # making images that must pass it.
@@ -445,7 +465,7 @@ $(BUILD)/fuzz/object_seeds/.done: tests/fuzz/make_corpus.sh testdata $(PRELOAD_L
 
 fuzz-build: $(FUZZERS) $(BUILD)/fuzz/seeds/.done $(BUILD)/fuzz/cache_seeds/.done $(BUILD)/fuzz/object_seeds/.done \
 	$(BUILD)/fuzz/memory_seeds/.done $(BUILD)/fuzz/agent_seeds/.done $(BUILD)/fuzz/seccomp_seeds/.done \
-	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done
+	$(BUILD)/fuzz/blockset_seeds/.done $(BUILD)/fuzz/walk_seeds/.done $(BUILD)/fuzz/walk_ring_seeds/.done
 
 fuzz-smoke: fuzz-build
 	ROOT=$(CURDIR) BUILD=$(CURDIR)/$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) \
@@ -525,6 +545,18 @@ $(BUILD)/bench/blockset_bench: bench/blockset_bench.c preload/blockset.c preload
 	@mkdir -p $(@D)
 	$(CC) $(PRELOAD_CFLAGS) -o $@ $< preload/blockset.c -lpthread
 
+# The per-thread rings of walked records (issue 24): ns per record of 20
+# frames, 1 and 2 writers, a reader draining; preload/walk_ring.c compiled
+# with the library's flags, dwleak's reader with its own.
+$(BUILD)/bench/walk_ring_bench: bench/walk_ring_bench.c preload/walk_ring.c preload/walk_ring.h \
+		target/walk_ring_read.c target/walk_ring_read.h bpf/abi/walk_ring_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(PRELOAD_CFLAGS) -c -o $(BUILD)/bench/walk_ring.o preload/walk_ring.c
+	$(CC) -I preload $(INC_target) $(CFLAGS) -o $@ $< $(BUILD)/bench/walk_ring.o target/walk_ring_read.c -lpthread
+
+bench-walk-ring: $(BUILD)/bench/walk_ring_bench
+	$(BUILD)/bench/walk_ring_bench $(BENCH_ARGS)
+
 # A stack walk made in the process (issue 24): ns per walk, DWARF over
 # the unwind image and frame pointers, at 10 and 20 frames; preload/walk.c
 # compiled with the library's flags, the image made by unwinder/ and
@@ -562,7 +594,7 @@ bench-all: $(BENCH_PROGS) $(TOOLS) dwleak testdata
 bench: bench-tables
 	+$(MAKE) bench-all
 
-.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-walk bench-all
+.PHONY: bench-malloc bench-leakcheck bench-agent bench-blockset bench-walk bench-walk-ring bench-all
 
 clean:
 	rm -rf $(BUILD) dwleak dwleak_*.deb

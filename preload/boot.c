@@ -13,6 +13,7 @@
 
 #include "constants.h"
 #include "interpose.h"
+#include "walk_ring.h"
 
 /* --- The control block dwleak writes (bpf/abi/preload.h) --- */
 
@@ -260,6 +261,7 @@ static void on_fork_child(void)
 	*fork_token = 0;
 	fork_token_static = 0;
 	in_fork_child = true;
+	walk_ring_fork_child(); /* the parent's threads' slots are not the child's */
 }
 
 /* Whether the call at CODE (a site) is stale: `call rel32` into no mapping.

@@ -7,6 +7,7 @@
 #include "blockset.h"
 #include "constants.h"
 #include "interpose.h"
+#include "walk_ring.h"
 
 /* Whether a call that returns to RA runs inside another allocator call:
  * from inside a function that fires, or (a tail call) from this library.
@@ -138,13 +139,16 @@ static bool set_take(uintptr_t p, uint16_t tag)
  * sampled set's. */
 static struct blockset block_index = BLOCKSET_INITIALIZER(BLOCKSET_FIRST_BITS, 20);
 
-/* The index's header for dwleak (control.index_addr), set at load: a
+/* The index's header for dwleak (control.index_addr), and the rings'
+ * directory (control.rings_addr), set at load: a
  * constructor runs before dwleak can ask for the index (it writes the
  * control block once the library's sites are known, after the loader
  * mapped it), and the address never changes. */
 __attribute__((constructor)) static void index_publish(void)
 {
 	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&block_index.abi, __ATOMIC_RELEASE);
+	/* the rings' directory likewise (walk_ring.c; not recorded into yet) */
+	__atomic_store_n(&ctl.rings_addr, (uint64_t)(uintptr_t)&walk_ring_directory, __ATOMIC_RELEASE);
 }
 
 void index_insert(void *p, uint64_t size)

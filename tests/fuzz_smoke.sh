@@ -11,7 +11,9 @@
 # preload library's index of live blocks, as the leak check decodes it
 # (build/fuzz/fuzz_blockset) for FUZZ_BLOCKSET_SECONDS, and the preload
 # library's stack walks over arbitrary unwind images and stacks
-# (build/fuzz/fuzz_walk) for FUZZ_WALK_SECONDS.  A crash leaves its input
+# (build/fuzz/fuzz_walk) for FUZZ_WALK_SECONDS, and the library's rings of
+# walked records, as dwleak drains them (build/fuzz/fuzz_walk_ring) for
+# FUZZ_WALK_RING_SECONDS.  A crash leaves its input
 # in build/fuzz/crash-*.
 set -euo pipefail
 BUILD=${BUILD:-$ROOT/build}
@@ -44,3 +46,4 @@ fuzz fuzz_agent agent_seeds "${FUZZ_AGENT_SECONDS:-5}"
 fuzz fuzz_seccomp seccomp_seeds "${FUZZ_SECCOMP_SECONDS:-5}"
 fuzz fuzz_blockset blockset_seeds "${FUZZ_BLOCKSET_SECONDS:-5}"
 fuzz fuzz_walk walk_seeds "${FUZZ_WALK_SECONDS:-5}"
+fuzz fuzz_walk_ring walk_ring_seeds "${FUZZ_WALK_RING_SECONDS:-5}"

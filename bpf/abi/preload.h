@@ -102,7 +102,7 @@ enum dwleak_preload_class {
  */
 #define DWLEAK_PRELOAD_CONTROL_SYM "dwleak_preload_control"
 #define DWLEAK_PRELOAD_MAGIC 0x646c72706b6c7764ull /* "dwlkprld", little-endian */
-#define DWLEAK_PRELOAD_VERSION 3
+#define DWLEAK_PRELOAD_VERSION 4
 
 /* Why a process's library does not fire its sites (control.disabled). */
 enum dwleak_preload_disabled {
@@ -179,9 +179,20 @@ struct dwleak_preload_control {
 	__u32 index_request;
 	__u32 index_pad;
 	__u64 index_addr;
+	/*
+	 * The rings of walked records (bpf/abi/walk_ring_abi.h): RINGS_ADDR is the
+	 * address of the library's directory of per-thread rings (its own
+	 * variable), fixed at load, which dwleak drains with process_vm_readv.
+	 * RINGS_REQUEST is dwleak's: 1 asks the library to walk and record
+	 * each call there instead of firing its sites (not acted on yet: the
+	 * session does not drain rings so far).
+	 */
+	__u32 rings_request;
+	__u32 rings_pad;
+	__u64 rings_addr;
 };
 
-_Static_assert(sizeof(struct dwleak_preload_control) == 128, "dwleak_preload_control layout");
+_Static_assert(sizeof(struct dwleak_preload_control) == 144, "dwleak_preload_control layout");
 
 /* The library's entry for target/inject.c: int dwleak_injected_start(void),
  * called once, in a thread of its own, right after dlopen; it routes the

@@ -1,0 +1,195 @@
+/* The layout of the preload library's per-thread rings of walked records
+ * (preload/walk_ring.c writes them in its own memory; target/walk_ring_read.c
+ * drains them with process_vm_readv): issue 24's hot path kept in the
+ * process, no kernel entry per allocator call.  A contract between the
+ * library, which writes, and dwleak, which reads it as untrusted bytes and
+ * writes back two kinds of word (a ring's tail, a slot handed back).
+ * Fixed-width types only; every struct's size is asserted.  Include-only. */
+#ifndef DWLEAK_WALK_RING_ABI_H
+#define DWLEAK_WALK_RING_ABI_H
+
+#include <linux/types.h>
+
+/*
+ * How dwleak finds them: the control block's rings_addr (preload.h) holds
+ * the address of the library's struct walk_ring_dir, its own static
+ * variable, fixed at load.  The directory names up to WALK_RING_SLOTS
+ * rings, one per thread that recorded, each a private anonymous mapping
+ * of its own (page-aligned, MADV_WIPEONFORK: a fork's child and the leak
+ * check's snapshot see it zeroed, so neither inherits the parent's records
+ * nor finds block addresses in them): a struct walk_ring_header, then
+ * 2^data_bits bytes of records at WALK_RING_DATA_OFFSET.
+ *
+ * Positions.  HEAD, PUBLISHED and TAIL are absolute byte positions (they
+ * only grow; a record at position P lies at offset P & MASK of the data
+ * area), so full and empty are never confused and a ring reused by
+ * another thread goes on from where it was.  Always
+ *     tail <= published <= head,   head - tail <= 2^data_bits.
+ *   head       the writer's: reserved up to here (a compare-exchange, so a
+ *              signal handler of the same thread that records in the
+ *              middle of a record reserves after it)
+ *   published  the writer's: every record below it is whole.  A thread's
+ *              outermost record (not one of a signal handler made inside
+ *              another) raises it to HEAD once written, as perf's ring does
+ *              with nested NMIs; it never goes down
+ *   tail       dwleak's: records below it are read; the writer never
+ *              overwrites them (a record that does not fit is dropped and
+ *              counted in DROPPED, the writer never waits)
+ * dwleak reads the header (one read), then [tail, published) (later reads:
+ * separate reads are ordered), and writes TAIL back: 8 bytes, through
+ * /proc/PID/mem, while the slot is LIVE.
+ *
+ * Records.  Each is a struct walk_ring_record and its NFRAMES pcs, 40 +
+ * 8 * NFRAMES bytes (8-byte aligned), never across the end of the data
+ * area: a record that would be is put at offset 0 after a pad record
+ * (type WALK_RING_REC_PAD, its check word only) that fills the rest.  A
+ * record's CHECK word is WALK_RING_CHECK(position, type), written last,
+ * so a record read at the wrong place, or left from an earlier lap, is
+ * told from the one expected.
+ *
+ * Ordering across threads.  Each record carries the TSC (rdtscp: invariant
+ * and synchronized across CPUs on x86-64): a free is recorded before the
+ * block is released, an allocation after the allocator returned it, so
+ * for one address a free's tsc is below that of the allocation that
+ * reuses it, whatever threads made them.  Within a ring records are in
+ * reservation order (a signal handler's may come between two tscs of the
+ * interrupted thread).  dwleak's rule: a free of an address it holds no
+ * block for is held back until every ring was drained past its tsc
+ * (every LIVE ring's published records read, and the drain started after
+ * that tsc); an allocation of that address with an earlier tsc, read in
+ * the meantime from any ring, is cancelled by it; a held free that meets
+ * no such allocation is a free of a block from before the trace.
+ *
+ * Slots.  A thread claims a FREE slot on its first record: compare-
+ * exchange of TID from 0 to its own, then (reusing the slot's ring when it
+ * has one, else mapping one, RING written) the ring's header set up,
+ * TAIL = HEAD = PUBLISHED included (the only time the library writes
+ * TAIL: no reader drains a slot that is not LIVE), then STATE = LIVE
+ * (release).  A thread never gives its slot back itself (it cannot know
+ * it is ending); dwleak does, for a thread that no longer exists
+ * (/proc/PID/task/TID gone), once it read what it wants of the ring:
+ *     slot.state = FREE;  slot.tid = 0;  dir.reclaimed += 1
+ * in that order (target/walk_ring_read.h's walk_ring_reclaim_plan gives
+ * the writes; records left unread are lost, the next owner starts at
+ * PUBLISHED).  The ring stays mapped for the next thread.  Threads that
+ * found no free slot (counted in dir.no_slot, their records dropped) look
+ * again only when RECLAIMED changes.  In a fork's child the library frees
+ * every slot itself (its threads are gone there).
+ */
+#define WALK_RING_DIR_MAGIC 0x726964726b6c7764ull  /* "dwlkrdir", little-endian */
+#define WALK_RING_MAGIC 0x676e69726b6c7764ull	   /* "dwlkring", little-endian */
+#define WALK_RING_VERSION 1
+
+/* The directory's slots: threads recording at one time. */
+#define WALK_RING_SLOTS 256
+/* Bounds of a ring's data area, 2^data_bits bytes: at least two records
+ * of DWLEAK_MAX_FRAMES frames (1,056 bytes each): 4 KiB; at most 64 MiB. */
+#define WALK_RING_BITS_MIN 12
+#define WALK_RING_BITS_MAX 26
+/* The size new rings get unless dwleak wrote another (dir.data_bits):
+ * 1 MiB, about 5,000 records of 20 frames. */
+#define WALK_RING_BITS_DEFAULT 20
+/* Where the data area starts in a ring's mapping. */
+#define WALK_RING_DATA_OFFSET 256
+/* A ring's address: aligned to this at least (the library's are page-
+ * aligned), below WALK_RING_ADDR_END. */
+#define WALK_RING_ALIGN 64
+#define WALK_RING_ADDR_MIN 4096ull
+#define WALK_RING_ADDR_END (1ull << 56)
+
+enum walk_ring_slot_state {
+	WALK_RING_SLOT_FREE = 0,	/* no thread (TID 0), or a thread setting it up (TID set) */
+	WALK_RING_SLOT_LIVE = 1,	/* TID's ring at RING: dwleak drains it */
+};
+
+struct walk_ring_slot {
+	__u64 ring;  /* the ring's header; 0: none mapped yet */
+	__u32 tid;   /* the thread that owns it; 0: free */
+	__u32 state; /* enum walk_ring_slot_state */
+};
+
+_Static_assert(sizeof(struct walk_ring_slot) == 16, "walk_ring_slot layout");
+
+struct walk_ring_dir {
+	__u64 magic;	    /* WALK_RING_DIR_MAGIC */
+	__u32 version;	    /* WALK_RING_VERSION */
+	__u32 nslots;	    /* WALK_RING_SLOTS */
+	__u32 slot_size;    /* sizeof(struct walk_ring_slot) */
+	__u32 header_size;  /* sizeof(struct walk_ring_header) */
+	__u32 record_size;  /* sizeof(struct walk_ring_record) */
+	__u32 data_bits;    /* new rings' data area, 2^data_bits bytes; dwleak may write it
+			     * (the library clamps it to the bounds) */
+	__u64 pad0[4];
+	/* counters (relaxed), their own line: records dropped for want of a ring */
+	__u64 no_slot;	    /* every slot taken */
+	__u64 no_map;	    /* a ring could not be mapped (no memory, a seccomp filter) */
+	__u64 no_claim;	    /* a signal handler recorded while its thread claimed a slot */
+	__u64 reclaimed;    /* dwleak's: slots it handed back (see above) */
+	__u64 pad1[4];
+	struct walk_ring_slot slot[WALK_RING_SLOTS];
+};
+
+_Static_assert(sizeof(struct walk_ring_dir) == 128 + 16 * WALK_RING_SLOTS, "walk_ring_dir layout");
+_Static_assert(__builtin_offsetof(struct walk_ring_dir, no_slot) == 64, "counters on their own line");
+_Static_assert(__builtin_offsetof(struct walk_ring_dir, slot) == 128, "slots after the counters");
+
+struct walk_ring_header {
+	/* set when a thread claims the ring */
+	__u64 magic;	    /* WALK_RING_MAGIC */
+	__u32 version;	    /* WALK_RING_VERSION */
+	__u32 data_bits;    /* the data area: 2^data_bits bytes at WALK_RING_DATA_OFFSET */
+	__u32 tid;	    /* the owner, as in its slot */
+	__u32 life;	    /* claims of this ring so far: a new owner changes it */
+	__u64 pad0[5];
+	/* the writer's line */
+	__u64 head;
+	__u64 published;
+	__u64 mask;	    /* 2^data_bits - 1 */
+	__u64 records;	    /* records written (relaxed) */
+	__u64 dropped;	    /* records dropped: the ring was full (dwleak slower than the thread) */
+	__u64 pad1[3];
+	/* dwleak's line */
+	__u64 tail;
+	__u64 pad2[7];
+	__u64 pad3[8];
+};
+
+_Static_assert(sizeof(struct walk_ring_header) == WALK_RING_DATA_OFFSET, "walk_ring_header layout");
+_Static_assert(__builtin_offsetof(struct walk_ring_header, head) == 64, "the writer's line");
+_Static_assert(__builtin_offsetof(struct walk_ring_header, tail) == 128, "dwleak's line");
+
+enum walk_ring_type {
+	WALK_RING_REC_NONE = 0,	    /* never written: not a record */
+	WALK_RING_REC_ALLOC = 1,	    /* ADDR now holds SIZE bytes; the pcs are its allocation's walk */
+	WALK_RING_REC_FREE = 2,	    /* ADDR released (free, delete) */
+	WALK_RING_REC_REALLOC_FREE = 3, /* ADDR given to realloc: moved or released */
+	WALK_RING_REC_PAD = 4,	    /* the rest of the data area is unused: go on at offset 0 */
+	WALK_RING_REC_TYPES,
+};
+
+/* A record's check word: its absolute position (the low 56 bits) and its
+ * type. */
+#define WALK_RING_CHECK(pos, type) (((__u64)(pos) << 8) | (__u64)(type))
+#define WALK_RING_CHECK_POS(check) ((check) >> 8)
+#define WALK_RING_CHECK_TYPE(check) ((check) & 0xff)
+#define WALK_RING_POS_MASK ((1ull << 56) - 1)
+
+struct walk_ring_record {
+	__u64 check;	/* WALK_RING_CHECK(position, type), written last */
+	__u8 nframes;	/* <= DWLEAK_MAX_FRAMES; 0 for a free */
+	__u8 kind;	/* enum alloc_kind of the call */
+	__u8 end;	/* enum walk_end: why the walk stopped */
+	__u8 fp;	/* 1: a frame-pointer walk, 0: DWARF */
+	__u32 pad;	/* 0 */
+	__u64 tsc;	/* rdtscp: when (see Ordering above) */
+	__u64 addr;	/* the block, never 0 */
+	__u64 size;	/* bytes asked for (an allocation); 0 for a free */
+	__u64 pcs[];	/* NFRAMES, as struct stack_trace's (dwleak.h) */
+};
+
+_Static_assert(sizeof(struct walk_ring_record) == 40, "walk_ring_record layout");
+
+/* A record of N frames, in bytes. */
+#define WALK_RING_RECORD_BYTES(n) (sizeof(struct walk_ring_record) + 8 * (__u64)(n))
+
+#endif

@@ -1,0 +1,285 @@
+/* The per-thread rings of walked records (see walk_ring.h and the contract
+ * in bpf/abi/walk_ring_abi.h): a record reserved with a compare-exchange on
+ * the ring's head, written, and published by the thread's outermost
+ * record; a slot claimed with a compare-exchange on its tid. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dwleak.h" /* DWLEAK_MAX_FRAMES */
+#include "walk_ring.h"
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define BARRIER() __asm__ volatile("" ::: "memory")
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+struct walk_ring_dir walk_ring_directory __attribute__((aligned(64))) = {
+	.magic = WALK_RING_DIR_MAGIC,
+	.version = WALK_RING_VERSION,
+	.nslots = WALK_RING_SLOTS,
+	.slot_size = sizeof(struct walk_ring_slot),
+	.header_size = sizeof(struct walk_ring_header),
+	.record_size = sizeof(struct walk_ring_record),
+	.data_bits = WALK_RING_BITS_DEFAULT,
+};
+
+/* Each slot's mapping's data bits, the library's own (not in the ABI):
+ * a ring wiped by a fork reads 0 there, and its mapping is reused. */
+static uint8_t slot_bits[WALK_RING_SLOTS];
+
+/* The calling thread's ring.  24 bytes of the static TLS surplus
+ * (initial-exec: an access is an offset from %fs, never __tls_get_addr). */
+struct ring_tls {
+	struct walk_ring_header *ring;
+	uint32_t nest;	      /* records in progress: 2 in a handler that interrupted one */
+	uint16_t slot;	      /* RING's slot */
+	uint8_t claiming;     /* a claim is under way (a handler drops its record) */
+	uint8_t pad;
+	uint64_t gave_up;     /* 1 + dir.reclaimed when no ring could be had; 0: never */
+};
+
+static __thread struct ring_tls ring_tls __attribute__((tls_model("initial-exec")));
+
+/*
+ * Compare-exchange without the lock prefix: one instruction, so atomic
+ * against a signal handler of this thread (a handler runs between two
+ * instructions), which is all a word only this thread writes needs; a
+ * fraction of a locked one's cost.  Readers in other processes see either
+ * value whole (an aligned 8-byte store).
+ */
+static inline bool cas_local(__u64 *p, __u64 *expected, __u64 desired)
+{
+	__u64 prev = *expected;
+	bool ok;
+
+	__asm__ volatile("cmpxchgq %3, %1" : "=@ccz"(ok), "+m"(*p), "+a"(prev) : "r"(desired) : "memory");
+	*expected = prev;
+	return ok;
+}
+
+/* One instruction too: a handler's increment is not lost. */
+static inline void inc_local(__u64 *p)
+{
+	__asm__ volatile("addq $1, %0" : "+m"(*p) : : "memory");
+}
+
+/* rdtscp waits for the instructions before it (the allocator's return,
+ * the loads that found the block), not for the ones after, whose stores
+ * (the free that follows a free's record) become visible after it
+ * retired: walk_ring_abi.h's ordering rule. */
+static inline uint64_t tsc_now(void)
+{
+	uint32_t lo, hi, aux;
+
+	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* Raises PUBLISHED to HEAD, never lowering it: a handler that published
+ * more between the load and the exchange makes the exchange fail and the
+ * loop look again.  Called at nest 0 only, when every reservation below
+ * HEAD is whole (a handler's runs to its end before this thread goes on). */
+static inline void publish(struct walk_ring_header *r)
+{
+	__u64 h, p;
+
+	for (;;) {
+		h = LOAD(r->head);
+		p = LOAD(r->published);
+		if (p >= h)
+			return;
+		cas_local(&r->published, &p, h);
+	}
+}
+
+static inline uint32_t bits_wanted(void)
+{
+	uint32_t b = LOAD(walk_ring_directory.data_bits);
+
+	return b < WALK_RING_BITS_MIN ? WALK_RING_BITS_MIN : b > WALK_RING_BITS_MAX ? WALK_RING_BITS_MAX : b;
+}
+
+/* Sets up slot I's ring R (BITS) for thread TID and makes the slot LIVE.
+ * Positions go on from PUBLISHED (0 in a fresh or wiped mapping). */
+static void ring_setup(uint32_t i, struct walk_ring_header *r, uint32_t bits, uint32_t tid)
+{
+	uint64_t pos = r->magic == WALK_RING_MAGIC ? r->published : 0;
+
+	r->version = WALK_RING_VERSION;
+	r->data_bits = bits;
+	r->tid = tid;
+	r->life++;
+	r->mask = (1ull << bits) - 1;
+	r->records = 0;
+	r->dropped = 0;
+	r->head = pos;
+	r->published = pos;
+	r->tail = pos; /* the slot is not LIVE: no reader writes it now */
+	__atomic_store_n(&r->magic, WALK_RING_MAGIC, __ATOMIC_RELEASE);
+	__atomic_store_n(&walk_ring_directory.slot[i].state, WALK_RING_SLOT_LIVE, __ATOMIC_RELEASE);
+}
+
+/* No ring for this thread: counted in *COUNTER; looked for again when
+ * dwleak hands a slot back. */
+static struct walk_ring_header *give_up(struct ring_tls *t, uint64_t reclaimed, __u64 *counter)
+{
+	t->gave_up = reclaimed + 1;
+	__atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/*
+ * The calling thread's ring, claimed (a FREE slot whose tid it swaps from
+ * 0 to its own; the slot's ring reused, or one mapped) or set up again in
+ * place (its mapping wiped by a fork made without the atfork handler: a
+ * raw clone).  NULL when it has none, counted.  mmap and madvise are bare
+ * system calls (no lock, no allocation): safe inside an allocation, in a
+ * signal handler, in a fork's child.  errno kept.
+ */
+static __attribute__((noinline, cold)) struct walk_ring_header *ring_claim(struct ring_tls *t)
+{
+	struct walk_ring_dir *d = &walk_ring_directory;
+	uint64_t reclaimed = LOAD(d->reclaimed), ring;
+	struct walk_ring_header *r = t->ring;
+	int saved = errno;
+	uint32_t tid, i, bits;
+	void *m;
+
+	if (t->claiming) {
+		__atomic_fetch_add(&d->no_claim, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	if (!r && t->gave_up == reclaimed + 1) {
+		__atomic_fetch_add(&d->no_slot, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	t->claiming = 1;
+	BARRIER();
+	/* syscall(), not gettid(): an import the library already has (and
+	 * tests/preload_no_hang.sh audits every one) */
+	tid = (uint32_t)syscall(SYS_gettid);
+	if (r) {
+		/* wiped: this thread's slot still names it (a copy of the
+		 * directory came with the clone), under the parent's tid */
+		i = t->slot;
+		__atomic_store_n(&d->slot[i].tid, tid, __ATOMIC_RELAXED);
+		ring_setup(i, r, slot_bits[i], tid);
+		goto done;
+	}
+	for (i = 0; i < WALK_RING_SLOTS; i++) {
+		uint32_t zero = 0;
+
+		if (!LOAD(d->slot[i].tid) &&
+		    __atomic_compare_exchange_n(&d->slot[i].tid, &zero, tid, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			break;
+	}
+	if (i == WALK_RING_SLOTS) {
+		r = give_up(t, reclaimed, &d->no_slot);
+		goto done;
+	}
+	ring = LOAD(d->slot[i].ring);
+	bits = slot_bits[i];
+	if (!ring) {
+		bits = bits_wanted();
+		m = mmap(NULL, WALK_RING_DATA_OFFSET + (1ul << bits), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			__atomic_store_n(&d->slot[i].tid, 0, __ATOMIC_RELEASE);
+			r = give_up(t, reclaimed, &d->no_map);
+			goto done;
+		}
+		/* a kernel before 4.14 refuses: the atfork handler still gives
+		 * a child rings of its own (only a raw clone's would be copies) */
+		(void)madvise(m, WALK_RING_DATA_OFFSET + (1ul << bits), MADV_WIPEONFORK);
+		ring = (uint64_t)(uintptr_t)m;
+		slot_bits[i] = (uint8_t)bits;
+		__atomic_store_n(&d->slot[i].ring, ring, __ATOMIC_RELEASE);
+	}
+	r = (struct walk_ring_header *)(uintptr_t)ring;
+	ring_setup(i, r, bits, tid);
+	t->slot = (uint16_t)i;
+	t->ring = r;
+done:
+	BARRIER();
+	t->claiming = 0;
+	errno = saved;
+	return r;
+}
+
+int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
+		  const uint64_t *pcs, uint32_t n)
+{
+	struct ring_tls *t = &ring_tls;
+	struct walk_ring_header *r = t->ring;
+	struct walk_ring_record *rec;
+	__u64 len = WALK_RING_RECORD_BYTES(n), h, off, room, need, mask;
+	uint8_t *data;
+
+	if (unlikely(n > DWLEAK_MAX_FRAMES || !addr || type == WALK_RING_REC_NONE || type >= WALK_RING_REC_PAD))
+		return -EINVAL;
+	/* a wiped magic: a fork's child (see ring_claim) */
+	if (unlikely(!r || LOAD(r->magic) != WALK_RING_MAGIC)) {
+		r = ring_claim(t);
+		if (!r)
+			return -ENOSPC;
+	}
+	t->nest++;
+	BARRIER();
+	mask = r->mask;
+	h = LOAD(r->head);
+	do {
+		off = h & mask;
+		room = mask + 1 - off;
+		need = len <= room ? len : room + len;
+		/* TAIL is dwleak's, written from outside */
+		if (unlikely(h + need - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > mask + 1)) {
+			inc_local(&r->dropped);
+			BARRIER();
+			if (--t->nest == 0)
+				publish(r); /* a handler's record made meanwhile */
+			return -ENOBUFS;
+		}
+	} while (!cas_local(&r->head, &h, h + need));
+	data = (uint8_t *)r + WALK_RING_DATA_OFFSET;
+	if (need != len) {
+		((struct walk_ring_record *)(data + off))->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, WALK_RING_REC_PAD);
+		h += room;
+		off = 0;
+	}
+	rec = (struct walk_ring_record *)(data + off);
+	rec->nframes = (uint8_t)n;
+	rec->kind = (uint8_t)kind;
+	rec->end = (uint8_t)end;
+	rec->fp = (uint8_t)fp;
+	rec->pad = 0;
+	rec->tsc = tsc_now();
+	rec->addr = addr;
+	rec->size = size;
+	if (n) /* a free's PCS may be NULL, which memcpy must not be given */
+		memcpy(rec->pcs, pcs, n * sizeof(*pcs));
+	BARRIER();
+	rec->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, type);
+	inc_local(&r->records);
+	BARRIER();
+	if (--t->nest == 0)
+		publish(r);
+	return 0;
+}
+
+void walk_ring_fork_child(void)
+{
+	struct walk_ring_dir *d = &walk_ring_directory;
+	uint32_t i;
+
+	for (i = 0; i < WALK_RING_SLOTS; i++) {
+		d->slot[i].state = WALK_RING_SLOT_FREE;
+		d->slot[i].tid = 0;
+	}
+	d->no_slot = d->no_map = d->no_claim = d->reclaimed = 0;
+	ring_tls = (struct ring_tls){ 0 };
+}

@@ -1,0 +1,47 @@
+/* The preload library's per-thread rings of walked records (issue 24: the
+ * hot path kept in the process): each allocator call's walk written into
+ * the calling thread's own ring (bpf/abi/walk_ring_abi.h) in a few
+ * nanoseconds beyond copying its pcs, which dwleak drains with
+ * process_vm_readv, so that no call enters the kernel.  No allocation, no
+ * lock, no system call but a ring's mapping on a thread's first record;
+ * errno kept; safe in signal handlers (also one that records in the middle
+ * of its thread's record) and in a fork's child; initial-exec TLS only.
+ * Not wired into the traced paths yet. */
+#ifndef DWLEAK_PRELOAD_WALK_RING_H
+#define DWLEAK_PRELOAD_WALK_RING_H
+
+#include <stdint.h>
+
+#include "walk_ring_abi.h"
+
+/* The directory dwleak reads (its address goes in the control block's
+ * rings_addr): the library's own variable, set up statically, so that it
+ * exists before any constructor. */
+extern struct walk_ring_dir walk_ring_directory;
+
+/*
+ * Writes one record into the calling thread's ring, claiming a slot and
+ * mapping a ring first when the thread has none: TYPE (enum walk_ring_type,
+ * not PAD), KIND (enum alloc_kind), END (enum walk_end), FP (1: a
+ * frame-pointer walk), ADDR (not 0), SIZE, and the N pcs at PCS (N <=
+ * DWLEAK_MAX_FRAMES).  Its tsc is read here (rdtscp): record a free before
+ * the block is released, an allocation after the allocator returned it
+ * (walk_ring_abi.h's ordering rule depends on it).  Returns 0, or, the record
+ * dropped and counted:
+ *   -ENOBUFS  the ring is full (its header's dropped)
+ *   -ENOSPC   the thread has no ring: no free slot, no mapping, or a
+ *             signal handler interrupted the claim (the directory's no_*)
+ *   -EINVAL   an argument out of bounds (a caller's bug: not counted)
+ * Never blocks, never overwrites a record dwleak has not read.
+ */
+int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
+		  const uint64_t *pcs, uint32_t n);
+
+/* In a fork's child, from fork() itself (boot.c's atfork handler): every
+ * slot freed (the parent's threads do not exist here) and the calling
+ * thread's ring forgotten, so that the child's records go to rings of its
+ * own (their mappings, wiped by MADV_WIPEONFORK, are reused).  Stores
+ * only. */
+void walk_ring_fork_child(void);
+
+#endif

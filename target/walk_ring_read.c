@@ -1,0 +1,333 @@
+/* Draining the preload library's rings of walked records out of a process
+ * (see walk_ring_read.h): the directory checked, each LIVE ring's header
+ * checked before anything it names is read, the records read in chunks
+ * and checked one by one, each ring's error its own. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_kind.h"
+#include "dwleak.h"
+#include "walk_ring_read.h"
+
+static void __attribute__((format(printf, 3, 4))) say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+#define RING_FAIL(r, e, ...) (say((r)->why, sizeof((r)->why), __VA_ARGS__), (r)->err = (e))
+
+/* The callback's result as a negative errno: anything but 0 is a failure. */
+static int read_bytes(walk_ring_read_fn read_mem, void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	int r = read_mem(ctx, addr, buf, len);
+
+	return r < 0 ? r : r > 0 ? -EIO : 0;
+}
+
+/* The memory a ring occupies: its header and data area. */
+static uint64_t ring_end(const struct walk_ring_ring *r)
+{
+	return r->ring + WALK_RING_DATA_OFFSET + (1ull << r->data_bits);
+}
+
+/* Checks the header H of slot S's ring into R (the slot's fields set). */
+static int header_check(const struct walk_ring_header *h, struct walk_ring_ring *r)
+{
+	uint64_t size;
+
+	if (h->magic == 0)
+		return RING_FAIL(r, -ENODATA, "slot %u: ring at %#llx wiped (a fork's copy)", r->slot,
+				 (unsigned long long)r->ring);
+	if (h->magic != WALK_RING_MAGIC || h->version != WALK_RING_VERSION)
+		return RING_FAIL(r, -EPROTO, "slot %u: no ring at %#llx (magic %#llx, version %u)", r->slot,
+				 (unsigned long long)r->ring, (unsigned long long)h->magic, h->version);
+	if (h->data_bits < WALK_RING_BITS_MIN || h->data_bits > WALK_RING_BITS_MAX ||
+	    h->mask != (1ull << h->data_bits) - 1)
+		return RING_FAIL(r, -EBADMSG, "slot %u: data of 2^%u bytes, mask %#llx", r->slot, h->data_bits,
+				 (unsigned long long)h->mask);
+	r->data_bits = h->data_bits;
+	size = 1ull << h->data_bits;
+	if (r->ring > WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - size)
+		return RING_FAIL(r, -EBADMSG, "slot %u: ring at %#llx of 2^%u bytes past the address space",
+				 r->slot, (unsigned long long)r->ring, h->data_bits);
+	if (h->tid != r->tid)
+		return RING_FAIL(r, -EBADMSG, "slot %u: ring of thread %u, slot of %u", r->slot, h->tid, r->tid);
+	r->life = h->life;
+	r->tail = r->new_tail = h->tail;
+	r->published = h->published;
+	r->head = h->head;
+	r->records = h->records;
+	r->dropped = h->dropped;
+	if ((h->tail | h->published | h->head) % 8)
+		return RING_FAIL(r, -EBADMSG, "slot %u: positions not 8-byte aligned (tail %#llx, published %#llx, "
+				 "head %#llx)", r->slot, (unsigned long long)h->tail,
+				 (unsigned long long)h->published, (unsigned long long)h->head);
+	if (h->tail > h->published || h->published > h->head || h->head - h->tail > size)
+		return RING_FAIL(r, -EBADMSG, "slot %u: tail %#llx, published %#llx, head %#llx in 2^%u bytes",
+				 r->slot, (unsigned long long)h->tail, (unsigned long long)h->published,
+				 (unsigned long long)h->head, h->data_bits);
+	return 0;
+}
+
+/* Checks record REC (whole in the buffer) at POS, LEN bytes, against ring
+ * R's bounds: 0 or R's error. */
+static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64_t len, uint64_t room,
+			struct walk_ring_ring *r)
+{
+	uint32_t type = WALK_RING_CHECK_TYPE(rec->check);
+
+	if (len > room)
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of %llu bytes crosses the end of the data",
+				 r->slot, (unsigned long long)pos, (unsigned long long)len);
+	if (pos + len > r->published)
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of %llu bytes past published %#llx", r->slot,
+				 (unsigned long long)pos, (unsigned long long)len, (unsigned long long)r->published);
+	if (type != WALK_RING_REC_ALLOC && type != WALK_RING_REC_FREE && type != WALK_RING_REC_REALLOC_FREE)
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u", r->slot, (unsigned long long)pos,
+				 type);
+	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 || rec->pad || !rec->addr)
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx: kind %u, end %u, fp %u, pad %u, addr %#llx",
+				 r->slot, (unsigned long long)pos, rec->kind, rec->end, rec->fp, rec->pad,
+				 (unsigned long long)rec->addr);
+	return 0;
+}
+
+/*
+ * Reads ring R's records from its tail to its published head, in chunks
+ * through BUF, handing each to ON_RECORD.  Returns the callback's nonzero
+ * result (the drain stops), else 0 (R->err says whether the ring was read
+ * to the end).
+ */
+static int ring_records(walk_ring_read_fn read_mem, void *rctx, walk_ring_record_fn on_record, void *cctx,
+			struct walk_ring_ring *r, uint8_t *buf)
+{
+	uint64_t size = 1ull << r->data_bits, mask = size - 1, data = r->ring + WALK_RING_DATA_OFFSET;
+	uint64_t pos = r->tail, off, span, got, b, len, check;
+	const struct walk_ring_record *rec;
+	struct walk_ring_rec out;
+	int err;
+
+	while (pos < r->published) {
+		off = pos & mask;
+		span = r->published - pos < size - off ? r->published - pos : size - off;
+		got = span < WALK_RING_READ_CHUNK ? span : WALK_RING_READ_CHUNK;
+		err = read_bytes(read_mem, rctx, data + off, buf, got);
+		if (err)
+			return RING_FAIL(r, err, "slot %u: reading %llu bytes of records at %#llx", r->slot,
+					 (unsigned long long)got, (unsigned long long)(data + off)),
+			       0;
+		/* whole records in the chunk; one cut by its end is read again
+		 * at the start of the next */
+		for (b = 0; b + 8 <= got;) {
+			memcpy(&check, buf + b, 8);
+			if (WALK_RING_CHECK_POS(check) != (pos & WALK_RING_POS_MASK))
+				return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx: check word %#llx", r->slot,
+						 (unsigned long long)pos, (unsigned long long)check),
+				       0;
+			if (WALK_RING_CHECK_TYPE(check) == WALK_RING_REC_PAD) {
+				if (off + b == 0 || pos + (size - off - b) > r->published)
+					return RING_FAIL(r, -EBADMSG, "slot %u: pad at %#llx (offset %#llx)", r->slot,
+							 (unsigned long long)pos, (unsigned long long)(off + b)),
+					       0;
+				pos += size - off - b;
+				break; /* the chunk reached the end of the data: the next one starts at 0 */
+			}
+			if (pos + sizeof(*rec) > r->published || sizeof(*rec) > size - off - b)
+				return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx cut by published %#llx or the end",
+						 r->slot, (unsigned long long)pos, (unsigned long long)r->published),
+				       0;
+			/* a chunk holds at least one whole record (WALK_RING_READ_CHUNK is
+			 * above the largest, and a shorter span was checked above): a
+			 * record cut here is not its first, so the next chunk advances */
+			if (b + sizeof(*rec) > got)
+				break;
+			rec = (const struct walk_ring_record *)(buf + b);
+			if (rec->nframes > DWLEAK_MAX_FRAMES)
+				return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of %u frames", r->slot,
+						 (unsigned long long)pos, rec->nframes),
+				       0;
+			len = WALK_RING_RECORD_BYTES(rec->nframes);
+			if (record_check(rec, pos, len, size - off - b, r))
+				return 0;
+			if (b + len > got)
+				break;
+			out = (struct walk_ring_rec){
+				.slot = r->slot,
+				.tid = r->tid,
+				.type = WALK_RING_CHECK_TYPE(check),
+				.kind = rec->kind,
+				.end = rec->end,
+				.fp = rec->fp,
+				.nframes = rec->nframes,
+				.pos = pos,
+				.tsc = rec->tsc,
+				.addr = rec->addr,
+				.size = rec->size,
+				.pcs = (const uint64_t *)rec->pcs,
+			};
+			err = on_record(cctx, &out);
+			if (err)
+				return err;
+			r->delivered++;
+			pos += len;
+			b += len;
+			r->new_tail = pos;
+		}
+		r->new_tail = pos;
+	}
+	return 0;
+}
+
+static bool ranges_meet(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+	return a0 < b1 && b0 < a1;
+}
+
+int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_ring_record_fn on_record,
+		    void *cctx, struct walk_ring_drain *out)
+{
+	struct walk_ring_dir *d;
+	struct walk_ring_header h;
+	uint64_t dir_end = dir + sizeof(*d);
+	uint8_t *buf = NULL;
+	uint32_t i, j;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->dir = dir;
+	if (dir % 8 || dir < WALK_RING_ADDR_MIN || dir > WALK_RING_ADDR_END - sizeof(*d)) {
+		say(out->why, sizeof(out->why), "directory at %#llx", (unsigned long long)dir);
+		return -EBADMSG;
+	}
+	d = malloc(sizeof(*d));
+	buf = malloc(WALK_RING_READ_CHUNK);
+	if (!d || !buf) {
+		free(d);
+		free(buf);
+		say(out->why, sizeof(out->why), "a chunk buffer");
+		return -ENOMEM;
+	}
+	err = read_bytes(read_mem, rctx, dir, d, sizeof(*d));
+	if (err) {
+		say(out->why, sizeof(out->why), "reading the directory at %#llx", (unsigned long long)dir);
+		goto done;
+	}
+	if (d->magic != WALK_RING_DIR_MAGIC || d->version != WALK_RING_VERSION || d->nslots != WALK_RING_SLOTS ||
+	    d->slot_size != sizeof(struct walk_ring_slot) || d->header_size != sizeof(struct walk_ring_header) ||
+	    d->record_size != sizeof(struct walk_ring_record)) {
+		say(out->why, sizeof(out->why),
+		    "no ring directory at %#llx (magic %#llx, version %u, %u slots of %u bytes, headers %u, "
+		    "records %u)", (unsigned long long)dir, (unsigned long long)d->magic, d->version, d->nslots,
+		    d->slot_size, d->header_size, d->record_size);
+		err = -EPROTO;
+		goto done;
+	}
+	out->data_bits = d->data_bits;
+	out->no_slot = d->no_slot;
+	out->no_map = d->no_map;
+	out->no_claim = d->no_claim;
+	out->reclaimed = d->reclaimed;
+	/* the slots first, headers checked, so that overlaps are known before
+	 * any record is read or any tail written back */
+	for (i = 0; i < WALK_RING_SLOTS; i++) {
+		const struct walk_ring_slot *s = &d->slot[i];
+		struct walk_ring_ring *r;
+
+		if (s->state == WALK_RING_SLOT_FREE)
+			continue;
+		r = &out->ring[out->n++];
+		r->slot = i;
+		r->tid = s->tid;
+		r->ring = s->ring;
+		r->tail_addr = s->ring + __builtin_offsetof(struct walk_ring_header, tail);
+		if (s->state != WALK_RING_SLOT_LIVE || !s->tid) {
+			RING_FAIL(r, -EBADMSG, "slot %u: state %u, thread %u", i, s->state, s->tid);
+			continue;
+		}
+		if (s->ring % WALK_RING_ALIGN || s->ring < WALK_RING_ADDR_MIN ||
+		    s->ring > WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << WALK_RING_BITS_MIN)) {
+			RING_FAIL(r, -EBADMSG, "slot %u: ring at %#llx", i, (unsigned long long)s->ring);
+			continue;
+		}
+		err = read_bytes(read_mem, rctx, s->ring, &h, sizeof(h));
+		if (err) {
+			RING_FAIL(r, err, "slot %u: reading its ring's header at %#llx", i, (unsigned long long)s->ring);
+			continue;
+		}
+		header_check(&h, r);
+	}
+	/* a ring sharing memory with another, or with the directory, is
+	 * refused, both of them: a tail written back to one would move the
+	 * other's */
+	for (i = 0; i < out->n; i++) {
+		struct walk_ring_ring *a = &out->ring[i];
+
+		if (a->err && !a->data_bits)
+			continue; /* its extent is unknown: nothing of it is read or written */
+		if (ranges_meet(a->ring, ring_end(a), dir, dir_end))
+			RING_FAIL(a, -EBADMSG, "slot %u: ring at %#llx overlaps the directory", a->slot,
+				  (unsigned long long)a->ring);
+		for (j = i + 1; j < out->n; j++) {
+			struct walk_ring_ring *b = &out->ring[j];
+
+			if ((b->err && !b->data_bits) || !ranges_meet(a->ring, ring_end(a), b->ring, ring_end(b)))
+				continue;
+			RING_FAIL(a, -EBADMSG, "slot %u: ring at %#llx overlaps slot %u's", a->slot,
+				  (unsigned long long)a->ring, b->slot);
+			RING_FAIL(b, -EBADMSG, "slot %u: ring at %#llx overlaps slot %u's", b->slot,
+				  (unsigned long long)b->ring, a->slot);
+		}
+	}
+	err = 0;
+	for (i = 0; i < out->n && !err; i++) {
+		struct walk_ring_ring *r = &out->ring[i];
+
+		if (!r->err)
+			err = ring_records(read_mem, rctx, on_record, cctx, r, buf);
+		out->delivered += r->delivered;
+		if (r->err)
+			out->bad++;
+		if (err)
+			out->n = i + 1;
+	}
+done:
+	free(d);
+	free(buf);
+	return err;
+}
+
+int walk_ring_tail_write(const struct walk_ring_ring *r, uint64_t *addr, uint64_t *value)
+{
+	if (!r->delivered && r->new_tail == r->tail)
+		return 0;
+	*addr = r->tail_addr;
+	*value = r->new_tail;
+	return 1;
+}
+
+int walk_ring_reclaim_plan(const struct walk_ring_drain *d, const struct walk_ring_ring *r,
+			   struct walk_ring_write w[3])
+{
+	uint64_t slot = d->dir + __builtin_offsetof(struct walk_ring_dir, slot) +
+			(uint64_t)r->slot * sizeof(struct walk_ring_slot);
+
+	if (!r->err && r->new_tail != r->published)
+		return -EBUSY;
+	w[0] = (struct walk_ring_write){ slot + __builtin_offsetof(struct walk_ring_slot, state), WALK_RING_SLOT_FREE, 4, 0 };
+	w[1] = (struct walk_ring_write){ slot + __builtin_offsetof(struct walk_ring_slot, tid), 0, 4, 0 };
+	w[2] = (struct walk_ring_write){ d->dir + __builtin_offsetof(struct walk_ring_dir, reclaimed), d->reclaimed + 1, 8,
+					 0 };
+	return 3;
+}
+
+_Static_assert(WALK_RING_READ_CHUNK >= WALK_RING_RECORD_BYTES(DWLEAK_MAX_FRAMES), "a chunk holds any record");
+_Static_assert(WALK_RING_RECORD_BYTES(DWLEAK_MAX_FRAMES) * 2 <= (1ull << WALK_RING_BITS_MIN),
+	       "the smallest ring holds two of the largest records");

@@ -1,0 +1,603 @@
+/* Unit test for the preload library's rings of walked records
+ * (preload/walk_ring.c) and dwleak's reader of them
+ * (target/walk_ring_read.c), both included here so that the test sees the
+ * writer's thread state and the round trip needs both sides.  Four threads
+ * record while a reader thread drains over process_vm_readv and writes
+ * tails back: every record read once, in each thread's order, none lost
+ * but those counted as dropped; a signal handler that records in the
+ * middle of its thread's record; a full ring drops and counts, and reads
+ * on; a full directory counts, and a slot handed back is claimed again;
+ * a fork's child gets rings of its own; copies of rings scribbled on are
+ * errors of their own ring, never a crash (ASan/UBSan). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "check.h"
+
+#include "../../preload/walk_ring.c"
+#include "../../target/walk_ring_read.c"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t next_rand(void)
+{
+	return check_xorshift64(&rng);
+}
+
+/* The callback: this process's memory, a bad address an error, not a
+ * crash. */
+static int self_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	(void)ctx;
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Writes what walk_ring_tail_write says for every ring of D (dwleak would
+ * write through /proc/PID/mem). */
+static void tails_back(const struct walk_ring_drain *d)
+{
+	uint64_t addr, value;
+	uint32_t i;
+
+	for (i = 0; i < d->n; i++)
+		if (walk_ring_tail_write(&d->ring[i], &addr, &value))
+			__atomic_store_n((uint64_t *)(uintptr_t)addr, value, __ATOMIC_RELEASE);
+}
+
+static uint64_t dir_addr(void)
+{
+	return (uint64_t)(uintptr_t)&walk_ring_directory;
+}
+
+/* --- Records of a known pattern: thread T's N-th record --- */
+
+#define THREADS 4
+#define SOURCES (THREADS + 2) /* the threads, the main thread, its signal handler */
+
+static uint64_t addr_of(unsigned src, uint64_t seq)
+{
+	return ((uint64_t)(src + 1) << 40) | (seq << 4);
+}
+
+static uint32_t frames_of(uint64_t seq)
+{
+	return seq % 7 == 0 ? 0 : (uint32_t)(seq * 13 % 40);
+}
+
+static int put_pattern(unsigned src, uint64_t seq)
+{
+	uint64_t pcs[DWLEAK_MAX_FRAMES];
+	uint32_t n = frames_of(seq), i;
+
+	for (i = 0; i < n; i++)
+		pcs[i] = seq * 1000 + i;
+	return walk_ring_put(n ? WALK_RING_REC_ALLOC : WALK_RING_REC_FREE, (uint32_t)(seq % ALLOC_KIND_COUNT),
+			     (uint32_t)(seq % WALK_END_COUNT), (uint32_t)(seq & 1), addr_of(src, seq), seq, pcs, n);
+}
+
+/* What the reader saw of each source. */
+struct seen {
+	uint64_t next[SOURCES];	    /* the lowest sequence number it may see next */
+	uint64_t got[SOURCES];	    /* records read */
+	uint64_t tsc[SOURCES];	    /* the last one's */
+	uint32_t tid[SOURCES];
+	unsigned bad;
+};
+
+static int check_record(void *ctx, const struct walk_ring_rec *r)
+{
+	struct seen *s = ctx;
+	unsigned src = (unsigned)(r->addr >> 40) - 1;
+	uint64_t seq = (r->addr & ((1ull << 40) - 1)) >> 4;
+	uint32_t n = frames_of(seq), i;
+
+	if (src >= SOURCES || seq < s->next[src] || r->nframes != n || r->size != seq ||
+	    r->kind != seq % ALLOC_KIND_COUNT || r->end != seq % WALK_END_COUNT || r->fp != (seq & 1) ||
+	    r->type != (n ? WALK_RING_REC_ALLOC : WALK_RING_REC_FREE) || (s->tid[src] && r->tid != s->tid[src])) {
+		if (s->bad++ < 5)
+			fprintf(stderr, "bad record: source %u seq %lu (next %lu), %u frames, size %lu, tid %u\n", src,
+				seq, src < SOURCES ? s->next[src] : 0, r->nframes, r->size, r->tid);
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (r->pcs[i] != seq * 1000 + i) {
+			s->bad++;
+			return 0;
+		}
+	/* one thread's tscs climb (the handler's may fall between two of
+	 * the main thread's, not within its own) */
+	if (r->tsc < s->tsc[src])
+		s->bad++;
+	s->tsc[src] = r->tsc;
+	s->tid[src] = r->tid;
+	s->next[src] = seq + 1;
+	s->got[src]++;
+	return 0;
+}
+
+/* --- Four writers, one reader draining concurrently --- */
+
+#define PER_THREAD 300000
+
+struct writer {
+	unsigned src;
+	uint64_t written, dropped;
+	uint32_t tid;
+};
+
+static volatile int writers_done;
+
+static void *writer_run(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t seq;
+	int err;
+
+	w->tid = (uint32_t)syscall(SYS_gettid);
+	for (seq = 0; seq < PER_THREAD; seq++) {
+		err = put_pattern(w->src, seq);
+		if (err == -ENOBUFS) {
+			w->dropped++;
+			sched_yield(); /* a test's pace: most records read, some dropped */
+		}
+		else if (err)
+			CHECK(0, "writer %u: %s", w->src, strerror(-err));
+		else
+			w->written++;
+	}
+	return NULL;
+}
+
+static struct walk_ring_drain drain_buf;
+
+static void *reader_run(void *arg)
+{
+	struct seen *s = arg;
+	int err;
+
+	while (!__atomic_load_n(&writers_done, __ATOMIC_ACQUIRE)) {
+		err = walk_ring_drain(self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
+		CHECK(drain_buf.bad == 0, "a ring in error: %s", drain_buf.ring[0].why);
+		tails_back(&drain_buf);
+	}
+	return NULL;
+}
+
+/* Drains until nothing is left; returns the records read. */
+static uint64_t drain_all(struct seen *s)
+{
+	uint64_t total = 0;
+	uint32_t i;
+	int err;
+
+	do {
+		err = walk_ring_drain(self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
+		for (i = 0; i < drain_buf.n; i++)
+			CHECK(!drain_buf.ring[i].err, "slot %u: %s", drain_buf.ring[i].slot, drain_buf.ring[i].why);
+		tails_back(&drain_buf);
+		total += drain_buf.delivered;
+	} while (drain_buf.delivered);
+	return total;
+}
+
+static void test_round_trip(void)
+{
+	static struct seen s;
+	struct writer w[THREADS];
+	pthread_t t[THREADS], reader;
+	uint64_t dropped = 0, got = 0;
+	unsigned i;
+
+	/* 64 KiB rings: about 400 records, so that they wrap hundreds of
+	 * times and the reader falls behind now and then */
+	walk_ring_directory.data_bits = 16;
+	writers_done = 0;
+	CHECK(!pthread_create(&reader, NULL, reader_run, &s));
+	for (i = 0; i < THREADS; i++) {
+		w[i] = (struct writer){ .src = i };
+		CHECK(!pthread_create(&t[i], NULL, writer_run, &w[i]));
+	}
+	for (i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	__atomic_store_n(&writers_done, 1, __ATOMIC_RELEASE);
+	pthread_join(reader, NULL);
+	drain_all(&s);
+	EXPECT(s.bad == 0, "%u records out of order or wrong", s.bad);
+	for (i = 0; i < THREADS; i++) {
+		EXPECT(s.got[i] == w[i].written, "writer %u: %lu written, %lu read (%lu dropped)", i, w[i].written,
+		       s.got[i], w[i].dropped);
+		EXPECT(s.tid[i] == w[i].tid, "writer %u: records of thread %u, written by %u", i, s.tid[i], w[i].tid);
+		dropped += w[i].dropped;
+		got += s.got[i];
+	}
+	/* each ring's counters say the same */
+	for (i = 0; i < drain_buf.n; i++) {
+		const struct walk_ring_ring *r = &drain_buf.ring[i];
+		unsigned k;
+
+		for (k = 0; k < THREADS; k++)
+			if (w[k].tid == r->tid)
+				EXPECT(r->records == w[k].written && r->dropped == w[k].dropped,
+				       "ring of writer %u: %lu records, %lu dropped counted", k, r->records, r->dropped);
+	}
+	printf("round trip: %d threads x %d records, 64 KiB rings: %lu read, %lu dropped (counted), "
+	       "drained concurrently\n", THREADS, PER_THREAD, got, dropped);
+}
+
+/* --- A signal handler that records in the middle of its thread's record --- */
+
+static volatile uint64_t handler_seq, handler_mid, handler_dropped;
+static volatile int signaller_stop;
+
+static void on_signal(int sig)
+{
+	int saved = errno, err;
+
+	(void)sig;
+	if (ring_tls.nest)
+		handler_mid++;
+	err = put_pattern(THREADS + 1, handler_seq);
+	if (!err)
+		handler_seq++;
+	else if (err == -ENOBUFS) {
+		handler_dropped++;
+		handler_seq++;
+	}
+	errno = saved;
+}
+
+static void *signaller_run(void *arg)
+{
+	pthread_t target = *(pthread_t *)arg;
+
+	while (!__atomic_load_n(&signaller_stop, __ATOMIC_ACQUIRE))
+		pthread_kill(target, SIGUSR1);
+	return NULL;
+}
+
+static void test_signal_nesting(void)
+{
+	static struct seen s;
+	struct sigaction sa = { .sa_handler = on_signal };
+	pthread_t self = pthread_self(), sig;
+	uint64_t seq, written = 0, dropped = 0, signal_written;
+	int err;
+
+	walk_ring_directory.data_bits = 16;
+	sigemptyset(&sa.sa_mask);
+	CHECK(!sigaction(SIGUSR1, &sa, NULL));
+	CHECK(!pthread_create(&sig, NULL, signaller_run, &self));
+	for (seq = 0; seq < 2000000 && (seq < 200000 || handler_mid < 1000); seq++) {
+		err = put_pattern(THREADS, seq);
+		CHECK(!err || err == -ENOBUFS, "%s", strerror(-err));
+		err ? dropped++ : written++;
+		if (seq % 256 == 0)
+			drain_all(&s);
+	}
+	__atomic_store_n(&signaller_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(sig, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	drain_all(&s);
+	signal_written = handler_seq - handler_dropped;
+	EXPECT(s.bad == 0, "%u records out of order or wrong", s.bad);
+	EXPECT(s.got[THREADS] == written, "main: %lu written, %lu read", written, s.got[THREADS]);
+	EXPECT(s.got[THREADS + 1] == signal_written, "handler: %lu written, %lu read", signal_written,
+	       s.got[THREADS + 1]);
+	EXPECT(handler_mid > 0, "no signal came in the middle of a record");
+	printf("signals: %lu records by the thread, %lu by its handler, %lu of them in the middle of the "
+	       "thread's; %lu + %lu dropped (counted); all read in order\n", written, signal_written,
+	       (unsigned long)handler_mid, dropped, (unsigned long)handler_dropped);
+}
+
+/* --- A full ring: drops counted, the reader consistent, then room again --- */
+
+static void test_full(void)
+{
+	static struct seen s;
+	uint64_t seq, ok = 0, dropped = 0, before;
+	struct walk_ring_header *r;
+	int err;
+
+	walk_ring_directory.data_bits = 12;
+	/* a new thread's ring: this test runs in one of its own */
+	for (seq = 0; seq < 1000; seq++) {
+		err = put_pattern(THREADS + 1, seq);
+		CHECK(!err || err == -ENOBUFS, "%s", strerror(-err));
+		err ? dropped++ : ok++;
+	}
+	r = ring_tls.ring;
+	CHECK(r && r->data_bits == 12);
+	EXPECT(dropped > 0 && r->dropped == dropped, "%lu dropped, %lu counted", dropped, (unsigned long)r->dropped);
+	EXPECT(r->head - r->tail <= 4096 && r->published == r->head);
+	before = drain_all(&s);
+	EXPECT(before == ok, "%lu written, %lu read", ok, before);
+	EXPECT(s.bad == 0);
+	/* the records after the drops are the later ones: the sequence skips */
+	EXPECT(put_pattern(THREADS + 1, seq) == 0, "no room after the drain");
+	EXPECT(drain_all(&s) == 1);
+	EXPECT(s.bad == 0);
+	printf("full: 4 KiB ring, %lu records kept, %lu dropped and counted, room again once drained\n", ok,
+	       dropped);
+}
+
+static void *full_run(void *arg)
+{
+	(void)arg;
+	test_full();
+	return NULL;
+}
+
+/* --- A full directory; slots handed back --- */
+
+static pthread_barrier_t bar;
+static int late_err[2];
+
+/* Claims a slot and ends. */
+static void *claim_run(void *arg)
+{
+	int *err = arg;
+
+	*err = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	return NULL;
+}
+
+/* Finds no slot, waits while they are handed back, finds one. */
+static void *late_run(void *arg)
+{
+	(void)arg;
+	late_err[0] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar);
+	late_err[1] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	return NULL;
+}
+
+static int count_record(void *ctx, const struct walk_ring_rec *r)
+{
+	(void)r;
+	(*(uint64_t *)ctx)++;
+	return 0;
+}
+
+static bool thread_alive(uint32_t tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%u", tid);
+	return access(path, F_OK) == 0;
+}
+
+static void test_directory(void)
+{
+	uint64_t no_slot = walk_ring_directory.no_slot, n = 0, reclaimed = 0;
+	struct walk_ring_write w[3];
+	pthread_t t;
+	int err = 0, made = 0, k, i;
+	uint32_t j;
+
+	walk_ring_directory.data_bits = 12;
+	while (!err && made < 2 * WALK_RING_SLOTS) {
+		CHECK(!pthread_create(&t, NULL, claim_run, &err));
+		pthread_join(t, NULL);
+		made++;
+	}
+	EXPECT(err == -ENOSPC, "%d threads, no full directory (%d)", made, err);
+	EXPECT(walk_ring_directory.no_slot == no_slot + 1);
+	CHECK(!pthread_barrier_init(&bar, NULL, 2));
+	CHECK(!pthread_create(&t, NULL, late_run, NULL));
+	pthread_barrier_wait(&bar);
+	EXPECT(late_err[0] == -ENOSPC);
+	/* dwleak's part: drained, the dead threads' slots handed back */
+	err = walk_ring_drain(self_read, NULL, dir_addr(), count_record, &n, &drain_buf);
+	CHECK(!err, "%s", drain_buf.why);
+	tails_back(&drain_buf);
+	EXPECT(drain_buf.n == WALK_RING_SLOTS, "%u live slots", drain_buf.n);
+	for (j = 0; j < drain_buf.n; j++) {
+		const struct walk_ring_ring *r = &drain_buf.ring[j];
+
+		if (thread_alive(r->tid))
+			continue;
+		/* the drain's own count: it is this pass's + 1 each time */
+		drain_buf.reclaimed = walk_ring_directory.reclaimed;
+		k = walk_ring_reclaim_plan(&drain_buf, r, w);
+		CHECK(k == 3, "slot %u: plan %d", r->slot, k);
+		for (i = 0; i < k; i++) {
+			if (w[i].len == 4)
+				__atomic_store_n((uint32_t *)(uintptr_t)w[i].addr, (uint32_t)w[i].value, __ATOMIC_RELEASE);
+			else
+				__atomic_store_n((uint64_t *)(uintptr_t)w[i].addr, w[i].value, __ATOMIC_RELEASE);
+		}
+		reclaimed++;
+	}
+	EXPECT(reclaimed >= WALK_RING_SLOTS - 2, "%lu slots handed back", reclaimed);
+	pthread_barrier_wait(&bar);
+	pthread_join(t, NULL);
+	EXPECT(late_err[1] == 0, "no slot after %lu were handed back (%d)", reclaimed, late_err[1]);
+	printf("directory: full after %d threads (counted), %lu records read, %lu slots handed back, claimed "
+	       "again\n", made, n, reclaimed);
+}
+
+/* --- A fork's child: rings of its own --- */
+
+static void child_check(bool handler)
+{
+	struct walk_ring_drain *d = malloc(sizeof(*d));
+	uint64_t n = 0;
+	uint32_t i, live = 0;
+	int err;
+
+	if (!d)
+		_exit(3);
+	if (handler)
+		walk_ring_fork_child();
+	if (walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x2000, 0, NULL, 0))
+		_exit(4);
+	err = walk_ring_drain(self_read, NULL, dir_addr(), count_record, &n, d);
+	if (err || n != 1)
+		_exit(5);
+	for (i = 0; i < d->n; i++)
+		if (!d->ring[i].err) {
+			live++;
+			if (d->ring[i].tid != (uint32_t)getpid())
+				_exit(6);
+		} else if (d->ring[i].err != -ENODATA) {
+			_exit(7); /* the parent's rings read wiped */
+		}
+	_exit(live == 1 && (!handler || d->n == 1) ? 0 : 8);
+}
+
+static void test_fork(void)
+{
+	int status, h;
+	pid_t pid;
+
+	/* this thread has a ring with records the reader took */
+	CHECK(!put_pattern(THREADS, 0));
+	for (h = 0; h < 2; h++) {
+		pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			child_check(h);
+		CHECK(waitpid(pid, &status, 0) == pid);
+		EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %s the atfork handler: status %#x",
+		       h ? "with" : "without", status);
+	}
+	printf("fork: a child's records go to its own ring, with the atfork handler and without\n");
+}
+
+/* --- Scribbled copies: errors of their own ring, no crash --- */
+
+struct copy {
+	struct walk_ring_dir dir __attribute__((aligned(64)));
+	uint8_t *ring[WALK_RING_SLOTS];
+	size_t len[WALK_RING_SLOTS];
+};
+
+static void *unread_run(void *arg)
+{
+	uint64_t seq;
+
+	(void)arg;
+	for (seq = 0; seq < 20; seq++)
+		put_pattern(THREADS + 1, seq);
+	return NULL;
+}
+
+static void test_scribble(void)
+{
+	static struct copy c;
+	static struct walk_ring_drain clean, dirty;
+	uint32_t i, n = 0, victim, iter, bad_iters = 0;
+	uint64_t count = 0;
+	int err;
+
+	/* rings holding records not read yet: three new threads' and this
+	 * one's */
+	for (i = 0; i < 3; i++) {
+		pthread_t t;
+
+		CHECK(!pthread_create(&t, NULL, unread_run, NULL));
+		pthread_join(t, NULL);
+	}
+	for (i = 0; i < 100; i++)
+		put_pattern(THREADS, 1000000 + i);
+	memcpy(&c.dir, &walk_ring_directory, sizeof(c.dir));
+	for (i = 0; i < WALK_RING_SLOTS; i++) {
+		struct walk_ring_slot *s = &c.dir.slot[i];
+		const struct walk_ring_header *h = (const void *)(uintptr_t)s->ring;
+
+		if (s->state != WALK_RING_SLOT_LIVE)
+			continue;
+		c.len[i] = WALK_RING_DATA_OFFSET + (1ul << h->data_bits);
+		c.ring[i] = aligned_alloc(4096, (c.len[i] + 4095) & ~4095ul);
+		CHECK(c.ring[i]);
+		memcpy(c.ring[i], h, c.len[i]);
+		s->ring = (uint64_t)(uintptr_t)c.ring[i];
+		n++;
+	}
+	CHECK(n > 1, "%u rings to copy", n);
+	err = walk_ring_drain(self_read, NULL, (uint64_t)(uintptr_t)&c.dir, count_record, &count, &clean);
+	CHECK(!err && !clean.bad, "the copy: %s", clean.why);
+	for (iter = 0; iter < 20000; iter++) {
+		struct copy *d = &c;
+		uint32_t what = (uint32_t)(next_rand() % 4), k;
+		uint8_t saved[64];
+		uint64_t at, len;
+		uint8_t *p;
+
+		/* a victim ring, a few bytes of its header, its records, or the
+		 * directory's slot, changed; put back after */
+		victim = clean.ring[next_rand() % clean.n].slot;
+		if (what == 0) {
+			p = (uint8_t *)&d->dir.slot[victim];
+			len = sizeof(struct walk_ring_slot);
+		} else if (what == 1) {
+			p = d->ring[victim];
+			len = WALK_RING_DATA_OFFSET;
+		} else {
+			p = d->ring[victim] + WALK_RING_DATA_OFFSET;
+			len = d->len[victim] - WALK_RING_DATA_OFFSET;
+		}
+		at = next_rand() % len;
+		if (at > len - 8)
+			at = len - 8;
+		at &= ~7ull;
+		memcpy(saved, p + at, 8);
+		for (k = 0; k < 8; k++)
+			if (next_rand() % 3 == 0)
+				p[at + k] = (uint8_t)next_rand();
+		if (what == 3) /* a plausible position: near the real ones */
+			memcpy(p + at, &(uint64_t){ clean.ring[0].tail + (next_rand() % 64) * 8 }, 8);
+		count = 0;
+		err = walk_ring_drain(self_read, NULL, (uint64_t)(uintptr_t)&d->dir, count_record, &count, &dirty);
+		CHECK(!err, "iteration %u: %s", iter, dirty.why);
+		for (i = 0; i < dirty.n; i++) {
+			const struct walk_ring_ring *r = &dirty.ring[i];
+
+			if (r->err) {
+				CHECK(r->why[0], "iteration %u: an error without a reason", iter);
+				if (r->slot != victim && !strstr(r->why, "overlaps"))
+					CHECK(0, "iteration %u: slot %u in error, slot %u scribbled: %s", iter, r->slot,
+					      victim, r->why);
+				bad_iters += r->slot == victim;
+			} else if (r->slot != victim) {
+				uint32_t q;
+
+				for (q = 0; q < clean.n && clean.ring[q].slot != r->slot; q++)
+					;
+				CHECK(q < clean.n && clean.ring[q].delivered == r->delivered,
+				      "iteration %u: slot %u read differently", iter, r->slot);
+			}
+		}
+		memcpy(p + at, saved, 8);
+	}
+	printf("scribbles: 20000 changes to %u copied rings and their slots, %u made their ring an error, "
+	       "none touched another\n", n, bad_iters);
+	for (i = 0; i < WALK_RING_SLOTS; i++)
+		free(c.ring[i]);
+}
+
+int main(void)
+{
+	pthread_t t;
+
+	test_round_trip();
+	test_signal_nesting();
+	CHECK(!pthread_create(&t, NULL, full_run, NULL));
+	pthread_join(t, NULL);
+	test_scribble();
+	test_fork();
+	test_directory();
+	return check_failures ? 1 : 0;
+}
