@@ -137,7 +137,63 @@ static bool set_take(uintptr_t p, uint16_t tag)
  * a nested call: the outer one puts the same block in), taken out where
  * its free would.  Its levels come from mmap (blockset.c), like the
  * sampled set's. */
-static struct blockset block_index = BLOCKSET_INITIALIZER(BLOCKSET_FIRST_BITS, 20);
+static struct blockset first_index = BLOCKSET_INITIALIZER(BLOCKSET_FIRST_BITS, 20);
+
+/* The index in use, and the control block's index_gen it serves: a
+ * session that asks anew (index_gen moved) gets a new, empty one, mapped
+ * here (the old one stays mapped: a thread may still be in it), since the
+ * old one missed what was freed while nobody listened.  The first new one
+ * is the static one, unused until then.  One thread makes it (the one
+ * whose claim of the generation succeeds); the others go on with the one
+ * in use meanwhile, a moment at a session's start. */
+static struct blockset *index_cur = &first_index;
+static uint32_t index_cur_gen;
+static uint32_t index_claim_gen;
+
+static __attribute__((noinline)) struct blockset *index_renew(uint32_t gen)
+{
+	uint32_t claimed = __atomic_load_n(&index_claim_gen, __ATOMIC_ACQUIRE);
+	struct blockset *fresh = NULL;
+	int saved = errno;
+
+	if (claimed == gen ||
+	    !__atomic_compare_exchange_n(&index_claim_gen, &claimed, gen, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return __atomic_load_n(&index_cur, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&index_cur_gen, __ATOMIC_ACQUIRE) && index_cur == &first_index) {
+		fresh = &first_index;
+	} else {
+		void *m = mmap(NULL, DWLEAK_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m != MAP_FAILED) {
+			fresh = m;
+			if (blockset_init(fresh, BLOCKSET_FIRST_BITS, 20)) {
+				munmap(m, DWLEAK_PAGE_SIZE);
+				fresh = NULL;
+			}
+		}
+	}
+	errno = saved;
+	if (!fresh) { /* no memory: the old one goes on (its stale blocks with it) */
+		__atomic_store_n(&index_cur_gen, gen, __ATOMIC_RELEASE);
+		return __atomic_load_n(&index_cur, __ATOMIC_ACQUIRE);
+	}
+	__atomic_store_n(&fresh->abi.session, gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&index_cur, fresh, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&fresh->abi, __ATOMIC_RELEASE);
+	__atomic_store_n(&index_cur_gen, gen, __ATOMIC_RELEASE);
+	return fresh;
+}
+
+/* The index for this session's calls (a load and a compare when it is
+ * the one in use). */
+static inline struct blockset *index_now(void)
+{
+	uint32_t gen = __atomic_load_n(&ctl.index_gen, __ATOMIC_RELAXED);
+
+	if (likely(gen == __atomic_load_n(&index_cur_gen, __ATOMIC_ACQUIRE)))
+		return __atomic_load_n(&index_cur, __ATOMIC_ACQUIRE);
+	return index_renew(gen);
+}
 
 /* The index's header for dwleak (control.index_addr), and the rings'
  * directory (control.rings_addr), set at load: a
@@ -146,19 +202,19 @@ static struct blockset block_index = BLOCKSET_INITIALIZER(BLOCKSET_FIRST_BITS, 2
  * mapped it), and the address never changes. */
 __attribute__((constructor)) static void index_publish(void)
 {
-	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&block_index.abi, __ATOMIC_RELEASE);
+	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&first_index.abi, __ATOMIC_RELEASE);
 	/* the rings' directory likewise (walk_ring.c; not recorded into yet) */
 	__atomic_store_n(&ctl.rings_addr, (uint64_t)(uintptr_t)&walk_ring_directory, __ATOMIC_RELEASE);
 }
 
 void index_insert(void *p, uint64_t size)
 {
-	blockset_insert(&block_index, (uintptr_t)p, size);
+	blockset_insert(index_now(), (uintptr_t)p, size);
 }
 
 void index_remove(void *p)
 {
-	blockset_remove(&block_index, (uintptr_t)p);
+	blockset_remove(index_now(), (uintptr_t)p);
 }
 
 bool call_fires(struct call *c)
@@ -192,7 +248,7 @@ void call_done(const struct call *c, void *p)
 	if (!p)
 		return;
 	if (c->index)
-		blockset_insert(&block_index, (uintptr_t)p, c->size);
+		blockset_insert(index_now(), (uintptr_t)p, c->size);
 	if (!c->fire || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
 		return;
 	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
@@ -215,7 +271,7 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 		return;
 	}
 	if (index)
-		blockset_remove(&block_index, (uintptr_t)p);
+		blockset_remove(index_now(), (uintptr_t)p);
 	if (sampled && sites_usable(gen)) {
 		dwleak_site_free(p, how);
 		CTL_COUNT(fired_free);

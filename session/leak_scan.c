@@ -524,8 +524,8 @@ static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
  * process's: blockset_read checks them; a corrupt index is an error
  * (OUT->no_index says why), never a guess.  Returns 0 or a negative errno.
  */
-static int index_read(pid_t reader, uint64_t header, struct blockset_index *ix, struct leak_block **blocks,
-		      size_t *n, struct leak_scan_result *out)
+static int index_read(pid_t reader, uint64_t header, uint32_t session, struct blockset_index *ix,
+		      struct leak_block **blocks, size_t *n, struct leak_scan_result *out)
 {
 	char path[64];
 	size_t i;
@@ -545,6 +545,11 @@ static int index_read(pid_t reader, uint64_t header, struct blockset_index *ix, 
 			 (unsigned long long)header, ix->why[0] ? ix->why : strerror(-err));
 		return err;
 	}
+	/* made for an earlier session: the library has made no allocator
+	 * call since this one asked for a new index, so this session has no
+	 * block (its memory still is not read as roots) */
+	if (ix->session != session)
+		ix->n_blocks = 0;
 	*blocks = calloc(ix->n_blocks + 1, sizeof(**blocks));
 	if (!*blocks)
 		return -ENOMEM;
@@ -561,7 +566,7 @@ static int index_read(pid_t reader, uint64_t header, struct blockset_index *ix, 
 }
 
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
-		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header,
+		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header, uint32_t index_session,
 		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
 {
 	bool stopped = exiting != NULL, resumed = false, use_index = index_header != 0;
@@ -662,7 +667,7 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 		if (!err && use_index) {
 			/* in the pause only when there is no snapshot */
 			t1 = now_ms();
-			err = index_read(reader, index_header, &ix, &blocks, &n, out);
+			err = index_read(reader, index_header, index_session, &ix, &blocks, &n, out);
 			err = err ?: leakcheck_new(blocks, n, &lc);
 			for (i = 0; !err && i < roots.n; i++)
 				leakcheck_scan_value(lc, roots.v[i]);

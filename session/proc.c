@@ -116,9 +116,9 @@ static void exit_probe(const struct proc_services *sv, struct proc *p)
 
 /* Writes P's control block and attaches its sites; on failure says why
  * and leaves P for uprobes.  Returns 0 or 1. */
-static int sites_attach(const struct proc_services *sv, struct proc *p)
+static int sites_attach(const struct proc_services *sv, struct proc *p, bool fork_child)
 {
-	int err = sv->attach_sites(sv->ctx, &p->pp, p->pid, &p->sites, &p->alloc);
+	int err = sv->attach_sites(sv->ctx, &p->pp, p->pid, &p->sites, &p->alloc, fork_child);
 
 	if (!err) {
 		p->preload = true;
@@ -157,7 +157,7 @@ static int preload_attach(const struct proc_services *sv, struct proc *p)
 				say(sv, SESSION_WARNING, "pid %d: the preload library loaded into it does not see every "
 				    "allocator call (%s): what passes by it is not traced", p->pid, gaps);
 			free(gaps);
-			if (sites_attach(sv, p))
+			if (sites_attach(sv, p, false))
 				return 1;
 			p->injected = true;
 			return 0;
@@ -174,7 +174,7 @@ static int preload_attach(const struct proc_services *sv, struct proc *p)
 		sites_forget(p);
 		return 1;
 	}
-	return sites_attach(sv, p);
+	return sites_attach(sv, p, false);
 }
 
 static int proc_probe(const struct proc_services *sv, struct proc *p, bool first);
@@ -422,7 +422,7 @@ int proc_on_fork(const struct proc_services *sv, struct procs *ps, pid_t parent,
 		if (pp->preload) {
 			if (preload_sites_copy(&c->sites, &pp->sites))
 				return -ENOMEM;
-			err = sites_attach(sv, c);
+			err = sites_attach(sv, c, true);
 			c->injected = !err && pp->injected;
 		}
 		err = err ? sv->attach_allocator(sv->ctx, &c->pp, &c->alloc, what, sizeof(what)) : 0;

@@ -140,10 +140,12 @@ struct proc_services {
 	void (*detach)(void *ctx, struct probes_proc *pp);
 	int (*attach_linker)(void *ctx, struct probes_proc *pp, const struct dl_hook *dl);
 	int (*attach_allocator)(void *ctx, struct probes_proc *pp, const struct allocator *a, char *what, size_t len);
-	/* PID's control block written (the mode), the allocator functions the
-	 * library does not see probed, and its sites attached */
+	/* PID's control block written (the mode; FORK_CHILD: a traced
+	 * process's child, whose copy of the library's block index is its
+	 * own), the allocator functions the library does not see probed, and
+	 * its sites attached */
 	int (*attach_sites)(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *s,
-			    const struct allocator *a);
+			    const struct allocator *a, bool fork_child);
 	int (*attach_exit)(void *ctx, struct probes_proc *pp, const char *path, uint64_t off);
 	void (*thread_forget)(void *ctx, pid_t pid);
 	int (*mappings_take)(void *ctx, pid_t pid, struct probes_mapping **maps, size_t *n);

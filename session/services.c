@@ -176,11 +176,13 @@ static int complement_attach(struct session *s, struct probes_proc *pp, const st
 }
 
 static int sv_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *sites,
-			   const struct allocator *a)
+			   const struct allocator *a, bool fork_child)
 {
 	struct session *s = of(ctx);
-	/* a sampled trace's leak check reads the library's index of every block */
-	int err = preload_control_write(pid, sites, s->set->sample_bytes, s->set->leak_check && s->set->sample_bytes);
+	/* a sampled trace's leak check reads the library's index of every
+	 * block: a new one, but for a fork child's copy */
+	int err = preload_control_write(pid, sites, s->set->sample_bytes, s->set->leak_check && s->set->sample_bytes,
+					!fork_child);
 
 	err = err ?: complement_attach(s, pp, a);
 	return err ?: probes_proc_attach_preload(s->probes, pp, sites, preload_control_addr(pid, sites));
@@ -218,6 +220,7 @@ static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocato
 	struct session *s = of(ctx);
 	struct dwleak_preload_control c;
 	uint64_t index = 0;
+	uint32_t index_gen = 0;
 	int err;
 
 	/* a sampled trace's ledger holds only the sample: every block comes
@@ -232,11 +235,12 @@ static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocato
 		if (!c.index_request || !c.index_addr)
 			return -ENOTSUP;
 		index = c.index_addr;
+		index_gen = c.index_gen;
 	}
 	/* a process that exited is no tracee any more: seized for the check
 	 * (and gone: -ESRCH) */
 	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, !s->set->leak_check_stop,
-				 index, drain_cb, s, out);
+				 index, index_gen, drain_cb, s, out);
 }
 
 /* The first process traced: the line scripts wait for; a later one whose

@@ -94,6 +94,7 @@ static int header_check(const struct blockset_abi_header *h, uint64_t addr, stru
 					    (unsigned long long)ix->ranges[q].start);
 	ix->lost = h->lost;
 	ix->absent = h->absent;
+	ix->session = h->session;
 	return 0;
 }
 

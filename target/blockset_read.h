@@ -58,6 +58,7 @@ struct blockset_index {
 	 * index lacks them), removes of addresses it did not hold */
 	uint64_t lost;
 	uint64_t absent;
+	uint32_t session; /* the header's: the control block's index_gen it was made for */
 	/* why the read failed, for a message: "" on success */
 	char why[128];
 };

@@ -338,10 +338,11 @@ int preload_control_read(pid_t pid, const struct preload_sites *s, struct dwleak
 	return 0;
 }
 
-int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index)
+int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index,
+			  bool fresh_index)
 {
 	struct dwleak_preload_control c;
-	uint32_t gen, want_index = index;
+	uint32_t gen, want_index = index, index_gen;
 	uint64_t addr;
 	int fd = control_open(pid, s, O_RDWR, &c, &addr), err;
 
@@ -350,7 +351,11 @@ int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sam
 	/* the mode first, the generation last: a library that sees the new
 	 * generation sees the new mode */
 	gen = c.generation + 1;
-	err = control_put(fd, addr, offsetof(struct dwleak_preload_control, index_request), &want_index,
+	/* a new index unless the process's copy is its own (a fork child) */
+	index_gen = c.index_gen + (index && fresh_index);
+	err = control_put(fd, addr, offsetof(struct dwleak_preload_control, index_gen), &index_gen,
+			  sizeof(index_gen));
+	err = err ?: control_put(fd, addr, offsetof(struct dwleak_preload_control, index_request), &want_index,
 			  sizeof(want_index));
 	err = err ?: control_put(fd, addr, offsetof(struct dwleak_preload_control, sample_bytes), &sample_bytes,
 			  sizeof(sample_bytes));

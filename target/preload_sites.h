@@ -80,12 +80,14 @@ void preload_sites_free(struct preload_sites *s);
  * Tells process PID's library its mode through its control block: sample
  * allocations one per SAMPLE_BYTES bytes on average (0: every call), keep
  * the index of every live block or not (INDEX: a leak check of a sampled
- * trace reads it), then a new generation, which makes the library take
- * the mode and check its sites.  Through /proc/PID/mem, before the sites
- * are attached.  Returns 0, or a negative errno (-EPROTO: the block is
- * not a control block of this version).
+ * trace reads it; FRESH_INDEX: a new, empty one, for a new session; not
+ * for a fork child, whose copy holds its blocks), then a new generation,
+ * which makes the library take the mode and check its sites.  Through
+ * /proc/PID/mem, before the sites are attached.  Returns 0, or a negative
+ * errno (-EPROTO: the block is not a control block of this version).
  */
-int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index);
+int preload_control_write(pid_t pid, const struct preload_sites *s, uint64_t sample_bytes, bool index,
+			  bool fresh_index);
 
 /* The address at which process PID maps the control block of the library
  * S describes, or 0 when it maps none. */

@@ -40,6 +40,10 @@
 #      listed as not classified with the reason, --fail-on-leak cannot pass
 #      (exit 2); the child it forked before, whose index is intact, is
 #      classified (its two lost blocks, 300 bytes, exactly)
+#   j  two sampled sessions on one process that has the library: the
+#      first sees 10 blocks of 1000 bytes allocated, which are freed
+#      (pointers cleared) while no dwleak listens; the second's check must
+#      not find them (the library starts a new index per session)
 #
 # Run by tests/run.sh; by hand: LT_ONLY=ab bash tests/leak_check.sh
 # shellcheck source=tests/lib_trace.sh
@@ -472,6 +476,47 @@ PY
 	[ $rc -eq 2 ] && grep -q "fail-on-leak cannot pass: the leak check of pid" "$tmp/i2.err" ||
 		fail "i: --fail-on-leak with a failed sampled check: exit $rc, want 2: $(tail -2 "$tmp/i2.err")"
 	[ $check_errors -eq $before ] && pass "a spoiled index: that process unclassified with the reason, its child exact, --fail-on-leak exit 2"
+fi
+
+# --- j: an index per session: frees made while nobody listened ---
+if lt_part j; then
+	before=$check_errors
+	SESS=$TESTDATA/index_sessions
+	[ -x "$SESS" ] || fail_now "$SESS is missing (make testdata)"
+	LD_PRELOAD=$("$DWLEAK" preload) lt_start target "$tmp/j.out" "$SESS"
+	lt_wait_line "$tmp/j.out" waiting || fail "j: index_sessions never said waiting"
+	for n in 1 2; do
+		if lt_trace dw "$tmp/j$n.err" --leak-check --sample-bytes 4096 -t 0 --format json -o "$tmp/j$n.json" -p "$target"; then
+			if [ $n = 1 ]; then
+				kill -USR1 "$target"
+				lt_wait_line "$tmp/j.out" allocated || fail "j: never said allocated"
+			fi
+			kill -INT "$dw"
+			lt_wait "$dw" 60 || fail "j: session $n: dwleak exit $?: $(tail -3 "$tmp/j$n.err")"
+		else
+			fail "j: session $n did not attach"
+		fi
+		# freed while no dwleak listens
+		[ $n = 1 ] && { kill -USR2 "$target"; lt_wait_line "$tmp/j.out" freed || fail "j: never said freed"; }
+	done
+	kill -KILL "$target" 2> /dev/null
+	wait "$target" 2> /dev/null
+	lt_check "$tmp/j1.json" "$tmp/j2.json" << 'PY'
+one = r["totals"]["leak_check"]
+two = json.load(open(ARGS[0]))["totals"]["leak_check"]
+KINDS = ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable")
+b1 = sum(one[k]["bytes"] for k in KINDS)
+b2 = sum(two[k]["bytes"] for k in KINDS)
+if one.get("kinds_exact") is not True or two.get("kinds_exact") is not True:
+    fail("kinds_exact: %s, %s" % (one.get("kinds_exact"), two.get("kinds_exact")))
+elif one["reachable"]["bytes"] < 10000:
+    fail("session 1 did not see the 10 kept blocks as reachable: %s" % one)
+elif b2 >= 10000:
+    fail("session 2 classified %d bytes: the blocks freed between the sessions are in its index (%s)" % (b2, two))
+else:
+    ok("session 1: %d B classified (the 10 blocks reachable); session 2: %d B (none of them)" % (b1, b2))
+PY
+	[ $check_errors -eq $before ] && pass "an index per session: blocks freed while nobody listened are not in the next check"
 fi
 
 check_finish

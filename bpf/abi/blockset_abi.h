@@ -94,7 +94,8 @@ struct blockset_abi_header {
 	__u32 first_bits; /* level 0 has 2^first_bits slots; first_bits + levels - 1
 			   * is at most BLOCKSET_ABI_BITS_MAX */
 	__u32 top;	  /* the newest level mapped, where inserts go (0 before any) */
-	__u32 pad0;
+	__u32 session;	  /* the control block's index_gen (preload.h) this index was made
+			   * for: dwleak takes an index of another session as empty */
 	__u64 pad1[4];
 	struct blockset_abi_level level[BLOCKSET_ABI_LEVELS];
 	/* counters (relaxed) */

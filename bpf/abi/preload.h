@@ -173,11 +173,17 @@ struct dwleak_preload_control {
 	 * it out when the block is released, sampled or not, so that a leak
 	 * check of a sampled trace knows every block.  INDEX_ADDR is the
 	 * address of the index's header (the library's own variable), fixed
-	 * at load; dwleak reads it out of the snapshot it scans.  A block
-	 * allocated while INDEX_REQUEST was 0 is not in the index.
+	 * at load and again for each new index (INDEX_GEN); dwleak reads it
+	 * out of the snapshot it scans.  A block allocated while
+	 * INDEX_REQUEST was 0 is not in the index.
 	 */
 	__u32 index_request;
-	__u32 index_pad;
+	/* dwleak's, written before the generation: a new value asks for a
+	 * new, empty index (a new session: the old one missed every call
+	 * made while no tracer listened), the same value keeps the one the
+	 * process has (a fork child's copy, which holds its blocks); the
+	 * library then publishes the index's address in INDEX_ADDR */
+	__u32 index_gen;
 	__u64 index_addr;
 	/*
 	 * The rings of walked records (bpf/abi/walk_ring_abi.h): RINGS_ADDR is the

@@ -82,7 +82,7 @@ static int arm(pid_t pid, const struct preload_sites *s, uint16_t on)
 	char path[64];
 	int fd, err = 0;
 
-	if (on && preload_control_write(pid, s, 0, false))
+	if (on && preload_control_write(pid, s, 0, false, false))
 		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	fd = open(path, O_RDWR | O_CLOEXEC);

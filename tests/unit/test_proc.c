@@ -228,13 +228,14 @@ static int fk_attach_allocator(void *ctx, struct probes_proc *pp, const struct a
 }
 
 static int fk_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *s,
-			   const struct allocator *a)
+			   const struct allocator *a, bool fork_child)
 {
 	const struct image *im = F(ctx)->image[pid];
 
 	(void)pp;
 	(void)s;
 	(void)a;
+	(void)fork_child;
 	F(ctx)->attach_sites++;
 	return im ? im->attach_sites_err : -ESRCH;
 }
