@@ -82,6 +82,8 @@ for t in "${tests[@]}"; do
 		else
 			echo "FAIL $name (exit $rc, ${secs}s)"
 		fi
+		# the failed checks first: a long test's tail may not hold them
+		grep -m 10 'FAIL' "$log" | sed 's/^/    ! /'
 		tail -n 30 "$log" | sed 's/^/    /'
 		failed=$((failed + 1))
 	fi
