@@ -25,6 +25,9 @@
 #              beside the pause)
 #   dwleak-live-stop  the same with DWLEAK_LEAK_CHECK_STOP=1: the process
 #              stopped while its memory is read, as before the snapshot
+#   dwleak-live-sampled  dwleak -p --sample-bytes 524288 --leak-check: the
+#              blocks come from the preload library's index (issue 24),
+#              read out of the snapshot after the stop
 # Each run makes REPS checks of one heap (the first one included); tools
 # alternate, ROUNDS rounds; medians over all checks.  Each tool's verdict
 # totals are printed too: the three must agree on the lost bytes.
@@ -42,7 +45,7 @@ SHAPES=${SHAPES:-1e4-100MiB 1e6-100MiB 1e4-1GiB 1e6-1GiB}
 REPS=${REPS:-3}
 ROUNDS=${ROUNDS:-2}
 VG_REPS=${VG_REPS:-1}
-TOOLS=${TOOLS:-dwleak dwleak-thread dwleak-trace dwleak-live dwleak-live-stop lsan memcheck}
+TOOLS=${TOOLS:-dwleak dwleak-thread dwleak-trace dwleak-live dwleak-live-stop dwleak-live-sampled lsan memcheck}
 DWLEAK=${DWLEAK_BIN:-$ROOT/dwleak}
 OUT=${OUT:-$BUILD/bench/leakcheck.md}
 BENCH=$BUILD/bench/leakcheck_bench
@@ -68,13 +71,14 @@ done
 # once dwleak is attached; the check at dwleak's final report (SIGINT).
 live_check() {
 	local shape=$1 out=$2 tool=${3:-dwleak-live} target dw i rc=1
+	shift 3 2> /dev/null || shift $#
 	"$BENCH" --shape "$shape" --build-and-wait > "$out" 2> "$out.err" &
 	target=$!
 	for ((i = 0; i < 500; i++)); do
 		grep -q waiting "$out" 2> /dev/null && break
 		sleep 0.01
 	done
-	"$DWLEAK" --leak-check -t 1 --format json -o "$out.json" -p "$target" 2>> "$out.err" &
+	"$DWLEAK" --leak-check "$@" -t 1 --format json -o "$out.json" -p "$target" 2>> "$out.err" &
 	dw=$!
 	for ((i = 0; i < 3000; i++)); do
 		grep -q '^dwleak: tracing' "$out.err" 2> /dev/null && break
@@ -113,6 +117,7 @@ for round in $(seq "$ROUNDS"); do
 					python3 "$ROOT/bench/leakcheck_report_line.py" "$out.json" >> "$out" ;;
 			dwleak-live) live_check "$shape" "$out" ;;
 			dwleak-live-stop) DWLEAK_LEAK_CHECK_STOP=1 live_check "$shape" "$out" ;;
+			dwleak-live-sampled) live_check "$shape" "$out" dwleak-live --sample-bytes 524288 ;;
 			lsan)
 				LSAN_OPTIONS=print_suppressions=0 \
 					timeout -k 5 600 "$BENCH_LSAN" --shape "$shape" --reps "$REPS" > "$out" 2> "$out.err" ;;
@@ -170,7 +175,7 @@ def med(rows, key):
 def mib(b):
     return "%.1f" % (b / 1048576) if b is not None else ""
 
-names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check -- CMD, at exit", "dwleak-live": "dwleak --leak-check -p, live (snapshot)", "dwleak-live-stop": "dwleak --leak-check -p, live, stopped while read", "lsan": "LeakSanitizer",
+names = {"dwleak": "dwleak", "dwleak-thread": "dwleak, reader thread", "dwleak-trace": "dwleak --leak-check -- CMD, at exit", "dwleak-live": "dwleak --leak-check -p, live (snapshot)", "dwleak-live-stop": "dwleak --leak-check -p, live, stopped while read", "dwleak-live-sampled": "dwleak --leak-check -p --sample-bytes 524288, live (every block from the library's index)", "lsan": "LeakSanitizer",
          "memcheck": "valgrind memcheck"}
 print("heap GB/s: the heap over the pause; dwleak's scan rate is over the scan, which for a snapshot is not in the pause.")
 print()
@@ -180,6 +185,7 @@ goals = []
 live = {}
 snapshot_live = {}
 stop_live = {}
+sampled_live = {}
 for shape in shapes:
     lsan = med(runs.get(("lsan", shape), []), "pause_ms")
     for tool in tools:
@@ -215,6 +221,17 @@ for shape in shapes:
                 snapshot_live[shape] = (pm, live_scan, len(snap), len(rows))
         if tool == "dwleak-live-stop":
             stop_live[shape] = pm
+        if tool == "dwleak-live-sampled":
+            sampled_live[shape] = (pm, live_scan)
+if sampled_live:
+    print()
+    print("Issue 24's goal for a sampled trace's check (every block from the preload library's index, read out of the snapshot): the pause <= 0.1x LSan's check of the same heap:")
+    print()
+    for shape, (pm, scan) in sampled_live.items():
+        lsan = med(runs.get(("lsan", shape), []), "pause_ms")
+        print("- %s: pause %.1f ms%s, the scan %s ms while it ran on" % (
+            shape, pm, " = %.3f x LSan (%s)" % (pm / lsan, "met" if pm <= 0.1 * lsan else "NOT met") if lsan else "",
+            "%.1f" % scan if scan else "?"))
 print()
 print("dwleak's pause, part by part (medians, ms): the blocks indexed (sorted, page index), the roots planned from /proc/PID/maps, then pagemap, the copy (process_vm_readv, /proc/PID/mem), the scan (leakcheck_scan); the classification runs after the target resumes and is not in the pause.")
 print()
