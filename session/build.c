@@ -185,6 +185,17 @@ static void leak_kinds_set(const struct build_opts *o, const struct ledger_stack
 		rs->residency.resident = g->resident;
 		rs->residency.swapped = g->swapped;
 		rs->residency.untouched = g->untouched;
+		/* sampled: the sampled blocks' pages scaled like their bytes, so
+		 * that the parts add up to the stack's estimate */
+		if (o->sample_bytes) {
+			rs->residency.resident = (uint64_t)llround((double)g->resident * scale);
+			rs->residency.swapped = (uint64_t)llround((double)g->swapped * scale);
+			if (rs->residency.resident > rs->bytes)
+				rs->residency.resident = rs->bytes;
+			if (rs->residency.swapped > rs->bytes - rs->residency.resident)
+				rs->residency.swapped = rs->bytes - rs->residency.resident;
+			rs->residency.untouched = rs->bytes - rs->residency.resident - rs->residency.swapped;
+		}
 	}
 }
 

@@ -395,6 +395,12 @@ for k in ("definitely_lost", "indirectly_lost", "possibly_lost", "reachable"):
         fail("sampled at 256: totals %s %s, memcheck %s" % (k, lc[k], want))
 if sum(s["allocations"] for s in r["stacks"]) == 0:
     fail("sampled at 256: no stack sampled at all")
+for s in r["stacks"]:
+    res = s.get("residency")
+    if not res or res["resident_bytes"] + res["swapped_bytes"] + res["untouched_bytes"] != s["bytes"]:
+        fail("sampled at 256: stack %s: residency %s does not add up to its estimated %d bytes" % (names(s)[:2], res, s["bytes"]))
+    if s.get("bytes_stderr") is None or any(v is None for v in s.get("leak_kinds_stderr", {}).values()):
+        fail("sampled at 256: stack %s states no error: %s %s" % (names(s)[:2], s.get("bytes_stderr"), s.get("leak_kinds_stderr")))
 PY
 	timeout -k 5 120 "$DWLEAK" --leak-check --sample-bytes 1 -t 0 --format json -o "$tmp/h1.json" -- "$PROG" \
 		> /dev/null 2> "$tmp/h.err" || fail "h: json at 1: $(tail -3 "$tmp/h.err")"
