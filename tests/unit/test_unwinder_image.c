@@ -10,8 +10,12 @@
  * to the same addresses here (MAP_FIXED_NOREPLACE; a range this process
  * has in use skips that case, said so).  Each walk is made without the
  * rule cache, cold and warm with it; a rule perturbed in the image must
- * make the walk differ from libdw, or the comparison proves nothing. */
+ * make the walk differ from libdw, or the comparison proves nothing.
+ * With root, the tables are also loaded into BPF maps of the walker's
+ * shapes: freed then (counted as released), kept with
+ * unwinder_keep_tables (the same image as from tables never loaded). */
 #define _GNU_SOURCE
+#include <bpf/bpf.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -221,6 +225,76 @@ static void check_unknown(const struct child *c)
 	EXPECT(unwinder_image_build(c->u, -1, &blob, &len, &st) < 0 && !blob, "no such process");
 }
 
+/* An unwinder of the child's objects whose tables went into BPF maps of
+ * the walker's shapes, kept or not (KEEP); NULL when no map can be made
+ * here (not root). */
+static struct unwinder *loaded_unwinder(const struct child *c, bool keep)
+{
+	struct unwinder_maps m = { .proc_maps = -1, .proc_maps_cur = -1, .mappings = -1 };
+	struct unwinder *u;
+	uint64_t rows, rules;
+
+	CHECK(unwinder_new(NULL, NULL, &u) == 0);
+	unwinder_keep_tables(u, keep);
+	CHECK(unwinder_add_process(u, c->pid) == 0);
+	unwinder_needs(u, &rows, &rules);
+	CHECK(rows && rules);
+	m.rows_cap = (uint32_t)rows;
+	m.rules_cap = (uint32_t)rules;
+	m.pages_cap = (uint32_t)rows; /* a page holds a row at least */
+	m.tables = bpf_map_create(BPF_MAP_TYPE_HASH, "img_tables", sizeof(struct file_key),
+				  sizeof(struct table_info), 64, NULL);
+	m.pages = bpf_map_create(BPF_MAP_TYPE_HASH, "img_pages", sizeof(struct page_key), sizeof(struct unwind_page),
+				 m.pages_cap, NULL);
+	m.rows = bpf_map_create(BPF_MAP_TYPE_ARRAY, "img_rows", 4, sizeof(struct unwind_row), m.rows_cap, NULL);
+	m.rules = bpf_map_create(BPF_MAP_TYPE_ARRAY, "img_rules", 4, sizeof(struct unwind_rule), m.rules_cap, NULL);
+	if (m.tables < 0 || m.pages < 0 || m.rows < 0 || m.rules < 0) {
+		printf("SKIP loaded tables: no BPF map (%s)\n", strerror(errno));
+		unwinder_free(u);
+		u = NULL;
+	} else {
+		unwinder_set_maps(u, &m);
+		CHECK(unwinder_load_pending(u) > 0, "no table loaded");
+	}
+	/* the caller's fds, which the unwinder writes only while it loads:
+	 * closed now, as no image build reads the maps */
+	close(m.tables);
+	close(m.pages);
+	close(m.rows);
+	close(m.rules);
+	return u;
+}
+
+/* Tables loaded into the walker's maps: freed, every mapping counted as
+ * released; kept, the image is byte for byte the one from tables never
+ * loaded (C's unwinder). */
+static void check_loaded(const struct child *c)
+{
+	struct unwinder_image_stats st;
+	struct unwinder *u;
+	size_t len, len0;
+	void *blob, *blob0;
+
+	if (!(u = loaded_unwinder(c, false)))
+		return;
+	CHECK(unwinder_image_build(u, c->pid, &blob, &len, &st) == 0);
+	EXPECT(st.in_image == 0 && st.mappings > 0 && st.released == st.mappings,
+	       "tables freed once loaded: %u of %u in the image, %u released", st.in_image, st.mappings, st.released);
+	free(blob);
+	unwinder_free(u);
+
+	CHECK(u = loaded_unwinder(c, true));
+	CHECK(unwinder_image_build(u, c->pid, &blob, &len, &st) == 0);
+	CHECK(unwinder_image_build(c->u, c->pid, &blob0, &len0, NULL) == 0);
+	EXPECT(st.in_image == st.mappings && len == len0 && !memcmp(blob, blob0, len),
+	       "tables kept once loaded: %u of %u in the image, %zu bytes, %zu never loaded", st.in_image,
+	       st.mappings, len, len0);
+	printf("loaded tables: freed, %u mappings released; kept, the same image\n", st.mappings);
+	free(blob);
+	free(blob0);
+	unwinder_free(u);
+}
+
 int main(void)
 {
 	struct user_regs_struct g;
@@ -232,6 +306,7 @@ int main(void)
 	run_to(&c, "/deep_recursion", "leak_at_bottom", &g);
 	check_stop(&c, "deep_recursion at leak_at_bottom", &g, 44, -1);
 	check_unknown(&c);
+	check_loaded(&c);
 	run_to(&c, "/libc.so.6", "malloc", &g);
 	check_stop(&c, "deep_recursion at malloc", &g, 45, 10);
 	child_end(&c);
