@@ -307,6 +307,13 @@ $(ASAN)/tests/test_preload_walk: tests/unit/test_preload_walk.c preload/walk.c p
 	@mkdir -p $(@D)
 	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< preload/walk.c \
 		$(ASAN)/tests/preload_walk_subject.o $(ASAN_LIBS) $(LDLIBS)
+# test_unwinder_image: the image unwinder_image_build makes of a stopped
+# child, walked by the library's walk (preload/walk.c) as test_preload_walk.
+$(ASAN)/tests/test_unwinder_image: tests/unit/test_unwinder_image.c preload/walk.c preload/walk.h $(ASAN_LIBS) \
+		| $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< preload/walk.c \
+		$(ASAN_LIBS) $(LDLIBS)
 # test_preload_blockset includes dwleak's decoder of the set, to read back
 # what it built (one -MF per command keeps only the last source's list).
 $(ASAN)/tests/test_preload_blockset: target/blockset_read.c target/blockset_read.h bpf/abi/blockset_abi.h

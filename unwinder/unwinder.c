@@ -17,6 +17,7 @@
 #include "proc_maps.h"
 #include "table.h"
 #include "table_cache.h"
+#include "table_image.h"
 #include "unwinder.h"
 
 /* One mapping-table slot of the walker: whose, which of its two buffers
@@ -37,6 +38,7 @@ struct unwinder {
 	bool have_maps;
 	uint32_t next_table_id;
 	struct pm_slot *slots; /* DWLEAK_MAX_PROC_SLOTS of them */
+	bool keep_tables;      /* a loaded table stays, for unwinder_image_build */
 	uint64_t rows_used;
 	uint64_t rules_used;
 	uint64_t pages_used;
@@ -362,8 +364,10 @@ static int object_load(struct unwinder *u, struct unwind_object *o)
 	o->table_id = info.table_id;
 	o->rule_base = info.rule_base;
 	o->loaded = true;
-	table_free(o->table);
-	o->table = NULL;
+	if (!u->keep_tables) { /* the maps hold it now: no second copy unless asked */
+		table_free(o->table);
+		o->table = NULL;
+	}
 	return 0;
 }
 
@@ -392,26 +396,39 @@ static int mapping_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* The bias from a runtime pc in map P of object O to O's ELF address (pc
+ * - bias), from the executable segment P's offset lies in; false when it
+ * lies in none.  The one computation for the kernel walker's mappings
+ * (mapping_of) and the unwind image's (unwinder_image_build), so the two
+ * walkers look a pc up at the same ELF address. */
+static bool mapping_bias(const struct unwind_object *o, const struct proc_map *p, uint64_t *bias)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->nsegs; i++) {
+		if (p->offset < o->segs[i].off_start || p->offset >= o->segs[i].off_end)
+			continue;
+		*bias = p->start - p->offset - (uint64_t)o->segs[i].vaddr_delta;
+		return true;
+	}
+	return false;
+}
+
 /* Fills M for map P of object O; false when O has no table or P lies
  * outside O's executable segments. */
 static bool mapping_of(const struct unwind_object *o, const struct proc_map *p,
 		       struct proc_mapping *m)
 {
-	uint32_t i;
+	uint64_t bias;
 
-	if (!o || !o->loaded)
+	if (!o || !o->loaded || !mapping_bias(o, p, &bias))
 		return false;
-	for (i = 0; i < o->nsegs; i++) {
-		if (p->offset < o->segs[i].off_start || p->offset >= o->segs[i].off_end)
-			continue;
-		m->start = p->start;
-		m->end = p->end;
-		m->bias = p->start - p->offset - (uint64_t)o->segs[i].vaddr_delta;
-		m->table_id = o->table_id;
-		m->rule_base = o->rule_base;
-		return true;
-	}
-	return false;
+	m->bias = bias;
+	m->start = p->start;
+	m->end = p->end;
+	m->table_id = o->table_id;
+	m->rule_base = o->rule_base;
+	return true;
 }
 
 uint32_t unwinder_slot_take(struct unwinder *u, int pid)
@@ -499,6 +516,76 @@ out:
 	free(pm);
 	proc_maps_free(maps, n);
 	return err;
+}
+
+void unwinder_keep_tables(struct unwinder *u, bool keep)
+{
+	u->keep_tables = keep;
+}
+
+int unwinder_image_build(const struct unwinder *u, int pid, void **blob, size_t *len,
+			 struct unwinder_image_stats *st)
+{
+	struct unwinder_image_stats s = { 0 };
+	struct table_image_mapping *im;
+	const struct unwind_object *o;
+	struct proc_map *maps;
+	struct file_key key;
+	size_t n, i, k = 0;
+	uint64_t bias;
+	int err;
+
+	*blob = NULL;
+	*len = 0;
+	if (st)
+		*st = s;
+	err = proc_maps_read(pid, true, &maps, &n);
+	if (err)
+		return err;
+	im = calloc(n ? n : 1, sizeof(*im));
+	if (!im) {
+		proc_maps_free(maps, n);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		/* as unwinder_add_process takes them: a file to read */
+		if (maps[i].ino == 0 || maps[i].path[0] != '/') {
+			s.no_file++;
+			continue;
+		}
+		s.mappings++;
+		key.dev = maps[i].dev;
+		key.ino = maps[i].ino;
+		o = unwinder_find(u, &key);
+		if (!o) {
+			s.unknown++;
+			continue;
+		}
+		if (!o->table) {
+			if (o->loaded)
+				s.released++;
+			else
+				s.no_table++;
+			continue;
+		}
+		if (!mapping_bias(o, &maps[i], &bias)) {
+			s.outside++;
+			continue;
+		}
+		im[k++] = (struct table_image_mapping){
+			.table = o->table, .start = maps[i].start, .end = maps[i].end, .bias = bias
+		};
+	}
+	proc_maps_free(maps, n);
+	err = table_image_build(im, k, blob, len);
+	free(im);
+	if (err)
+		return err;
+	s.in_image = (uint32_t)k;
+	s.tables = ((const struct unwind_image_header *)*blob)->ntables;
+	if (st)
+		*st = s;
+	return 0;
 }
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st)

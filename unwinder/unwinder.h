@@ -126,6 +126,49 @@ int unwinder_publish(struct unwinder *u, int pid, uint32_t slot, uint32_t *dropp
 
 void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st);
 
+/*
+ * Whether a table loaded into the walker's maps stays in user memory too
+ * (o->table), for unwinder_image_build: off by default, when loading frees
+ * it (the maps hold it; a second copy costs as much memory again).  Set it
+ * before the tables to image are loaded: one freed already is not made
+ * again.
+ */
+void unwinder_keep_tables(struct unwinder *u, bool keep);
+
+/* What unwinder_image_build did with each executable mapping of the pid,
+ * one count per mapping (a mapping is left out for one reason only). */
+struct unwinder_image_stats {
+	uint32_t no_file;  /* not a file's: anonymous code (a JIT's), [vdso], [vsyscall] */
+	uint32_t mappings; /* file mappings: in_image + every count below */
+	uint32_t in_image;
+	uint32_t unknown;  /* its object is not registered (unwinder_add_process not
+			    * called since it was mapped) */
+	uint32_t no_table; /* its object has no table (o->error says why) */
+	uint32_t released; /* its object's table was loaded and freed
+			    * (unwinder_keep_tables off) */
+	uint32_t outside;  /* its file offset lies in no executable segment of the object */
+	uint32_t tables;   /* distinct tables in the image */
+};
+
+/*
+ * The unwind image (base/unwind_image.h, tables/table_image.c) of process
+ * PID's code as the tables U holds for it: one image mapping per
+ * executable file mapping of PID (read from /proc/PID/maps) whose object
+ * has its table in U (o->table), with the bias the walker's mapping
+ * entries get (unwinder_publish), so that the preload library's walk
+ * (preload/walk.c) looks each pc up where the kernel program does.  Every
+ * mapping left out is counted in *ST (may be NULL), none silently; the
+ * image has no limit of its own on mappings (the walker's maps have
+ * DWLEAK_MAX_PROC_MAPPINGS).  Registers nothing: call unwinder_add_process
+ * first for mappings made since.  On success *BLOB is a malloc'd image of
+ * *LEN bytes, the caller's to free; on failure *BLOB is NULL.  Returns 0,
+ * a negative errno from reading the maps (-ENOENT: process gone), or
+ * table_image_build's (-EFBIG, -EINVAL for a table that breaks the image's
+ * contract, -ENOMEM).
+ */
+int unwinder_image_build(const struct unwinder *u, int pid, void **blob, size_t *len,
+			 struct unwinder_image_stats *st);
+
 /* Translates runtime address PC in a mapping that starts at START with
  * file offset PGOFF (bytes) of object O into O's ELF address space. */
 uint64_t unwind_object_elf_addr(const struct unwind_object *o, uint64_t start, uint64_t pgoff,
