@@ -118,7 +118,7 @@ if lt_part 3; then
 		else
 			fail "killing filter: want a refusal, got: $out"
 		fi
-		grep -q dwleak "/proc/$TP/maps" && fail "killing filter: the library is mapped"
+		grep -q libdwleak-preload "/proc/$TP/maps" && fail "killing filter: the library is mapped"
 		lt_target_finish sc_kill
 	fi
 fi
