@@ -476,11 +476,12 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 	 * a sampled check reads every block from the preload library's index,
 	 * which only the library keeps */
 	if (env->leak_check && env->sample_bytes && (env->no_preload || env->no_inject || env->mmap)) {
+		const char *way = env->mmap ? "--mmap" : env->no_preload ? "--no-preload" : "--no-inject";
+
 		fprintf(stderr, "dwleak: --leak-check with --sample-bytes classifies every block from the preload "
 				"library's index of live blocks, and %s traces with uprobes, which see only the "
 				"sample: drop %s, or --sample-bytes\n",
-			env->mmap ? "--mmap" : env->no_preload ? "--no-preload" : "--no-inject",
-			env->mmap ? "--mmap" : env->no_preload ? "--no-preload" : "--no-inject");
+			way, way);
 		return EXIT_USAGE;
 	}
 	if (!env->pid == !env->cmd)

@@ -1,7 +1,7 @@
 /* libFuzzer target for dwleak's decoder of the preload library's index of
  * live blocks (target/blockset_read.c), over "process memory" that is the
  * fuzzer's bytes: a process writes anything it likes into its own index.
- * The input: a control word (8 bytes), then the memory, at BASE.  The
+ * The input: a control word (8 bytes), then the memory, at FUZZ_MEMORY_BASE.  The
  * control word places the header in the memory and may make parts of it
  * valid first (magic, version, slot size; then the level count and bits,
  * and each mapped level's address into the memory), so that most inputs
@@ -15,23 +15,7 @@
 #include <string.h>
 
 #include "blockset_read.h"
-
-#define BASE 0x100000ull
-
-struct memory {
-	const uint8_t *bytes;
-	size_t len;
-};
-
-static int memory_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct memory *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->len || len > m->len - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->bytes + (addr - BASE), len);
-	return 0;
-}
+#include "fuzz_memory_image.h"
 
 /* Makes the header at H (in memory of LEN bytes) valid in part: FIX 1,
  * its identity; FIX 2 and 3, its levels too, each mapped one moved into
@@ -51,7 +35,7 @@ static void fix_header(struct blockset_abi_header *h, unsigned fix, size_t len)
 	for (i = 0; i < h->levels; i++) {
 		h->level[i].bits = h->first_bits + i;
 		if (h->level[i].slots)
-			h->level[i].slots = (BASE + h->level[i].slots % len) & ~15ull;
+			h->level[i].slots = (FUZZ_MEMORY_BASE + h->level[i].slots % len) & ~15ull;
 	}
 }
 
@@ -63,7 +47,7 @@ static int known_error(int err)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct blockset_index ix;
-	struct memory m;
+	struct fuzz_memory m;
 	uint64_t control, header, slots = 0, counted = 0;
 	uint8_t *bytes;
 	size_t i, r;
@@ -82,15 +66,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fix = control & 3;
 	/* the header's place: anywhere in the memory, 8-byte aligned but
 	 * in one input of 8 */
-	header = BASE + ((m.len ? (control >> 8) % m.len : 0) & ~7ull) + (((control >> 2) & 7) == 7);
-	if (fix && header - BASE + sizeof(struct blockset_abi_header) <= m.len) {
+	header = FUZZ_MEMORY_BASE + ((m.len ? (control >> 8) % m.len : 0) & ~7ull) + (((control >> 2) & 7) == 7);
+	if (fix && header - FUZZ_MEMORY_BASE + sizeof(struct blockset_abi_header) <= m.len) {
 		struct blockset_abi_header h;
 
-		memcpy(&h, bytes + (header - BASE), sizeof(h));
+		memcpy(&h, bytes + (header - FUZZ_MEMORY_BASE), sizeof(h));
 		fix_header(&h, fix, m.len);
-		memcpy(bytes + (header - BASE), &h, sizeof(h));
+		memcpy(bytes + (header - FUZZ_MEMORY_BASE), &h, sizeof(h));
 	}
-	err = blockset_read(memory_read, &m, header, &ix);
+	err = blockset_read(fuzz_memory_read, &m, header, &ix);
 	if (err) {
 		if (!known_error(err) || !ix.why[0])
 			abort();

@@ -1,7 +1,7 @@
 /* libFuzzer target for dwleak's reader of the preload library's rings of
  * walked records (target/walk_ring_read.c), over "process memory" that is
  * the fuzzer's bytes: a process writes anything it likes into its own
- * rings.  The input: a control word (8 bytes), then the memory, at BASE.
+ * rings.  The input: a control word (8 bytes), then the memory, at FUZZ_MEMORY_BASE.
  * The control word places the directory in the memory and may make parts
  * of it valid first (its identity; then its slots' states, threads and
  * rings moved into the memory; then each ring's header, its positions
@@ -17,24 +17,8 @@
 
 #include "alloc_kind.h"
 #include "dwleak.h"
+#include "fuzz_memory_image.h"
 #include "walk_ring_read.h"
-
-#define BASE 0x100000ull
-
-struct memory {
-	const uint8_t *bytes;
-	size_t len;
-};
-
-static int memory_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	const struct memory *m = ctx;
-
-	if (addr < BASE || addr - BASE > m->len || len > m->len - (addr - BASE))
-		return -EFAULT;
-	memcpy(buf, m->bytes + (addr - BASE), len);
-	return 0;
-}
 
 struct sink {
 	uint64_t records, sum;
@@ -59,7 +43,7 @@ static int on_record(void *ctx, const struct walk_ring_rec *r)
 
 static uint64_t place(uint64_t v, size_t len, uint64_t align)
 {
-	return (BASE + (len ? v % len : 0)) & ~(align - 1);
+	return (FUZZ_MEMORY_BASE + (len ? v % len : 0)) & ~(align - 1);
 }
 
 /* Makes the directory at D (fully inside the memory of LEN bytes, at
@@ -87,7 +71,7 @@ static void fix_dir(uint8_t *bytes, size_t len, struct walk_ring_dir *d, unsigne
 			continue;
 		s->tid = s->tid ? s->tid : 1;
 		s->ring = place(s->ring, len, WALK_RING_ALIGN);
-		at = s->ring - BASE;
+		at = s->ring - FUZZ_MEMORY_BASE;
 		if (fix < 3 || at + sizeof(h) > len)
 			continue;
 		memcpy(&h, bytes + at, sizeof(h));
@@ -112,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct walk_ring_drain out;
 	struct sink sink = { 0 };
-	struct memory m;
+	struct fuzz_memory m;
 	uint64_t control, dir, addr, value;
 	uint8_t *bytes;
 	unsigned fix;
@@ -132,14 +116,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sink.stop_at = (control >> 2) & 15;
 	/* the directory's place: anywhere, 8-byte aligned but in one input of 8 */
 	dir = place(control >> 8, m.len, 8) + (((control >> 6) & 3) == 3 && ((control >> 40) & 7) == 7);
-	if (fix && dir - BASE + sizeof(struct walk_ring_dir) <= m.len) {
+	if (fix && dir - FUZZ_MEMORY_BASE + sizeof(struct walk_ring_dir) <= m.len) {
 		struct walk_ring_dir d;
 
-		memcpy(&d, bytes + (dir - BASE), sizeof(d));
+		memcpy(&d, bytes + (dir - FUZZ_MEMORY_BASE), sizeof(d));
 		fix_dir(bytes, m.len, &d, fix);
-		memcpy(bytes + (dir - BASE), &d, sizeof(d));
+		memcpy(bytes + (dir - FUZZ_MEMORY_BASE), &d, sizeof(d));
 	}
-	err = walk_ring_drain(memory_read, &m, dir, on_record, &sink, &out);
+	err = walk_ring_drain(fuzz_memory_read, &m, dir, on_record, &sink, &out);
 	if (err == -ECANCELED) {
 		if (!sink.stop_at || sink.records != sink.stop_at)
 			abort();

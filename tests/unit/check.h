@@ -79,6 +79,21 @@ static inline void check_python3(const char *probe)
 	exit(EXIT_SKIP);
 }
 
+#ifdef _GNU_SOURCE /* process_vm_readv */
+#include <sys/uio.h>
+
+/* A decoder's read callback over this process's own memory (CTX unused):
+ * LEN bytes at ADDR into BUF, read with process_vm_readv so that a bad
+ * address is an error (-EFAULT), not a crash. */
+static inline int check_self_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	(void)ctx;
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+#endif
+
 /* xorshift64: the tests' reproducible pseudo-random numbers, from the
  * state *S (any nonzero seed of the test's own). */
 static inline uint64_t check_xorshift64(uint64_t *s)

@@ -31,16 +31,6 @@ static uint64_t next_rand(void)
 	return check_xorshift64(&rng);
 }
 
-/* The callback: this process's own memory, read so that a bad address is
- * an error (EFAULT), not a crash. */
-static int self_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-
-	(void)ctx;
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
 static int block_by_addr(const void *a, const void *b)
 {
 	uint64_t x = ((const struct blockset_block *)a)->addr, y = ((const struct blockset_block *)b)->addr;
@@ -56,7 +46,7 @@ static struct blockset_index decode_equals(const struct blockset *s, struct bloc
 {
 	struct blockset_index ix;
 	size_t i;
-	int err = blockset_read(self_read, NULL, (uint64_t)(uintptr_t)s, &ix);
+	int err = blockset_read(check_self_read, NULL, (uint64_t)(uintptr_t)s, &ix);
 
 	CHECK(!err, "%s: blockset_read: %s: %s", what, strerror(-err), ix.why);
 	if (n)
@@ -393,7 +383,7 @@ static int child_check(void)
 	struct blockset_index ix;
 	uint64_t busy = 0;
 	size_t i;
-	int err = blockset_read(self_read, NULL, (uint64_t)(uintptr_t)&shared, &ix);
+	int err = blockset_read(check_self_read, NULL, (uint64_t)(uintptr_t)&shared, &ix);
 
 	if (err) {
 		fprintf(stderr, "child: blockset_read: %s: %s\n", strerror(-err), ix.why);
@@ -447,7 +437,7 @@ static void test_fork(void)
 static void expect_refused(const void *h, int err, const char *why, const char *what)
 {
 	struct blockset_index ix;
-	int r = blockset_read(self_read, NULL, (uint64_t)(uintptr_t)h, &ix);
+	int r = blockset_read(check_self_read, NULL, (uint64_t)(uintptr_t)h, &ix);
 
 	EXPECT(r == err, "%s: %d (%s) where %d was expected", what, r, ix.why, err);
 	EXPECT(r == 0 || ix.why[0], "%s: no reason given", what);
@@ -551,7 +541,7 @@ static void test_corrupt(void)
 	{
 		struct blockset_index ix;
 
-		CHECK(!blockset_read(self_read, NULL, (uint64_t)(uintptr_t)&s, &ix));
+		CHECK(!blockset_read(check_self_read, NULL, (uint64_t)(uintptr_t)&s, &ix));
 		EXPECT(ix.n_blocks == 40 && !ix.why[0]);
 		blockset_index_free(&ix);
 	}

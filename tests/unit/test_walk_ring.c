@@ -31,16 +31,6 @@ static uint64_t next_rand(void)
 	return check_xorshift64(&rng);
 }
 
-/* The callback: this process's memory, a bad address an error, not a
- * crash. */
-static int self_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-
-	(void)ctx;
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
-}
-
 /* Writes what walk_ring_tail_write says for every ring of D (dwleak would
  * write through /proc/PID/mem). */
 static void tails_back(const struct walk_ring_drain *d)
@@ -165,7 +155,7 @@ static void *reader_run(void *arg)
 	int err;
 
 	while (!__atomic_load_n(&writers_done, __ATOMIC_ACQUIRE)) {
-		err = walk_ring_drain(self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		err = walk_ring_drain(check_self_read, NULL, dir_addr(), check_record, s, &drain_buf);
 		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
 		CHECK(drain_buf.bad == 0, "a ring in error: %s", drain_buf.ring[0].why);
 		tails_back(&drain_buf);
@@ -181,7 +171,7 @@ static uint64_t drain_all(struct seen *s)
 	int err;
 
 	do {
-		err = walk_ring_drain(self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		err = walk_ring_drain(check_self_read, NULL, dir_addr(), check_record, s, &drain_buf);
 		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
 		for (i = 0; i < drain_buf.n; i++)
 			CHECK(!drain_buf.ring[i].err, "slot %u: %s", drain_buf.ring[i].slot, drain_buf.ring[i].why);
@@ -399,7 +389,7 @@ static void test_directory(void)
 	pthread_barrier_wait(&bar);
 	EXPECT(late_err[0] == -ENOSPC);
 	/* dwleak's part: drained, the dead threads' slots handed back */
-	err = walk_ring_drain(self_read, NULL, dir_addr(), count_record, &n, &drain_buf);
+	err = walk_ring_drain(check_self_read, NULL, dir_addr(), count_record, &n, &drain_buf);
 	CHECK(!err, "%s", drain_buf.why);
 	tails_back(&drain_buf);
 	EXPECT(drain_buf.n == WALK_RING_SLOTS, "%u live slots", drain_buf.n);
@@ -443,7 +433,7 @@ static void child_check(bool handler)
 		walk_ring_fork_child();
 	if (walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x2000, 0, NULL, 0))
 		_exit(4);
-	err = walk_ring_drain(self_read, NULL, dir_addr(), count_record, &n, d);
+	err = walk_ring_drain(check_self_read, NULL, dir_addr(), count_record, &n, d);
 	if (err || n != 1)
 		_exit(5);
 	for (i = 0; i < d->n; i++)
@@ -527,7 +517,7 @@ static void test_scribble(void)
 		n++;
 	}
 	CHECK(n > 1, "%u rings to copy", n);
-	err = walk_ring_drain(self_read, NULL, (uint64_t)(uintptr_t)&c.dir, count_record, &count, &clean);
+	err = walk_ring_drain(check_self_read, NULL, (uint64_t)(uintptr_t)&c.dir, count_record, &count, &clean);
 	CHECK(!err && !clean.bad, "the copy: %s", clean.why);
 	for (iter = 0; iter < 20000; iter++) {
 		struct copy *d = &c;
@@ -560,7 +550,7 @@ static void test_scribble(void)
 		if (what == 3) /* a plausible position: near the real ones */
 			memcpy(p + at, &(uint64_t){ clean.ring[0].tail + (next_rand() % 64) * 8 }, 8);
 		count = 0;
-		err = walk_ring_drain(self_read, NULL, (uint64_t)(uintptr_t)&d->dir, count_record, &count, &dirty);
+		err = walk_ring_drain(check_self_read, NULL, (uint64_t)(uintptr_t)&d->dir, count_record, &count, &dirty);
 		CHECK(!err, "iteration %u: %s", iter, dirty.why);
 		for (i = 0; i < dirty.n; i++) {
 			const struct walk_ring_ring *r = &dirty.ring[i];
