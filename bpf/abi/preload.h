@@ -102,7 +102,7 @@ enum dwleak_preload_class {
  */
 #define DWLEAK_PRELOAD_CONTROL_SYM "dwleak_preload_control"
 #define DWLEAK_PRELOAD_MAGIC 0x646c72706b6c7764ull /* "dwlkprld", little-endian */
-#define DWLEAK_PRELOAD_VERSION 4
+#define DWLEAK_PRELOAD_VERSION 5
 
 /* Why a process's library does not fire its sites (control.disabled). */
 enum dwleak_preload_disabled {
@@ -186,19 +186,72 @@ struct dwleak_preload_control {
 	__u32 index_gen;
 	__u64 index_addr;
 	/*
-	 * The rings of walked records (bpf/abi/walk_ring_abi.h): RINGS_ADDR is the
-	 * address of the library's directory of per-thread rings (its own
-	 * variable), fixed at load, which dwleak drains with process_vm_readv.
-	 * RINGS_REQUEST is dwleak's: 1 asks the library to walk and record
-	 * each call there instead of firing its sites (not acted on yet: the
-	 * session does not drain rings so far).
+	 * The walk in the process (issue 24): the library walks the caller's
+	 * stack itself and writes each call it would fire a site for into
+	 * its thread's ring of walked records (bpf/abi/walk_ring_abi.h)
+	 * instead: no kernel entry per call.  RINGS_ADDR is the address of
+	 * the rings' directory (the library's own variable), fixed at load,
+	 * which dwleak drains with process_vm_readv.  RINGS_REQUEST is
+	 * dwleak's (written before the generation): enum dwleak_preload_walk.
+	 * With DWLEAK_PRELOAD_WALK_DWARF the library records into the rings
+	 * only while it has an unwind image installed (below); until then, or
+	 * when the image could not be installed, it fires its sites as with
+	 * DWLEAK_PRELOAD_WALK_NONE.  RINGS_ACTIVE is the library's: the mode
+	 * its last recorded call used (0 until one did), for tests and dwleak.
 	 */
 	__u32 rings_request;
-	__u32 rings_pad;
+	__u32 rings_active;
 	__u64 rings_addr;
+	/*
+	 * The unwind image (base/unwind_image.h) the DWARF walk uses, handed
+	 * over through memory the library maps and dwleak writes with
+	 * /proc/PID/mem:
+	 *  - IMAGE_ARENA_REQUEST is dwleak's: a number of bytes.  When it is
+	 *    above IMAGE_ARENA_LEN, the library (in its next traced call) maps
+	 *    a new anonymous read-write arena of at least that many bytes
+	 *    (rounded to pages; MAP_NORESERVE) and publishes it: IMAGE_ARENA_LEN
+	 *    then IMAGE_ARENA_ADDR (release).  An old arena stays mapped (a
+	 *    thread may still walk an image in it).  A mapping that fails sets
+	 *    IMAGE_ERROR to its negative errno and is tried again only for a
+	 *    larger request.
+	 *  - dwleak writes an image at IMAGE_ARENA_ADDR + IMAGE_OFF (8-byte
+	 *    aligned, IMAGE_OFF + IMAGE_LEN <= IMAGE_ARENA_LEN), never over an
+	 *    image it published before in the same arena (each image at a new
+	 *    offset), then IMAGE_OFF, IMAGE_LEN and, last, IMAGE_GEN (a new
+	 *    value).
+	 *  - The library, in its next traced call that sees IMAGE_GEN move,
+	 *    checks the image (preload/walk.c's walk_image_check), gives it a
+	 *    rule cache of its own (new memory for each image) and walks with
+	 *    it from then on: IMAGE_INSTALLED = IMAGE_GEN and IMAGE_ERROR = 0;
+	 *    or IMAGE_ERROR the check's negative errno (-EBADMSG, -EPROTO,
+	 *    -EINVAL, -ENOMEM), IMAGE_INSTALLED unchanged, and the image it
+	 *    had (if any) stays in use.
+	 * A fork's child keeps its parent's image (the same mappings).
+	 */
+	__u64 image_arena_request;
+	__u64 image_arena_addr;
+	__u64 image_arena_len;
+	__u64 image_off;
+	__u64 image_len;
+	__u32 image_gen;
+	__u32 image_installed;
+	__s32 image_error;
+	__u32 image_pad;
+	/* the library's counts (relaxed): calls recorded into the rings, and
+	 * calls that could not be (walk_ring_put failed: the ring full, no
+	 * ring; each also counted where the ring ABI says) */
+	__u64 ring_records;
+	__u64 ring_failed;
 };
 
-_Static_assert(sizeof(struct dwleak_preload_control) == 144, "dwleak_preload_control layout");
+/* What RINGS_REQUEST asks for. */
+enum dwleak_preload_walk {
+	DWLEAK_PRELOAD_WALK_NONE = 0,  /* fire the sites (dwleak's kernel program walks) */
+	DWLEAK_PRELOAD_WALK_DWARF = 1, /* the DWARF walk over the installed image */
+	DWLEAK_PRELOAD_WALK_FP = 2,    /* the frame-pointer walk (--unwind fp): no image needed */
+};
+
+_Static_assert(sizeof(struct dwleak_preload_control) == 216, "dwleak_preload_control layout");
 
 /* The library's entry for target/inject.c: int dwleak_injected_start(void),
  * called once, in a thread of its own, right after dlopen; it routes the
