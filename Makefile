@@ -324,6 +324,15 @@ $(ASAN)/tests/test_walk_ring: tests/unit/test_walk_ring.c preload/walk_ring.c pr
 	@mkdir -p $(@D)
 	$(CC) -I preload $(INC_target) -I tests/unit $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< -lpthread
 
+# test_proc_rings: the session's drain of the rings (session/proc_rings.c,
+# in the layers) fed by the library's writer (preload/walk_ring.c, included
+# by the test).
+$(ASAN)/tests/test_proc_rings: tests/unit/test_proc_rings.c preload/walk_ring.c preload/walk_ring.h $(ASAN_LIBS) \
+		| $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) \
+		$(LDLIBS)
+
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
 $(BUILD)/tests/%: tests/tools/%.c $(ASAN)/libdwleak_target.a

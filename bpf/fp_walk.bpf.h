@@ -9,11 +9,6 @@
 #include "snap.bpf.h"
 #include "stacks.bpf.h"
 
-/* The FP walk's ids start from FNV-1a's offset basis with its halves
- * swapped, so that with --unwind both its id for a stack differs from
- * the DWARF walk's for the same frames: both go into the one stacks map,
- * each entry saying which walk made it (stack_trace.fp). */
-#define FP_STACK_ID_SEED ((FNV64_OFFSET << 32) | (FNV64_OFFSET >> 32))
 
 struct fp_ctx {
 	__u64 bp;
@@ -73,7 +68,7 @@ static long fp_step(__u64 i, struct fp_ctx *f)
  * IMAGE, as stack_walk's), or DWLEAK_STACK_NOT_STORED. */
 static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, struct snap_ctx *sn)
 {
-	struct fp_ctx f = { .bp = ctx->bp, .hash = FP_STACK_ID_SEED ^ kind ^ ((__u64)image << 32), .n = 2,
+	struct fp_ctx f = { .bp = ctx->bp, .hash = DWLEAK_FP_STACK_ID_SEED ^ kind ^ ((__u64)image << 32), .n = 2,
 			    .snap = *sn };
 	struct stack_trace *st;
 	__u32 zero = 0;

@@ -34,6 +34,7 @@ enum trace_opt_key {
 	OPT_NO_PRELOAD,
 	OPT_NO_INJECT,
 	OPT_ALLOW_UNTRACED,
+	OPT_WALK,
 };
 
 static const struct option trace_options[] = {
@@ -60,6 +61,7 @@ static const struct option trace_options[] = {
 	{ "no-preload", no_argument, NULL, OPT_NO_PRELOAD },
 	{ "no-inject", no_argument, NULL, OPT_NO_INJECT },
 	{ "allow-untraced", no_argument, NULL, OPT_ALLOW_UNTRACED },
+	{ "walk", required_argument, NULL, OPT_WALK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -124,6 +126,13 @@ static const char trace_usage[] =
 	"      --unwind MODE        dwarf (default), fp, or both: walk every allocation\n"
 	"                           both ways and show, stack by stack, the frames the\n"
 	"                           frame-pointer walk loses\n"
+	"      --walk WHERE         kernel (default) or process: at the preload\n"
+	"                           library's sites, the library walks each traced\n"
+	"                           call's stack itself (dwarf over the tables dwleak\n"
+	"                           compiled, or fp) into per-thread rings dwleak drains\n"
+	"                           every 5 ms: no kernel entry per call.  Processes\n"
+	"                           traced with uprobes, and --unwind both, walk in the\n"
+	"                           kernel\n"
 	"\n"
 	"Lost or still in use:\n"
 	"      --leak-check         tell lost from reachable, as valgrind does: stop the\n"
@@ -373,6 +382,11 @@ static int option_apply(struct env *env, int c, const char *arg)
 		return 0;
 	case OPT_LEAK_CHECK:
 		env->leak_check = true;
+		return 0;
+	case OPT_WALK:
+		if (strcmp(arg, "kernel") && strcmp(arg, "process"))
+			return trace_usage_error("--walk takes kernel or process, not '%s'", arg);
+		env->walk_in_process = !strcmp(arg, "process");
 		return 0;
 	case OPT_NO_INJECT:
 		env->no_inject = true;

@@ -306,6 +306,7 @@ static void settings_of(const struct env *env, struct suppressions *supp, struct
 		.no_preload = env->no_preload,
 		.no_inject = env->no_inject,
 		.unwind = env->unwind,
+		.walk_in_process = env->walk_in_process,
 		.unwind_name = unwind_mode_name(env->unwind),
 		.min_age_ns = (uint64_t)(env->min_age_s * 1e9),
 		.growth = env->interval_s > 0,

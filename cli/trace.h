@@ -40,6 +40,7 @@ struct env {
 	bool no_preload;	  /* --no-preload: -- CMD runs without the preload library,
 				   * and no process is traced at its sites (uprobes only) */
 	bool no_inject;		  /* --no-inject: -p never loads the library into a process */
+	bool walk_in_process;	  /* --walk process: the library walks, into rings */
 	struct sym_fetch fetch;	  /* debuginfod lookups at report time: DEBUGINFOD_URLS,
 				   * DWLEAK_DEBUGINFOD_SECONDS (cli/fetch.h) */
 	/* environment knobs for tests and bench/ */

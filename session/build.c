@@ -384,6 +384,18 @@ static int proc_losses_say(struct built *b, const struct build_proc *p, const st
 			       "walks look them up in the kernel, slower and failing under mmap-lock "
 			       "contention (walk_err_vma_busy)",
 			       p->mappings_beyond_table, p->pid, cmd, DWLEAK_MAX_PROC_MAPPINGS);
+	if (!err && (p->ring_dropped || p->ring_no_ring))
+		err = loss_add(b, "walk_records_dropped", p->pid, p->ring_dropped + p->ring_no_ring, 0,
+			       "%llu allocator calls of pid %d (%s) were not recorded by its library (%llu: its "
+			       "thread's ring was full, dwleak fell behind; %llu: the thread had no ring): those "
+			       "allocations and frees are missing from the ledger",
+			       (unsigned long long)(p->ring_dropped + p->ring_no_ring), p->pid, cmd,
+			       (unsigned long long)p->ring_dropped, (unsigned long long)p->ring_no_ring);
+	if (!err && (p->ring_bad || p->ring_why))
+		err = loss_add(b, "walk_rings_corrupt", p->pid, p->ring_bad, 0,
+			       "the rings pid %d (%s) records its calls in were found corrupt (%s): what they "
+			       "held is missing from the ledger",
+			       p->pid, cmd, p->ring_why ? p->ring_why : "a ring's records out of bounds");
 	return err;
 }
 
@@ -479,7 +491,7 @@ int build_report(const struct build_proc *procs, size_t nprocs, const struct bui
 			}
 			proc[k++] = p;
 		}
-		lost_records += procs[p].records_lost;
+		lost_records += procs[p].records_lost + procs[p].ring_dropped + procs[p].ring_no_ring;
 	}
 	pc_memo_free(b->pcs);
 	b->pcs = NULL;

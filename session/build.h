@@ -45,6 +45,13 @@ struct build_proc {
 	const char *unchecked;		  /* --leak-check: why blocks have no kind; NULL */
 	uint64_t records_lost;		  /* its records the ledger could not apply (no memory) */
 	uint32_t mappings_beyond_table;	  /* executable mappings its walker table had no room for */
+	/* --walk process: calls its library could not record (its rings
+	 * full, no ring for a thread), records of rings found corrupt
+	 * (rings), and why its rings are no longer read (NULL: they are) */
+	uint64_t ring_dropped;
+	uint64_t ring_no_ring;
+	uint64_t ring_bad;
+	const char *ring_why;
 };
 
 struct build_opts {

@@ -47,6 +47,7 @@ static struct proc *proc_new(struct procs *ps, pid_t pid, pid_t parent)
 /* Forgets P's preload sites (its image is gone, or they cannot serve). */
 static void sites_forget(struct proc *p)
 {
+	proc_rings_free(&p->rings);
 	p->preload = false;
 	p->injected = false;
 	preload_sites_free(&p->sites);
@@ -114,6 +115,48 @@ static void exit_probe(const struct proc_services *sv, struct proc *p)
 		    "its atexit handlers", p->pid, p->command);
 }
 
+/* The walk in the process, asked of P's library at its sites (--walk
+ * process); on failure said, and the sites serve as without it. */
+static void rings_start(const struct proc_services *sv, struct proc *p)
+{
+	uint64_t ctl;
+	int err;
+
+	if (!sv->set->walk_rings || !sv->control_addr)
+		return;
+	ctl = sv->control_addr(sv->ctx, p->pid, &p->sites);
+	err = proc_rings_start(&sv->rings_io, &p->rings, p->pid, ctl, sv->set->walk_rings, sv->set->ring_bits,
+			       p->image);
+	if (err)
+		say(sv, SESSION_NOTE, "pid %d: cannot walk in the process (%s): its stacks are walked at its library's "
+		    "sites by the kernel", p->pid, strerror(-err));
+}
+
+/* Drains P's rings into its ledger (FINAL: it is stopped for good or
+ * gone: every record read is applied); a failure said once. */
+static void rings_drain(const struct proc_services *sv, struct proc *p, bool final)
+{
+	bool said = p->rings.why[0];
+	int err;
+
+	if (!p->rings.mode)
+		return;
+	err = proc_rings_drain(&sv->rings_io, &p->rings, p->pid, &p->ledger, sv->stacks, session_now_ns(), final);
+	if (!said && p->rings.why[0])
+		say(sv, SESSION_WARNING, "pid %d (%s): %s; what its library records from now on is lost", p->pid,
+		    p->command ? p->command : "?", p->rings.why);
+	(void)err;
+}
+
+void procs_rings_drain(const struct proc_services *sv, struct procs *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		if (!ps->v[i]->exited)
+			rings_drain(sv, ps->v[i], false);
+}
+
 /* Writes P's control block and attaches its sites; on failure says why
  * and leaves P for uprobes.  Returns 0 or 1. */
 static int sites_attach(const struct proc_services *sv, struct proc *p, bool fork_child)
@@ -122,6 +165,7 @@ static int sites_attach(const struct proc_services *sv, struct proc *p, bool for
 
 	if (!err) {
 		p->preload = true;
+		rings_start(sv, p);
 		return 0;
 	}
 	sv->detach(sv->ctx, &p->pp);
@@ -461,7 +505,9 @@ void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid
 
 	/* exiting without exit() (_exit, a signal): the memory is still
 	 * there, if not every thread's registers */
-	if (!p || p->check.done)
+	if (p)
+		rings_drain(sv, p, true); /* its memory is still there: the last records */
+	if (!p || p->check.done || !sv->set->leak_check)
 		return;
 	p->exit_called = true;
 	p->exit_at = (struct leak_scan_exit){ .tid = tid };
@@ -475,6 +521,9 @@ void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, i
 
 	if (!p)
 		return;
+	/* what its rings held is read already (its memory is gone): applied */
+	rings_drain(sv, p, true);
+	proc_rings_free(&p->rings);
 	p->exited = true;
 	p->exit_status = status;
 	sv->remove(sv->ctx, &p->pp);
@@ -571,6 +620,9 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (err)
 			say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", p->pid,
 			    strerror(-err));
+		else if (p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)))
+			say(sv, SESSION_WARNING, "pid %d: cannot build its new unwind image (%s): frames in what it "
+			    "mapped since end its walks", p->pid, strerror(-err));
 	}
 }
 

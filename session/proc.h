@@ -23,6 +23,7 @@
 #include "objects.h"
 #include "preload_sites.h"
 #include "probes.h"
+#include "proc_rings.h"
 #include "stack_store.h"
 
 struct proc {
@@ -55,6 +56,7 @@ struct proc {
 	size_t nmaps;
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */
+	struct proc_rings rings;  /* the walk in the process: its library's rings (mode 0: off) */
 	bool exited;
 	int exit_status;	  /* wait status, when exited */
 	char *untraced;		  /* why what its image allocates is not traced (malloc'd), or
@@ -95,6 +97,9 @@ struct proc_settings {
 	bool mmap;	     /* --mmap (uprobes only) */
 	uint64_t sample_bytes; /* --sample-bytes: the library samples in the process */
 	uint64_t min_age_ns; /* --min-age: what a sealed ledger counts */
+	uint32_t walk_rings; /* enum dwleak_preload_walk: at the library's sites, the walk
+			      * made in the process (--walk process), or NONE */
+	uint32_t ring_bits;  /* its rings' size: 2^ring_bits bytes of records a thread */
 };
 
 /*
@@ -132,6 +137,11 @@ struct proc_services {
 	uint32_t (*slot_take)(void *ctx, pid_t pid);
 	void (*slot_release)(void *ctx, uint32_t slot);
 	int (*tables)(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped);
+
+	/* the walk in the process (proc_rings.h); the control block's address
+	 * of PID's library SITES (0: not found) */
+	struct proc_rings_io rings_io;
+	uint64_t (*control_addr)(void *ctx, pid_t pid, const struct preload_sites *s);
 
 	/* the programs (see bpf/probes.h for each one's contract) */
 	int (*add)(void *ctx, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
@@ -212,6 +222,10 @@ bool proc_top_alive(struct procs *ps);
  * NOW_NS. */
 void proc_record(struct procs *ps, uint64_t now_ns, const void *data, size_t size);
 /* One memory syscall's event. */
+/* Drains the rings of every live process walking in itself into its
+ * ledger (proc_rings.h). */
+void procs_rings_drain(const struct proc_services *sv, struct procs *ps);
+
 void proc_mmap(struct procs *ps, const struct mmap_event *e);
 /* TGID's objects changed (dlopen, dlclose): tables due. */
 void proc_objects_changed(struct procs *ps, uint32_t tgid);

@@ -125,6 +125,7 @@ void proc_free(struct proc *p)
 	allocator_free(&p->alloc);
 	preload_sites_free(&p->sites);
 	ledger_free(&p->ledger);
+	proc_rings_free(&p->rings);
 	free(p->maps);
 	free(p->command);
 	free(p->untraced);

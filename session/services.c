@@ -4,7 +4,11 @@
  * thin wrapper; proc.c decides, these only do. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +247,52 @@ static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocato
 				 index, index_gen, drain_cb, s, out);
 }
 
+/* The walk in the process (proc_rings.h): the target's memory read with
+ * process_vm_readv (no descriptor), written through /proc/PID/mem (as
+ * the control block is); its image from the walker's tables. */
+static int sv_mem_read(void *ctx, pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t got;
+
+	(void)ctx;
+	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (got < 0)
+		return -errno;
+	return (size_t)got == len ? 0 : -EFAULT;
+}
+
+static int sv_mem_write(void *ctx, pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+	char path[64];
+	ssize_t put;
+	int fd, err = 0;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	put = pwrite(fd, buf, len, (off_t)addr);
+	if (put < 0)
+		err = -errno;
+	else if ((size_t)put != len)
+		err = -EFAULT;
+	close(fd);
+	return err;
+}
+
+static int sv_image_build(void *ctx, pid_t pid, void **blob, size_t *len)
+{
+	return unwinder_image_build(of(ctx)->uw, pid, blob, len, NULL);
+}
+
+static uint64_t sv_control_addr(void *ctx, pid_t pid, const struct preload_sites *sites)
+{
+	(void)ctx;
+	return preload_control_addr(pid, sites);
+}
+
 /* The first process traced: the line scripts wait for; a later one whose
  * allocator differs from the first's gets a line of its own. */
 static void sv_traced(void *ctx, const struct proc *p)
@@ -298,5 +348,8 @@ void session_services_init(struct session *s)
 		.stacks_move = sv_stacks_move,
 		.leak_scan = sv_leak_scan,
 		.traced = sv_traced,
+		.rings_io = { .ctx = s, .mem_read = sv_mem_read, .mem_write = sv_mem_write,
+			      .image_build = sv_image_build },
+		.control_addr = sv_control_addr,
 	};
 }

@@ -35,6 +35,9 @@ struct session_settings {
 	bool no_inject;		  /* --no-inject: a running process without the library is
 				   * traced with uprobes, the library not loaded into it */
 	uint32_t unwind;	  /* enum unwind_mode */
+	bool walk_in_process;	  /* --walk process: at the preload library's sites, the
+				   * library walks (dwarf or fp) and records into rings
+				   * dwleak drains; the kernel walks with --unwind both */
 	const char *unwind_name;  /* its name, for reports */
 	uint64_t min_age_ns;	  /* --min-age */
 	bool growth;		  /* reports carry growth since the previous one (--interval) */

@@ -58,6 +58,13 @@
 /* Bit 63 of a recorded pc: the address is not a return address (a signal
  * trampoline, or code a signal interrupted), so symbolize it as is. */
 #define DWLEAK_FRAME_EXACT (1ull << 63)
+/* The FP walk's stack ids start from FNV-1a's offset basis with its
+ * halves swapped, so that with --unwind both its id for a stack differs
+ * from the DWARF walk's for the same frames: both go into the one stacks
+ * map, each entry saying which walk made it (stack_trace.fp).  The kernel
+ * program's walks and session/proc_rings.c's ids of the preload library's
+ * walks hash alike (FNV64_OFFSET: base/constants.h). */
+#define DWLEAK_FP_STACK_ID_SEED ((FNV64_OFFSET << 32) | (FNV64_OFFSET >> 32))
 /* The stack id of allocations whose walk was skipped because another
  * program was using its CPU's walker buffers (a preempted probe, see
  * walker_enter in bpf/guard.bpf.h).  Stack ids are hashes of 64 bits. */

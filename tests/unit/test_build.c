@@ -81,7 +81,8 @@ static const struct stack_source src = { NULL, walk_of, name_of };
 /* A report of one process's stacks T. */
 static int build_one(const struct ledger_stacks *t, const struct build_opts *o, struct built *b)
 {
-	struct build_proc bp = { 42, "./app", t, &src, 0, REPORT_PROCESS_RUNNING, 0, NULL, NULL, 0, 0 };
+	struct build_proc bp = { .pid = 42, .command = "./app", .stacks = t, .src = &src,
+				 .state = REPORT_PROCESS_RUNNING };
 
 	return build_report(&bp, 1, o, b);
 }

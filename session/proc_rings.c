@@ -1,0 +1,380 @@
+/* A traced process's walk in the process: its library asked to record
+ * into rings, its unwind image handed over, its rings drained into its
+ * ledger in causal order (see proc_rings.h). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "constants.h"
+#include "dwleak.h"
+#include "preload.h"
+#include "proc_rings.h"
+
+#define CTL_FIELD(f) offsetof(struct dwleak_preload_control, f)
+
+/* An arena holds the first image and room for a few rebuilt ones (each
+ * goes to a new offset: a thread may still walk the one before). */
+#define ARENA_MIN (1ull << 20)
+#define ARENA_IMAGES 4
+
+/* The invariant TSC, as the library's records carry it (rdtscp: after the
+ * instructions before it, as there). */
+static uint64_t tsc_now(void)
+{
+	uint32_t lo, hi, aux;
+
+	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static int ctl_put(const struct proc_rings_io *io, pid_t pid, const struct proc_rings *r, size_t off,
+		   const void *v, size_t len)
+{
+	return io->mem_write(io->ctx, pid, r->ctl + off, v, len);
+}
+
+uint64_t proc_rings_stack_id(uint32_t image, uint32_t kind, uint32_t end, bool fp, const uint64_t *pcs,
+			     uint32_t nframes)
+{
+	uint64_t h = (fp ? DWLEAK_FP_STACK_ID_SEED : FNV64_OFFSET) ^ kind ^ ((uint64_t)image << 32);
+	uint32_t i;
+
+	/* the DWARF walk hashes each pc without its DWLEAK_FRAME_EXACT mark
+	 * (bpf/walk.bpf.h: the register, not the stored frame); the FP walk
+	 * stores what it hashes */
+	for (i = 0; i < nframes; i++)
+		h = (h ^ (fp ? pcs[i] : pcs[i] & ~DWLEAK_FRAME_EXACT)) * FNV64_PRIME;
+	h = (h ^ end) * FNV64_PRIME;
+	h ^= h >> 29;
+	return h;
+}
+
+/* Arena bytes for an image of LEN: room for ARENA_IMAGES of its size,
+ * whole MiBs. */
+static uint64_t arena_for(size_t len)
+{
+	uint64_t want = (uint64_t)len * ARENA_IMAGES;
+
+	return want < ARENA_MIN ? ARENA_MIN : (want + ARENA_MIN - 1) & ~(ARENA_MIN - 1);
+}
+
+/* Builds PID's image and, when no arena it has can hold it, asks for a
+ * larger one. */
+static int image_prepare(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
+{
+	void *blob = NULL;
+	size_t len = 0;
+	uint64_t want;
+	int err = io->image_build(io->ctx, pid, &blob, &len);
+
+	if (err)
+		return err;
+	free(r->blob);
+	r->blob = blob;
+	r->blob_len = len;
+	want = arena_for(len);
+	if (r->next_off + len > r->arena_len && want > r->arena_request) {
+		/* a new arena, twice the last one at least: the old one stays
+		 * mapped in the process, its images in use until replaced */
+		if (want < r->arena_request * 2)
+			want = r->arena_request * 2;
+		r->arena_request = want;
+		err = ctl_put(io, pid, r, CTL_FIELD(image_arena_request), &r->arena_request, sizeof(r->arena_request));
+	}
+	return err;
+}
+
+int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
+		     uint32_t ring_bits, uint32_t image_seed)
+{
+	struct dwleak_preload_control c;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (!io->mem_read || !io->mem_write || !io->image_build || !ctl ||
+	    (mode != DWLEAK_PRELOAD_WALK_DWARF && mode != DWLEAK_PRELOAD_WALK_FP))
+		return -EINVAL;
+	r->ctl = ctl;
+	r->image_seed = image_seed;
+	err = io->mem_read(io->ctx, pid, ctl, &c, sizeof(c));
+	if (err)
+		return err;
+	if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION || !c.rings_addr)
+		return -EPROTO;
+	r->dir = c.rings_addr;
+	/* an arena the process has from an earlier session is used again,
+	 * past what that session wrote (its images may still be walked) */
+	r->arena_addr = c.image_arena_addr;
+	r->arena_len = c.image_arena_len;
+	r->arena_request = c.image_arena_request;
+	r->next_off = c.image_arena_addr ? (c.image_off + c.image_len + 63) & ~63ull : 0;
+	r->gen = c.image_gen;
+	r->drain = calloc(1, sizeof(*r->drain));
+	if (!r->drain)
+		return -ENOMEM;
+	err = io->mem_write(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, data_bits), &ring_bits,
+			    sizeof(ring_bits));
+	if (!err && mode == DWLEAK_PRELOAD_WALK_DWARF)
+		err = image_prepare(io, r, pid);
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(rings_request), &mode, sizeof(mode));
+	if (err) {
+		proc_rings_free(r);
+		return err;
+	}
+	r->mode = mode;
+	return 0;
+}
+
+int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
+{
+	if (r->mode != DWLEAK_PRELOAD_WALK_DWARF)
+		return 0;
+	return image_prepare(io, r, pid);
+}
+
+/* Writes the image built into the arena, when the library mapped one that
+ * holds it: the blob, then off and len, then the generation. */
+static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
+{
+	struct dwleak_preload_control c;
+	uint64_t off;
+	uint32_t gen;
+	int err = io->mem_read(io->ctx, pid, r->ctl, &c, sizeof(c));
+
+	if (err)
+		return err;
+	r->installed = c.image_installed;
+	r->image_err = c.image_error;
+	if (!r->blob)
+		return 0;
+	if (c.image_arena_addr != r->arena_addr) { /* a new arena: from its start */
+		r->arena_addr = c.image_arena_addr;
+		r->arena_len = c.image_arena_len;
+		r->next_off = 0;
+	}
+	off = r->next_off;
+	if (!r->arena_addr || off + r->blob_len > r->arena_len)
+		return 0; /* asked for; not mapped yet */
+	gen = c.image_gen + 1;
+	err = io->mem_write(io->ctx, pid, r->arena_addr + off, r->blob, r->blob_len);
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_off), &off, sizeof(off));
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_len), &(uint64_t){ r->blob_len }, sizeof(uint64_t));
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_gen), &gen, sizeof(gen));
+	if (err)
+		return err;
+	r->gen = gen;
+	r->next_off = (off + r->blob_len + 63) & ~63ull;
+	free(r->blob);
+	r->blob = NULL;
+	r->blob_len = 0;
+	return 0;
+}
+
+struct drain_ctx {
+	const struct proc_rings_io *io;
+	struct proc_rings *r;
+	pid_t pid;
+	struct stack_store *stacks;
+	int err;
+};
+
+static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct drain_ctx *d = ctx;
+
+	return d->io->mem_read(d->io->ctx, d->pid, addr, buf, len);
+}
+
+static int held_push(struct proc_rings *r, const struct ring_held *h)
+{
+	if (r->nheld == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 4096;
+		struct ring_held *v = realloc(r->held, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->held = v;
+		r->cap = cap;
+	}
+	r->held[r->nheld++] = *h;
+	return 0;
+}
+
+static int on_record(void *ctx, const struct walk_ring_rec *rec)
+{
+	struct drain_ctx *d = ctx;
+	struct proc_rings *r = d->r;
+	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
+
+	if (rec->type == WALK_RING_REC_ALLOC) {
+		struct stack_trace st = {
+			.nframes = (uint8_t)rec->nframes,
+			.end = (uint8_t)rec->end,
+			.kind = (uint8_t)rec->kind,
+			.fp = (uint8_t)rec->fp,
+			.image = r->image_seed,
+		};
+
+		memcpy(st.pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
+		h.type = AEV_ALLOC;
+		h.stack_id = proc_rings_stack_id(r->image_seed, rec->kind, rec->end, rec->fp, rec->pcs, rec->nframes);
+		if (stack_store_put(d->stacks, h.stack_id, &st))
+			h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
+	} else {
+		h.type = rec->type == WALK_RING_REC_REALLOC_FREE ? AEV_REALLOC_FREE : AEV_FREE;
+	}
+	h.seq = r->seq++;
+	return held_push(r, &h);
+}
+
+/* Ordered by tsc; records of one tsc keep the order they were read in
+ * (a ring's order), told by their index. */
+static int held_cmp(const void *a, const void *b)
+{
+	const struct ring_held *x = a, *y = b;
+
+	if (x->tsc != y->tsc)
+		return x->tsc < y->tsc ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Applies the held records below tsc LIMIT (all of them: ~0) to L, in
+ * tsc order, and keeps the rest. */
+static void held_apply(struct proc_rings *r, struct ledger *l, uint64_t limit)
+{
+	size_t i, keep = 0;
+
+	if (!r->nheld)
+		return;
+	qsort(r->held, r->nheld, sizeof(*r->held), held_cmp);
+	for (i = 0; i < r->nheld; i++) {
+		const struct ring_held *h = &r->held[i];
+
+		if (h->tsc >= limit) {
+			r->held[keep++] = *h;
+			continue;
+		}
+		if (h->type == AEV_ALLOC) {
+			struct alloc_event a = { .type = AEV_ALLOC, .kind = h->kind, .addr = h->addr, .size = h->size,
+						 .stack_id = h->stack_id };
+
+			ledger_record(l, &a, sizeof(a));
+		} else {
+			struct free_event f = { .type = h->type, .addr = h->addr };
+
+			ledger_record(l, &f, sizeof(f));
+		}
+		r->records++;
+	}
+	r->nheld = keep;
+}
+
+/* The counts of what the library could not record, from the drain. */
+static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
+{
+	uint32_t i;
+
+	r->no_ring = d->no_slot + d->no_map + d->no_claim;
+	for (i = 0; i < d->n; i++) {
+		const struct walk_ring_ring *g = &d->ring[i];
+		uint32_t s = g->slot;
+
+		if (s >= WALK_RING_SLOTS)
+			continue;
+		if (g->life != r->slot_life[s]) { /* a new owner starts from 0 */
+			r->slot_life[s] = g->life;
+			r->slot_dropped[s] = 0;
+		}
+		if (g->dropped > r->slot_dropped[s]) {
+			r->dropped += g->dropped - r->slot_dropped[s];
+			r->slot_dropped[s] = g->dropped;
+		}
+		if (g->err && g->err != -ENODATA)
+			r->bad++;
+	}
+}
+
+/* Tails written back; the slots of threads that ended handed back.  A
+ * thread found gone after a drain may have written records the drain did
+ * not see (published after its ring was read): its slot is handed back
+ * by the next drain, which started after the thread ended and so read
+ * all it wrote. */
+static int rings_release(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
+{
+	struct walk_ring_drain *d = r->drain;
+	struct walk_ring_write w[3];
+	char path[64];
+	uint64_t addr, value;
+	uint32_t i;
+	int err = 0, n, k;
+
+	for (i = 0; i < d->n && !err; i++) {
+		const struct walk_ring_ring *g = &d->ring[i];
+		uint32_t s = g->slot < WALK_RING_SLOTS ? g->slot : 0;
+
+		if (walk_ring_tail_write(g, &addr, &value))
+			err = io->mem_write(io->ctx, pid, addr, &value, sizeof(value));
+		snprintf(path, sizeof(path), "/proc/%d/task/%u", (int)pid, g->tid);
+		if (err || !access(path, F_OK))
+			continue;
+		if (r->slot_ended[s] != g->tid) {
+			r->slot_ended[s] = g->tid; /* the next drain hands it back */
+			continue;
+		}
+		if ((n = walk_ring_reclaim_plan(d, g, w)) < 0)
+			continue;
+		for (k = 0; k < n && !err; k++)
+			err = io->mem_write(io->ctx, pid, w[k].addr, &w[k].value, w[k].len);
+		r->slot_ended[s] = 0;
+		r->reclaimed++;
+		d->reclaimed++; /* the directory's count moved: the next plan must see it */
+	}
+	return err;
+}
+
+int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l,
+		     struct stack_store *stacks, uint64_t now_ns, bool final)
+{
+	struct drain_ctx d = { .io = io, .r = r, .pid = pid, .stacks = stacks };
+	uint64_t start;
+	int err;
+
+	if (!r->mode || r->err)
+		return r->err;
+	err = image_handover(io, r, pid);
+	if (err && err != -ESRCH && err != -ENOENT && !r->why[0])
+		snprintf(r->why, sizeof(r->why), "handing the unwind image over failed: %s", strerror(-err));
+	start = tsc_now();
+	err = walk_ring_drain(read_mem, &d, r->dir, on_record, &d, r->drain);
+	r->drains++;
+	if (err < 0) {
+		if (err != -ESRCH && err != -ENOENT && err != -EFAULT) {
+			r->err = err;
+			snprintf(r->why, sizeof(r->why), "its rings' directory: %s", r->drain->why);
+		}
+	} else {
+		drops_count(r, r->drain);
+	}
+	l->now_ns = now_ns;
+	held_apply(r, l, final ? UINT64_MAX : start);
+	if (err > 0) /* the callback's: no memory */
+		err = -ENOMEM;
+	if (!err)
+		err = rings_release(io, r, pid);
+	return err;
+}
+
+void proc_rings_free(struct proc_rings *r)
+{
+	free(r->blob);
+	free(r->held);
+	free(r->drain);
+	r->blob = NULL;
+	r->held = NULL;
+	r->drain = NULL;
+	r->nheld = r->cap = 0;
+	r->mode = 0;
+}

@@ -1,0 +1,129 @@
+/* A traced process's walk in the process (issue 24): asking its preload
+ * library to walk each traced call's stack itself and write it into its
+ * per-thread rings (bpf/abi/walk_ring_abi.h) instead of firing its sites,
+ * handing the library the unwind image its DWARF walk needs
+ * (bpf/abi/preload.h's image arena), and draining the rings into the
+ * process's ledger in an order that is causal.  The state is a part of
+ * struct proc, written only through these functions, which proc.c calls.
+ * Every byte read from the process is untrusted (target/walk_ring_read.c
+ * checks the rings); what it costs is that process's records only. */
+#ifndef DWLEAK_SESSION_PROC_RINGS_H
+#define DWLEAK_SESSION_PROC_RINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ledger.h"
+#include "stack_store.h"
+#include "walk_ring_read.h"
+
+/* What proc_rings needs of the outside (struct proc_services carries
+ * them; a NULL one turns rings off).  CTX is given back to each; int ones
+ * return 0 or a negative errno. */
+struct proc_rings_io {
+	void *ctx;
+	/* LEN bytes of PID's memory at ADDR, all or an error
+	 * (process_vm_readv; /proc/PID/mem for the writes) */
+	int (*mem_read)(void *ctx, pid_t pid, uint64_t addr, void *buf, size_t len);
+	int (*mem_write)(void *ctx, pid_t pid, uint64_t addr, const void *buf, size_t len);
+	/* PID's unwind image from the walker's tables (unwinder_image_build):
+	 * *BLOB malloc'd, the caller's */
+	int (*image_build)(void *ctx, pid_t pid, void **blob, size_t *len);
+};
+
+/* A record read and not yet applied: held until it is known that no
+ * record it depends on can still come (see proc_rings_drain). */
+struct ring_held {
+	uint64_t tsc;
+	uint64_t addr;
+	uint64_t size;
+	uint64_t stack_id;
+	uint64_t seq;  /* the order it was read in: a ring's order among equal tscs */
+	uint32_t type; /* enum alloc_event_type */
+	uint32_t kind; /* enum alloc_kind */
+};
+
+struct proc_rings {
+	uint32_t mode;	     /* enum dwleak_preload_walk asked for; 0: rings off */
+	uint32_t image_seed; /* the process's image (stack ids are seeded with it) */
+	uint64_t ctl;	     /* the control block's address */
+	uint64_t dir;	     /* the rings' directory's */
+	/* the unwind image (DWARF): built and not yet handed over, or NULL */
+	void *blob;
+	size_t blob_len;
+	uint64_t arena_addr, arena_len, next_off, arena_request;
+	uint32_t gen;	     /* the last image generation written */
+	uint32_t installed;  /* the library's image_installed, as last read */
+	int image_err;	     /* the library's image_error, as last read */
+	/* records read, not applied yet, by tsc once sorted */
+	struct ring_held *held;
+	size_t nheld, cap;
+	uint64_t seq;
+	/* what each slot's ring had dropped when last read, per owner */
+	uint64_t slot_dropped[WALK_RING_SLOTS];
+	uint32_t slot_life[WALK_RING_SLOTS];
+	/* the thread a slot's owner was found ended by a drain (0: none): its
+	 * slot is handed back by a later drain, which read all it wrote */
+	uint32_t slot_ended[WALK_RING_SLOTS];
+	struct walk_ring_drain *drain; /* the last drain (large: kept, not on the stack) */
+	/* totals */
+	uint64_t records;     /* applied to the ledger */
+	uint64_t dropped;     /* the library could not record them: rings full */
+	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
+	uint64_t bad;	      /* rings found corrupt (records of theirs lost) */
+	uint64_t unapplied;   /* records held when the process ended unread (none unless it
+			       * ended without a last drain) */
+	uint64_t reclaimed;   /* slots of ended threads handed back */
+	uint64_t drains;
+	int err;	      /* the first error that stopped a drain (0: none) */
+	char why[192];	      /* and what it was */
+};
+
+/*
+ * Turns the walk in the process on in PID, whose library's control block
+ * is at CTL: its new rings' size (2^RING_BITS bytes of records), MODE
+ * (DWLEAK_PRELOAD_WALK_DWARF or _FP) asked for, and for DWARF its unwind
+ * image built and an arena asked for (handed over by proc_rings_drain
+ * once the library mapped it; until then the library fires its sites).
+ * IMAGE_SEED: the process's image.  Returns 0, or a negative errno (R
+ * then off: the sites serve, as without rings).
+ */
+int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
+		     uint32_t ring_bits, uint32_t image_seed);
+
+/* PID's objects changed and their tables were loaded: a new image is
+ * built, handed over at the next drain.  Returns 0 or a negative errno
+ * (the old image stays in use). */
+int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid);
+
+/*
+ * Hands over an image the library can take now, then drains PID's rings:
+ * each record's stack stored in STACKS under the id the kernel program
+ * would give the same walk (seeded with the process's image), then the
+ * records applied to L in tsc order.  A record is applied only when its
+ * tsc is below the drain's start (or FINAL: the process is stopped for
+ * good): any record it depends on (the allocation before a free of its
+ * block, the free before the block's reuse) was published before it was
+ * written, so before this drain read its ring; later ones wait for the
+ * next drain.  Frees of blocks the ledger never had are dropped by the
+ * ledger as ever.  Slots of threads that ended are handed back.
+ * NOW_NS stamps new allocations.  Returns 0, or a negative errno when the
+ * process's memory could not be read (gone: -ESRCH) or its directory is
+ * corrupt (R->why says what; its rings are not read again).
+ */
+int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l,
+		     struct stack_store *stacks, uint64_t now_ns, bool final);
+
+/* The stack id the kernel program gives a walk of KIND in a process of
+ * image IMAGE with these NFRAMES PCS (as struct stack_trace's), ended by
+ * END; FP: a frame-pointer walk (bpf/walk.bpf.h's and bpf/fp_walk.bpf.h's
+ * hashes).  Never an id at or below DWLEAK_STACK_SPECIAL_MAX. */
+uint64_t proc_rings_stack_id(uint32_t image, uint32_t kind, uint32_t end, bool fp, const uint64_t *pcs,
+			     uint32_t nframes);
+
+/* Frees what R holds (the process needs nothing written back). */
+void proc_rings_free(struct proc_rings *r);
+
+#endif
