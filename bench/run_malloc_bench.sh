@@ -111,7 +111,7 @@ fi
 if [ -x "$DWLEAK" ]; then
 	all+=(dwleak dwleak_session dwleak_nowalk dwleak_fp dwleak_sample dwleak_sample_nosession)
 	if PRELOAD_LIB=$("$DWLEAK" preload 2> "$tmp/preload.err"); then
-		all+=(preload_idle preload_sample preload_sample_index preload_exact)
+		all+=(preload_idle preload_sample preload_sample_index preload_exact preload_walk)
 	else
 		notes+=("the preload library not measured: $(cat "$tmp/preload.err")")
 	fi
@@ -176,6 +176,8 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 			> "$out" 2>&1 ;;
 	preload_exact)
 		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+	preload_walk)
+		timeout -k 5 300 "$DWLEAK" --walk process -o "$tmp/report.txt" -- $prog --pairs "$PRELOAD_PAIRS" > "$out" 2>&1 ;;
 	bpftrace_ustack)
 		timeout -k 5 300 bpftrace -e "
 uprobe:$LIBC:malloc /pid == cpid/ { @[ustack] = count(); }
@@ -242,6 +244,7 @@ names = {"bare": "bare",
          "preload_sample": "dwleak at the preload sites, `--sample-bytes 524288` (sampled in the process)",
          "preload_sample_index": "dwleak at the preload sites, `--sample-bytes 524288 --leak-check` (every block indexed in the process)",
          "preload_exact": "dwleak at the preload sites, exact (every call enters the kernel by the uprobe syscall)",
+         "preload_walk": "dwleak at the preload library, exact, `--walk process` (the library walks into rings dwleak drains)",
          "dwleak_session": "dwleak with uprobe sessions (`DWLEAK_UPROBE_SESSION=1`; the default only with `--sample-bytes`)",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`: stack read and bookkeeping only)",
          "dwleak_fp": "dwleak `--unwind fp`",
@@ -318,6 +321,11 @@ for th in sorted({k[0] for k in med}):
         parts.append(f"exact / uprobe path = {ex / d:.2f} (goal <= 0.6: {'met' if ex / d <= 0.6 else 'NOT met'})")
     if ex and h:
         parts.append(f"exact / heaptrack = {ex / h:.2f}")
+    w, w1 = g("preload_walk"), med.get(("1", "preload_walk"))
+    if w and h:
+        parts.append(f"exact walked in the process / heaptrack = {w / h:.2f} (issue 24's goal <= 0.5: {'met' if w / h <= 0.5 else 'NOT met'})")
+    if w and w1 and th != "1":
+        parts.append(f"walked in the process, {th} threads / 1 thread = {w / w1:.2f} (goal <= 1.3: {'met' if w / w1 <= 1.3 else 'NOT met'})")
     ix = g("preload_sample_index")
     if ix and bare:
         parts.append(f"sampled with every block indexed / bare = {ix / bare:.2f} (issue 24's goal <= 4: {'met' if ix / bare <= 4 else 'NOT met'})")

@@ -130,14 +130,17 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
 	if (err)
 		say(sv, SESSION_NOTE, "pid %d: cannot walk in the process (%s): its stacks are walked at its library's "
 		    "sites by the kernel", p->pid, strerror(-err));
+	else if (sv->set->walk_rings == DWLEAK_PRELOAD_WALK_FP)
+		say(sv, SESSION_INFO, "pid %d (%s) walks its stacks in the process (frame pointers)", p->pid,
+		    p->command ? p->command : "?");
 }
 
 /* Drains P's rings into its ledger (FINAL: it is stopped for good or
  * gone: every record read is applied); a failure said once. */
 static void rings_drain(const struct proc_services *sv, struct proc *p, bool final)
 {
-	bool said = p->rings.why[0];
-	int err;
+	bool said = p->rings.why[0], had = p->rings.installed;
+	int err, image_err = p->rings.image_err;
 
 	if (!p->rings.mode)
 		return;
@@ -145,6 +148,13 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	if (!said && p->rings.why[0])
 		say(sv, SESSION_WARNING, "pid %d (%s): %s; what its library records from now on is lost", p->pid,
 		    p->command ? p->command : "?", p->rings.why);
+	if (!had && p->rings.installed)
+		say(sv, SESSION_INFO, "pid %d (%s) walks its stacks in the process", p->pid,
+		    p->command ? p->command : "?");
+	if (p->rings.image_err && p->rings.image_err != image_err)
+		say(sv, SESSION_WARNING, "pid %d (%s): its library refused the unwind image (%s): its stacks are "
+		    "walked at its sites by the kernel", p->pid, p->command ? p->command : "?",
+		    strerror(-p->rings.image_err));
 	(void)err;
 }
 

@@ -73,6 +73,11 @@ expect "--unwind's values" "$(printf '%s\n' both dwarf fp)" "$(complete_words dw
 for m in dwarf fp both; do
 	"$DWLEAK" --unwind "$m" --version > /dev/null 2>&1 || fail "dwleak takes no --unwind $m"
 done
+expect "--walk's values" "$(printf '%s\n' kernel process)" "$(complete_words dwleak -p 1 --walk '')"
+for m in kernel process; do
+	"$DWLEAK" --walk "$m" --version > /dev/null 2>&1 || fail "dwleak takes no --walk $m"
+done
+"$DWLEAK" --walk nowhere --version > /dev/null 2>&1 && fail "dwleak takes --walk nowhere"
 
 # (c) a process of a name of its own: comm is the executable's name
 cp /bin/sleep "$tmp/dwlk_cmpl_test"

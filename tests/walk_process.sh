@@ -1,0 +1,112 @@
+#!/bin/bash
+# The walk in the process (issue 24, --walk process) against the kernel's
+# walk, the oracle it must equal: each program below is traced twice with
+# its preload library, once walked by the kernel program at the library's
+# sites (--walk kernel) and once by the library itself into its rings
+# (--walk process), with address randomization off (setarch -R) so that
+# both runs map everything at the same addresses.  The two reports must
+# hold the same stacks: frame by frame the same addresses, the same bytes
+# and allocations, the same allocator function.  The process run must say
+# that the process walked itself (its library took the unwind image), and
+# lose nothing.  Programs: the seed's stripped C++ build (debug file
+# beside it), four threads, code dlopen'ed after the start, python3.11 and
+# perl (interpreters without frame pointers); and --unwind fp the same way.
+# shellcheck source=tests/lib_trace.sh
+. "$(dirname "$0")/lib_trace.sh"
+lt_require_bpf
+T=$LT_TMP
+
+if ! setarch "$(uname -m)" -R true 2> /dev/null; then
+	fail "setarch -R does not work here: cannot run both walks at the same addresses"
+	check_finish
+fi
+
+# run NAME WALK [DWLEAK ARGS...] -- CMD...: the JSON report in $T/NAME.WALK.json
+run() {
+	local name=$1 walk=$2
+	shift 2
+	PYTHONHASHSEED=0 setarch "$(uname -m)" -R "$DWLEAK" --walk "$walk" --format json -t 0 \
+		-o "$T/$name.$walk.json" "$@" > "$T/$name.$walk.out" 2> "$T/$name.$walk.err"
+	local rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
+		fail "$name --walk $walk: dwleak exited $rc: $(tail -3 "$T/$name.$walk.err")"
+		return 1
+	fi
+	return 0
+}
+
+# same NAME WHAT: the kernel's and the process's reports of NAME hold the
+# same stacks (WHAT: words for the messages)
+same() {
+	local name=$1
+	if ! grep -q "walks its stacks in the process" "$T/$name.process.err"; then
+		fail "$name: the process did not walk itself: $(grep -v '^$' "$T/$name.process.err" | tail -4)"
+		return
+	fi
+	lt_check "$T/$name.kernel.json" "$T/$name.process.json" "$name" << 'PY'
+proc = json.load(open(ARGS[0]))
+name = ARGS[1]
+def key(s):
+    return (tuple(f["address"] for f in s["frames"] if not f.get("inlined")), s["allocator"])
+def table(rep):
+    t = {}
+    for s in rep["stacks"]:
+        k = key(s)
+        b, n = t.get(k, (0, 0))
+        t[k] = (b + s["bytes"], n + s["allocations"])
+    return t
+kern, mine = table(r), table(proc)
+if not kern:
+    fail(f"{name}: the kernel's walk found no stack")
+only_k = [k for k in kern if k not in mine]
+only_p = [k for k in mine if k not in kern]
+diff = [k for k in kern if k in mine and kern[k] != mine[k]]
+def fmt(rep, k):
+    for s in rep["stacks"]:
+        if key(s) == k:
+            return show(s)
+    return str(k)
+for k in only_k[:3]:
+    fail(f"{name}: a stack of the kernel's walk is not in the process's:\n" + fmt(r, k))
+for k in only_p[:3]:
+    fail(f"{name}: a stack of the process's walk is not in the kernel's:\n" + fmt(proc, k))
+for k in diff[:3]:
+    fail(f"{name}: bytes/allocations differ: kernel {kern[k]}, process {mine[k]}:\n" + fmt(r, k))
+if proc["totals"]["dropped_events"]:
+    fail(f"{name}: the process's run dropped {proc['totals']['dropped_events']} records")
+if r["totals"]["outstanding_bytes"] != proc["totals"]["outstanding_bytes"]:
+    fail(f"{name}: outstanding bytes differ: kernel {r['totals']['outstanding_bytes']}, "
+         f"process {proc['totals']['outstanding_bytes']}")
+if not _failed:
+    print(f"{name}: {len(kern)} stacks, the same in both walks "
+          f"({r['totals']['outstanding_bytes']} bytes outstanding)")
+PY
+}
+
+both() { # NAME [DWLEAK ARGS...] -- CMD...
+	local name=$1
+	shift
+	run "$name" kernel "$@" && run "$name" process "$@" && same "$name"
+}
+
+if lt_part a; then
+	both seed -- "$TESTDATA/seed_O2_stripped" --iterations 50 --interval-ms 1
+fi
+if lt_part b; then
+	both threads -- "$TESTDATA/threads" --iterations 200
+fi
+if lt_part c; then
+	both dlopen -- "$TESTDATA/dlopen_main" --iterations 100
+fi
+if lt_part d; then
+	# python's and perl's own caches of objects at exit: many stacks
+	both python -- "$LT_PYTHON" -c 'import json; d=[json.dumps({"k": i}) for i in range(2000)]; leak=[bytearray(100) for _ in range(10)]'
+	both perl -- perl -e 'my %h; $h{$_} = "x" x $_ for 1..500; our @keep = map { [$_] } 1..100;'
+fi
+if lt_part e; then
+	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 50 --interval-ms 1
+	if ! grep -q "frame pointers" "$T/seed_fp.process.err"; then
+		fail "seed_fp: the process's run did not say it walks frame pointers"
+	fi
+fi
+check_finish
