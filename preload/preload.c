@@ -3,7 +3,8 @@
  * definition that follows this library in the dynamic linker's lookup
  * order (glibc's, or tcmalloc's, jemalloc's, mimalloc's when preloaded
  * after it), with dwleak's two probe sites (sites.S) fired around it
- * while a tracer is attached.  Idle (both semaphores 0) a call costs a
+ * while a tracer is attached (or the call walked here and recorded into
+ * the thread's ring instead: rings.c).  Idle (both semaphores 0) a call costs a
  * load, a branch and an indirect jump.  Attached, dwleak's control block
  * (bpf/abi/preload.h) says whether every call fires or the library samples
  * (sample.h) and fires only sampled allocations and their frees, which it
