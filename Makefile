@@ -333,6 +333,16 @@ $(ASAN)/tests/test_proc_rings: tests/unit/test_proc_rings.c preload/walk_ring.c 
 	$(CC) -I preload $(INC_cli) $(PKG_CFLAGS) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -MF $@.d -o $@ $< $(ASAN_LIBS) \
 		$(LDLIBS)
 
+# test_preload_rings: the library's walk in the process, end to end in one
+# process.  Not ASan/UBSan: it runs itself again with the library
+# preloaded, which becomes its malloc; frame pointers for the FP walk, and
+# -rdynamic so that dladdr names its functions.  The release layers give it
+# the image and dwleak's reader of the rings.
+$(ASAN)/tests/test_preload_rings: tests/unit/test_preload_rings.c $(LIBS) $(PRELOAD_LIB) | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(INC_cli) -I tests/unit $(PKG_CFLAGS) $(CFLAGS) -fno-omit-frame-pointer -rdynamic -MMD -MP -MF $@.d \
+		-o $@ $< $(LIBS) $(LDLIBS) -ldl
+
 # The injector's driver (tests/inject.sh, the inject benchmark): target/
 # and its library, with ASan/UBSan; tests/tools/NAME.c is one program.
 $(BUILD)/tests/%: tests/tools/%.c $(ASAN)/libdwleak_target.a

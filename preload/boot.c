@@ -262,6 +262,7 @@ static void on_fork_child(void)
 	fork_token_static = 0;
 	in_fork_child = true;
 	walk_ring_fork_child(); /* the parent's threads' slots are not the child's */
+	rings_fork_child();
 }
 
 /* Whether the call at CODE (a site) is stale: `call rel32` into no mapping.

@@ -1,7 +1,8 @@
 /* The preload library's parts, shared by its files (boot.c: resolution,
  * bootstrap arena, control block, sites' health; resolve.c: the
  * definitions after the library, found without dlsym; traced.c: sampling,
- * nesting, firing the sites; preload.c: the interposed functions).  Not
+ * nesting, firing the sites; rings.c: the walk in the process, recorded
+ * into rings instead; preload.c: the interposed functions).  Not
  * an API: everything here is hidden in the library. */
 #ifndef DWLEAK_PRELOAD_INTERPOSE_H
 #define DWLEAK_PRELOAD_INTERPOSE_H
@@ -229,7 +230,8 @@ extern struct ptrset *set_levels[];
 
 /*
  * One allocator call's decision, made before it runs: fire dwleak:alloc
- * for what it returns (sampled, when sampling; not nested; sites usable).
+ * for what it returns (sampled, when sampling; not nested; sites usable),
+ * or record it into the rings (the same, the sites not needed).
  * SIZE is what it asks for; CFA the wrapper's canonical frame address:
  * the caller's return address is just below it.
  */
@@ -240,24 +242,59 @@ struct call {
 	uint32_t gen;
 	bool sampling;
 	bool drawn;	/* the wrapper drew already: sampled */
-	bool fire;	/* call_fires' decisions: fire dwleak:alloc, */
-	bool index;	/* put what it returns in the block index */
+	bool fire;	/* call_fires' decisions: fire dwleak:alloc (or record it), */
+	bool index;	/* put what it returns in the block index, */
+	uint8_t walk;	/* and how: enum dwleak_preload_walk, NONE: the site */
 };
 
-/* Whether call C needs call_done after it runs: it fires, or what it
- * returns goes into the block index (decided before it runs; fills C's
- * GEN, SAMPLING, FIRE and INDEX). */
+/* Whether call C needs call_done after it runs: it fires (or is recorded
+ * into the rings), or what it returns goes into the block index (decided
+ * before it runs; fills C's GEN, SAMPLING, FIRE, INDEX and WALK). */
 bool call_fires(struct call *c);
 
 /* The call C returned P: into the index when C->INDEX; fire dwleak:alloc
- * when C->FIRE (P is remembered first when sampling; a block the set
- * cannot hold is not fired: its free could not be recognised). */
+ * when C->FIRE, or record it into the thread's ring when C->WALK (P is
+ * remembered first when sampling; a block the set cannot hold is not
+ * fired: its free could not be recognised). */
 void call_done(const struct call *c, void *p);
 
-/* P (not NULL) is released by a call that returns into the caller at
- * CFA - 8; HOW: enum dwleak_preload_free.  Takes it out of the block
- * index, and fires dwleak:free when it should. */
-void release(void *p, uintptr_t cfa, uint64_t how);
+/* P (not NULL) is released by a call of KIND (enum alloc_kind) that
+ * returns into the caller at CFA - 8; HOW: enum dwleak_preload_free.
+ * Takes it out of the block index, and fires dwleak:free (or records the
+ * free into the thread's ring) when it should. */
+void release(void *p, uintptr_t cfa, uint64_t how, uint32_t kind);
+
+/* --- rings.c: the walk in the process (bpf/abi/preload.h, rings_request) --- */
+
+uint32_t rings_mode_slow(uint32_t request);
+
+/* How a call that fires is delivered, enum dwleak_preload_walk: NONE, the
+ * site (no rings requested, or the DWARF walk asked for and no image
+ * installed yet); DWARF or FP, walked here and recorded into the calling
+ * thread's ring.  Honours dwleak's image handover first when it asked for
+ * one.  One relaxed load when no rings are requested. */
+static inline uint32_t rings_mode(void)
+{
+	uint32_t request = __atomic_load_n(&ctl.rings_request, __ATOMIC_RELAXED);
+
+	if (likely(request == DWLEAK_PRELOAD_WALK_NONE))
+		return DWLEAK_PRELOAD_WALK_NONE;
+	return rings_mode_slow(request);
+}
+
+/* Call C (C->WALK not NONE) returned P: its caller's stack walked and
+ * recorded into the calling thread's ring, counted in the control block
+ * (ring_records, ring_failed). */
+void rings_alloc(const struct call *c, void *p);
+
+/* P is about to be released by a call of KIND (HOW: enum
+ * dwleak_preload_free): recorded (no frames) into the calling thread's
+ * ring, MODE (DWARF or FP) as rings_mode said. */
+void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode);
+
+/* In a fork's child (boot.c's atfork handler): the handover, which a
+ * thread of the parent may have been in, free again.  Stores only. */
+void rings_fork_child(void);
 
 /* The block index (bpf/abi/preload.h, index_request): every live block,
  * sampled or not, while dwleak asks for it. */

@@ -3,7 +3,8 @@
  * definition that follows this library in the dynamic linker's lookup
  * order (glibc's, or tcmalloc's, jemalloc's, mimalloc's when preloaded
  * after it), with dwleak's two probe sites (sites.S) fired around it
- * while a tracer is attached.  Idle (both semaphores 0) a call costs a
+ * while a tracer is attached (or the call walked here and recorded into
+ * the thread's ring instead: rings.c).  Idle (both semaphores 0) a call costs a
  * load, a branch and an indirect jump.  Attached, dwleak's control block
  * (bpf/abi/preload.h) says whether every call fires or the library samples
  * (sample.h) and fires only sampled allocations and their frees, which it
@@ -36,7 +37,7 @@ static __attribute__((noinline)) void *boot_alloc(int f, size_t size, size_t ali
 static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool drawn)
 {
 	malloc_fn fn = next_of(F_MALLOC);
-	struct call c = { F_MALLOC, n, cfa, 0, false, drawn, false, false };
+	struct call c = { F_MALLOC, n, cfa, 0, false, drawn, false, false, 0 };
 	bool fire;
 	void *p;
 
@@ -90,7 +91,7 @@ VISIBLE void *malloc(size_t n)
 static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t cfa)
 {
 	calloc_fn fn = next_of(F_CALLOC);
-	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false, false, false };
+	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false, false, false, 0 };
 	bool fire;
 	void *p;
 
@@ -132,7 +133,7 @@ static void *arena_realloc(void *old, size_t n, uintptr_t cfa)
 
 static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr_t cfa, int f, size_t count)
 {
-	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false, false, false };
+	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false, false, false, 0 };
 	void *fn = next_of(f), *p;
 	bool fire;
 
@@ -149,7 +150,7 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 	 * have it yet; if realloc then fails, it stays forgotten (as with
 	 * dwleak's uprobes: counted as a failed allocation) */
 	if (old && free_on())
-		release(old, cfa, DWLEAK_PRELOAD_REALLOC_FREE);
+		release(old, cfa, DWLEAK_PRELOAD_REALLOC_FREE, fns[f].kind);
 	fire = alloc_on() && call_fires(&c);
 	p = FORWARDED(f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n));
 	KEPT(p);
@@ -179,7 +180,7 @@ VISIBLE void *reallocarray(void *old, size_t count, size_t n)
 static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t align, size_t n, uintptr_t cfa)
 {
 	posix_memalign_fn fn = next_of(F_POSIX_MEMALIGN);
-	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false, false, false };
+	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false, false, false, 0 };
 	bool fire;
 	int r;
 
@@ -215,7 +216,7 @@ VISIBLE int posix_memalign(void **out, size_t align, size_t n)
 static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n, uintptr_t cfa)
 {
 	void *fn = next_of(f), *p;
-	struct call c = { f, n, cfa, 0, false, false, false, false };
+	struct call c = { f, n, cfa, 0, false, false, false, false, 0 };
 	bool two = f == F_ALIGNED_ALLOC || f == F_MEMALIGN;
 
 	bool fire;
@@ -276,7 +277,7 @@ static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)
 	if (!fn)
 		return; /* cannot happen: only the arena serves before resolution */
 	if (free_on())
-		release(p, cfa, DWLEAK_PRELOAD_FREE);
+		release(p, cfa, DWLEAK_PRELOAD_FREE, ALLOC_FREE);
 	FORWARDED_VOID(fn(p));
 }
 
@@ -329,7 +330,7 @@ VISIBLE size_t malloc_usable_size(void *p)
 static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa)
 {
 	void *fn = cxx_next(f), *p;
-	struct call c = { f, n, cfa, 0, false, false, false, false };
+	struct call c = { f, n, cfa, 0, false, false, false, false, 0 };
 	bool fire = alloc_on() && !next[f].transparent && call_fires(&c);
 
 	switch (f) {
@@ -406,7 +407,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 	void *fn = cxx_next(f);
 
 	if (p && !next[f].transparent && free_on())
-		release(p, cfa, DWLEAK_PRELOAD_FREE);
+		release(p, cfa, DWLEAK_PRELOAD_FREE, fns[f].kind);
 	switch (f) {
 	case F_DEL:
 	case F_DELA:

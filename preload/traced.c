@@ -1,6 +1,6 @@
 /* The preload library's traced paths: the per-thread sampler, the levels
  * of the set of sampled blocks, nesting, and the decision to fire a site
- * for one call. */
+ * for one call, or to record it into the rings (rings.c) instead. */
 #include <errno.h>
 #include <sys/mman.h>
 
@@ -203,7 +203,7 @@ static inline struct blockset *index_now(void)
 __attribute__((constructor)) static void index_publish(void)
 {
 	__atomic_store_n(&ctl.index_addr, (uint64_t)(uintptr_t)&first_index.abi, __ATOMIC_RELEASE);
-	/* the rings' directory likewise (walk_ring.c; not recorded into yet) */
+	/* the rings' directory likewise (walk_ring.c; recorded into by rings.c) */
 	__atomic_store_n(&ctl.rings_addr, (uint64_t)(uintptr_t)&walk_ring_directory, __ATOMIC_RELEASE);
 }
 
@@ -227,6 +227,7 @@ bool call_fires(struct call *c)
 	c->sampling = n != 0;
 	c->index = false;
 	c->fire = false;
+	c->walk = DWLEAK_PRELOAD_WALK_NONE;
 	sampled = !n || c->drawn || sampler_take(&thread_sampler, c->size, n, 0);
 	if (!sampled && !index)
 		return false;
@@ -235,9 +236,16 @@ bool call_fires(struct call *c)
 			CTL_COUNT(nested);
 		return false;
 	}
+	/* recorded into the rings whether or not the sites are attached
+	 * (dwleak attaches none for the rings); else fired, when they are */
+	if (sampled) {
+		c->walk = (uint8_t)rings_mode();
+		fire = c->walk != DWLEAK_PRELOAD_WALK_NONE || sites_usable(c->gen);
+	} else {
+		fire = false;
+	}
 	/* the answer from the locals: read back from C, the two byte stores
 	 * just made stall the load (no store forwarding across both) */
-	fire = sampled && sites_usable(c->gen);
 	c->fire = fire;
 	c->index = index;
 	return fire || index;
@@ -251,14 +259,18 @@ void call_done(const struct call *c, void *p)
 		blockset_insert(index_now(), (uintptr_t)p, c->size);
 	if (!c->fire || (c->sampling && set_insert((uintptr_t)p, (uint16_t)c->gen)))
 		return;
+	if (c->walk != DWLEAK_PRELOAD_WALK_NONE) {
+		rings_alloc(c, p);
+		return;
+	}
 	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
 	CTL_COUNT(fired_alloc);
 }
 
-void release(void *p, uintptr_t cfa, uint64_t how)
+void release(void *p, uintptr_t cfa, uint64_t how, uint32_t kind)
 {
 	bool sampled, index = index_on();
-	uint32_t gen;
+	uint32_t gen, walk;
 
 	route_check(*(const uintptr_t *)(cfa - 8));
 	gen = CTL_LOAD(generation);
@@ -272,7 +284,12 @@ void release(void *p, uintptr_t cfa, uint64_t how)
 	}
 	if (index)
 		blockset_remove(index_now(), (uintptr_t)p);
-	if (sampled && sites_usable(gen)) {
+	if (!sampled)
+		return;
+	walk = rings_mode();
+	if (walk != DWLEAK_PRELOAD_WALK_NONE) {
+		rings_free(p, kind, how, walk);
+	} else if (sites_usable(gen)) {
 		dwleak_site_free(p, how);
 		CTL_COUNT(fired_free);
 	}

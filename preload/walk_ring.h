@@ -6,7 +6,7 @@
  * lock, no system call but a ring's mapping on a thread's first record;
  * errno kept; safe in signal handlers (also one that records in the middle
  * of its thread's record) and in a fork's child; initial-exec TLS only.
- * Not wired into the traced paths yet. */
+ * rings.c records into them from the traced paths. */
 #ifndef DWLEAK_PRELOAD_WALK_RING_H
 #define DWLEAK_PRELOAD_WALK_RING_H
 
