@@ -98,7 +98,12 @@ static int tables_refresh(const struct proc_services *sv, struct proc *p)
 
 	if (dropped > p->table_dropped)
 		p->table_dropped = dropped; /* the most any publish left out */
-	return err;
+	/* the library's walk needs them too: its image anew (handed over now,
+	 * while a process stopped at its linker's stop waits) */
+	if (!err && p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)))
+		say(sv, SESSION_WARNING, "pid %d: cannot build its new unwind image (%s): its walks end in what it "
+		    "mapped since", p->pid, strerror(-err));
+	return err == -ESRCH || err == -ENOENT ? 0 : err;
 }
 
 /* --leak-check with ptrace: P stops at exit() for its check, before its
@@ -630,9 +635,7 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (err)
 			say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", p->pid,
 			    strerror(-err));
-		else if (p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)))
-			say(sv, SESSION_WARNING, "pid %d: cannot build its new unwind image (%s): frames in what it "
-			    "mapped since end its walks", p->pid, strerror(-err));
+
 	}
 }
 

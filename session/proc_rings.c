@@ -102,9 +102,13 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	err = io->mem_read(io->ctx, pid, ctl, &c, sizeof(c));
 	if (err)
 		return err;
-	if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION || !c.rings_addr)
+	if (c.magic != DWLEAK_PRELOAD_MAGIC || c.version != DWLEAK_PRELOAD_VERSION)
 		return -EPROTO;
+	/* the directory's address is published by a constructor of the
+	 * library: not yet in a process held at its linker's stop (found by
+	 * the first drain then) */
 	r->dir = c.rings_addr;
+	r->ring_bits = ring_bits;
 	/* an arena the process has from an earlier session is used again,
 	 * past what that session wrote (its images may still be walked) */
 	r->arena_addr = c.image_arena_addr;
@@ -115,8 +119,9 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	r->drain = calloc(1, sizeof(*r->drain));
 	if (!r->drain)
 		return -ENOMEM;
-	err = io->mem_write(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, data_bits), &ring_bits,
-			    sizeof(ring_bits));
+	if (r->dir)
+		err = io->mem_write(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, data_bits), &ring_bits,
+				    sizeof(ring_bits));
 	if (!err && mode == DWLEAK_PRELOAD_WALK_DWARF)
 		err = image_prepare(io, r, pid);
 	err = err ?: ctl_put(io, pid, r, CTL_FIELD(rings_request), &mode, sizeof(mode));
@@ -128,12 +133,6 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	return 0;
 }
 
-int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
-{
-	if (r->mode != DWLEAK_PRELOAD_WALK_DWARF)
-		return 0;
-	return image_prepare(io, r, pid);
-}
 
 /* Writes the image built into the arena, when the library mapped one that
  * holds it: the blob, then off and len, then the generation. */
@@ -148,6 +147,14 @@ static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, 
 		return err;
 	r->installed = c.image_installed;
 	r->image_err = c.image_error;
+	if (!r->dir && c.rings_addr) {
+		/* its new rings' size, before most of its threads claim one */
+		r->dir = c.rings_addr;
+		err = io->mem_write(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, data_bits), &r->ring_bits,
+				    sizeof(r->ring_bits));
+		if (err)
+			return err;
+	}
 	if (!r->blob)
 		return 0;
 	if (c.image_arena_addr != r->arena_addr) { /* a new arena: from its start */
@@ -171,6 +178,19 @@ static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, 
 	r->blob = NULL;
 	r->blob_len = 0;
 	return 0;
+}
+
+int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid)
+{
+	int err;
+
+	if (r->mode != DWLEAK_PRELOAD_WALK_DWARF)
+		return 0;
+	/* handed over at once when the arena holds it: a process stopped at
+	 * its linker's stop then walks the objects it just loaded from its
+	 * first call into them */
+	err = image_prepare(io, r, pid);
+	return err ?: image_handover(io, r, pid);
 }
 
 struct drain_ctx {
@@ -347,6 +367,8 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	err = image_handover(io, r, pid);
 	if (err && err != -ESRCH && err != -ENOENT && !r->why[0])
 		snprintf(r->why, sizeof(r->why), "handing the unwind image over failed: %s", strerror(-err));
+	if (!r->dir) /* not published yet: nothing recorded either */
+		return 0;
 	start = tsc_now();
 	err = walk_ring_drain(read_mem, &d, r->dir, on_record, &d, r->drain);
 	r->drains++;

@@ -49,7 +49,8 @@ struct proc_rings {
 	uint32_t mode;	     /* enum dwleak_preload_walk asked for; 0: rings off */
 	uint32_t image_seed; /* the process's image (stack ids are seeded with it) */
 	uint64_t ctl;	     /* the control block's address */
-	uint64_t dir;	     /* the rings' directory's */
+	uint64_t dir;	     /* the rings' directory's (0: not published yet) */
+	uint32_t ring_bits;  /* the size asked for new rings */
 	/* the unwind image (DWARF): built and not yet handed over, or NULL */
 	void *blob;
 	size_t blob_len;
@@ -94,7 +95,8 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		     uint32_t ring_bits, uint32_t image_seed);
 
 /* PID's objects changed and their tables were loaded: a new image is
- * built, handed over at the next drain.  Returns 0 or a negative errno
+ * built, and handed over now if the library's arena holds it (else at a
+ * drain once it mapped a larger one).  Returns 0 or a negative errno
  * (the old image stays in use). */
 int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid);
 

@@ -25,7 +25,7 @@ fi
 run() {
 	local name=$1 walk=$2
 	shift 2
-	PYTHONHASHSEED=0 setarch "$(uname -m)" -R "$DWLEAK" --walk "$walk" --format json -t 0 \
+	PYTHONHASHSEED=0 PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 setarch "$(uname -m)" -R "$DWLEAK" --walk "$walk" --format json -t 0 \
 		-o "$T/$name.$walk.json" "$@" > "$T/$name.$walk.out" 2> "$T/$name.$walk.err"
 	local rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
