@@ -431,8 +431,16 @@ static long sys3(long nr, long a, long b, long c)
 }
 
 /* The last stack found, per thread: initial-exec, like the library's
- * other TLS, so that reaching it never allocates. */
+ * other TLS, so that reaching it never allocates.  Its two words change
+ * together only under THREAD_STACK_SEQ (odd while they change): a signal
+ * handler of the thread that walks between the two stores, or between the
+ * two loads of a reader it interrupted, would otherwise take a low bound
+ * of one mapping and a high bound of another (the main stack and an
+ * alternate signal stack), a range that may cross unmapped memory the
+ * walk would then read.  A reader that sees the count move or odd reads
+ * the maps again itself.  (Signal fences: only this thread writes them.) */
 static __thread struct walk_bounds thread_stack __attribute__((tls_model("initial-exec")));
+static __thread uint32_t thread_stack_seq __attribute__((tls_model("initial-exec")));
 
 /* How far a /proc/PID/maps line's parse is: its start address, its end,
  * or the rest of the line. */
@@ -452,11 +460,16 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out)
 	char buf[1024];
 	enum maps_field field = MAPS_START;
 	uint64_t start = 0, end = 0;
+	struct walk_bounds known;
+	uint32_t seq = thread_stack_seq;
 	long fd, got, i;
 	int d, err = -ENOENT;
 
-	if (sp - thread_stack.lo < thread_stack.hi - thread_stack.lo) {
-		*out = thread_stack;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	known = thread_stack;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!(seq & 1) && seq == thread_stack_seq && sp - known.lo < known.hi - known.lo) {
+		*out = known;
 		return 0;
 	}
 	fd = sys3(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -483,8 +496,12 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out)
 				}
 				field = MAPS_REST;
 				if (sp >= start && sp < end) {
+					thread_stack_seq++;
+					__atomic_signal_fence(__ATOMIC_SEQ_CST);
 					thread_stack.lo = start;
 					thread_stack.hi = end;
+					__atomic_signal_fence(__ATOMIC_SEQ_CST);
+					thread_stack_seq++;
 					err = 0;
 					break;
 				}
@@ -494,7 +511,9 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out)
 	if (err == -ENOENT && got < 0)
 		err = (int)got;
 	sys3(SYS_close, fd, 0, 0);
-	if (!err)
-		*out = thread_stack;
+	if (!err) {
+		out->lo = start;
+		out->hi = end;
+	}
 	return err;
 }

@@ -24,11 +24,14 @@
 #include <libgen.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -584,8 +587,6 @@ static void sampled_check(void)
 	       "sampled: the 4 MiB block or its free not recorded");
 }
 
-/* --- The cost --------------------------------------------------------------- */
-
 static double now_ns(void)
 {
 	struct timespec ts;
@@ -593,6 +594,67 @@ static double now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
+
+/* Signal handlers that allocate, on an alternate stack, interrupting the
+ * thread's own recorded calls (a record in the middle of another, a stack
+ * other than the one the thread's bounds remember): nothing fails, every
+ * ring drains cleanly, and the handlers' allocations are recorded. */
+static volatile uint32_t handler_calls;
+static void *volatile handler_last;
+
+static void on_prof(int sig)
+{
+	void *p = malloc(48);
+
+	(void)sig;
+	handler_last = p;
+	free(p);
+	handler_calls++;
+}
+
+static void signals_check(void)
+{
+	struct sigaction sa = { .sa_handler = on_prof, .sa_flags = SA_ONSTACK | SA_RESTART };
+	struct itimerval tv = { { 0, 200 }, { 0, 200 } }, off = { { 0, 0 }, { 0, 0 } };
+	size_t alt_len = 256 << 10;
+	void *alt = mmap(NULL, alt_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t ss = { .ss_sp = alt, .ss_size = alt_len };
+	uint64_t failed = ctl->ring_failed;
+	uint32_t from, i, frees = 0, calls;
+	double t0;
+	struct made m;
+
+	CHECK(alt != MAP_FAILED && sigaltstack(&ss, NULL) == 0 && sigaction(SIGPROF, &sa, NULL) == 0);
+	drain();
+	from = ngot;
+	got_keep = false; /* only the last batch is kept: far more records than the test holds */
+	CHECK(setitimer(ITIMER_PROF, &tv, NULL) == 0);
+	t0 = now_ns();
+	for (i = 0; now_ns() - t0 < 300e6; i++) {
+		made_set(&m, H_MALLOC, 16 + i % 512, NULL);
+		chain_b((int)(i % 9), &m);
+		free(m.p);
+		if (i % 2000 == 1999)
+			drain();
+	}
+	CHECK(setitimer(ITIMER_PROF, &off, NULL) == 0);
+	calls = handler_calls;
+	got_keep = true;
+	/* a last handler's call, kept */
+	on_prof(0);
+	drain();
+	for (uint32_t j = from; j < ngot; j++)
+		frees += got[j].type == WALK_RING_REC_FREE && got[j].addr == (uintptr_t)handler_last;
+	printf("signals: %u handler calls on an alternate stack during %u recorded calls\n", calls, i);
+	EXPECT(calls > 10, "signals: only %u handler calls", calls);
+	EXPECT(ctl->ring_failed == failed, "signals: %llu records failed", (unsigned long long)(ctl->ring_failed - failed));
+	EXPECT(frees >= 1, "signals: the handler's free not recorded");
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	signal(SIGPROF, SIG_DFL);
+}
+
+/* --- The cost --------------------------------------------------------------- */
 
 static __attribute__((noinline)) void bench_loop(long pairs)
 {
@@ -728,6 +790,7 @@ int main(int argc, char **argv)
 	/* 8. a fork child; sampling */
 	fork_check();
 	sampled_check();
+	signals_check();
 	ctl_show("end");
 	EXPECT(ctl->ring_failed == 0, "%llu records failed", (unsigned long long)ctl->ring_failed);
 
