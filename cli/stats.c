@@ -1,6 +1,9 @@
 /* --stats: the numbers behind a trace, one line each, for people and
  * for the tests that check why walks stopped. */
+#include <string.h>
+
 #include "stats.h"
+#include "proc_rings.h"
 
 void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
 		 const struct allocator *a, const uint64_t *counters)
@@ -36,6 +39,15 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 		if (probes_counter_name((unsigned int)i))
 			fprintf(f, "dwleak: stats: %s %llu\n", probes_counter_name((unsigned int)i),
 				(unsigned long long)counters[i]);
+}
+
+void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
+{
+	fprintf(f, "dwleak: stats: pid %d walked in the process: %llu records applied in %llu drains; %llu dropped "
+		   "(ring full), %llu without a ring, %llu corrupt rings, %llu slots handed back; image %u installed%s%s\n",
+		pid, (unsigned long long)r->records, (unsigned long long)r->drains, (unsigned long long)r->dropped,
+		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
+		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "");
 }
 
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s)

@@ -21,6 +21,10 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 
 /* Prints to F where the walked stacks went: the kernel map (M) and how
  * often it was emptied, the user-side store (S) and what it let go. */
+/* --walk process: what process PID's rings of walked records gave (R). */
+struct proc_rings;
+void stats_print_rings(FILE *f, int pid, const struct proc_rings *r);
+
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s);
 
 /* Prints to F how the last --leak-check of process PID went (C): what was

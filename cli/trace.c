@@ -97,6 +97,9 @@ static void stats_say(const struct env *env, const struct session *s, const uint
 	stats_print(stderr, &st.unwinder, &st.probes, ps->n && !ps->v[0]->preload ? &ps->v[0]->alloc : NULL,
 		    counters);
 	stats_print_stacks(stderr, &st.kernel_stacks, &st.stacks);
+	for (i = 0; i < ps->n; i++)
+		if (ps->v[i]->rings.drains)
+			stats_print_rings(stderr, ps->v[i]->pid, &ps->v[i]->rings);
 	for (i = 0; env->leak_check && i < ps->n; i++)
 		stats_print_leak_check(stderr, ps->v[i]->pid, &ps->v[i]->check, ps->v[i]->checks,
 				       ps->v[i]->checks_changed);

@@ -90,6 +90,16 @@ untraced(const struct proc_services *sv, struct proc *p, bool first, const char 
 	untraced_release(sv, p);
 }
 
+/* Says once that P's library took an image: from then on it walks. */
+static void rings_walking_say(const struct proc_services *sv, struct proc *p)
+{
+	if (p->walk_said || !p->rings.installed)
+		return;
+	p->walk_said = true;
+	if (sv->walking)
+		sv->walking(sv->ctx, p);
+}
+
 /* Loads the tables of the objects P maps and republishes its mappings. */
 static int tables_refresh(const struct proc_services *sv, struct proc *p)
 {
@@ -103,6 +113,7 @@ static int tables_refresh(const struct proc_services *sv, struct proc *p)
 	if (!err && p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)))
 		say(sv, SESSION_WARNING, "pid %d: cannot build its new unwind image (%s): its walks end in what it "
 		    "mapped since", p->pid, strerror(-err));
+	rings_walking_say(sv, p);
 	return err == -ESRCH || err == -ENOENT ? 0 : err;
 }
 
@@ -136,15 +147,14 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
 		say(sv, SESSION_NOTE, "pid %d: cannot walk in the process (%s): its stacks are walked at its library's "
 		    "sites by the kernel", p->pid, strerror(-err));
 	else if (sv->set->walk_rings == DWLEAK_PRELOAD_WALK_FP)
-		say(sv, SESSION_INFO, "pid %d (%s) walks its stacks in the process (frame pointers)", p->pid,
-		    p->command ? p->command : "?");
+		sv->walking ? sv->walking(sv->ctx, p) : (void)0;
 }
 
 /* Drains P's rings into its ledger (FINAL: it is stopped for good or
  * gone: every record read is applied); a failure said once. */
 static void rings_drain(const struct proc_services *sv, struct proc *p, bool final)
 {
-	bool said = p->rings.why[0], had = p->rings.installed;
+	bool said = p->rings.why[0];
 	int err, image_err = p->rings.image_err;
 
 	if (!p->rings.mode)
@@ -153,9 +163,7 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	if (!said && p->rings.why[0])
 		say(sv, SESSION_WARNING, "pid %d (%s): %s; what its library records from now on is lost", p->pid,
 		    p->command ? p->command : "?", p->rings.why);
-	if (!had && p->rings.installed)
-		say(sv, SESSION_INFO, "pid %d (%s) walks its stacks in the process", p->pid,
-		    p->command ? p->command : "?");
+	rings_walking_say(sv, p);
 	if (p->rings.image_err && p->rings.image_err != image_err)
 		say(sv, SESSION_WARNING, "pid %d (%s): its library refused the unwind image (%s): its stacks are "
 		    "walked at its sites by the kernel", p->pid, p->command ? p->command : "?",

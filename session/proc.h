@@ -57,6 +57,7 @@ struct proc {
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */
 	struct proc_rings rings;  /* the walk in the process: its library's rings (mode 0: off) */
+	bool walk_said;		  /* ... and that its library took an image was said */
 	bool exited;
 	int exit_status;	  /* wait status, when exited */
 	char *untraced;		  /* why what its image allocates is not traced (malloc'd), or
@@ -172,6 +173,9 @@ struct proc_services {
 
 	/* P is traced now (its allocator probed): the session says so */
 	void (*traced)(void *ctx, const struct proc *p);
+	/* P walks its stacks in itself now (--walk process): its library took
+	 * an unwind image, or walks frame pointers (may be NULL) */
+	void (*walking)(void *ctx, const struct proc *p);
 };
 
 /* --- A process's life (each returns 0 unless the session cannot go on:

@@ -169,6 +169,9 @@ static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, 
 	err = io->mem_write(io->ctx, pid, r->arena_addr + off, r->blob, r->blob_len);
 	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_off), &off, sizeof(off));
 	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_len), &(uint64_t){ r->blob_len }, sizeof(uint64_t));
+	/* the library keeps its last failure: cleared, so that one read after
+	 * this generation is this one's */
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_error), &(int32_t){ 0 }, sizeof(int32_t));
 	err = err ?: ctl_put(io, pid, r, CTL_FIELD(image_gen), &gen, sizeof(gen));
 	if (err)
 		return err;

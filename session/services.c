@@ -320,6 +320,20 @@ static void sv_traced(void *ctx, const struct proc *p)
 		    p->pid, how, p->alloc.description, us.loaded, (s->t_traced - s->t_start) * 1e3);
 }
 
+/* The first process that walks in itself, said once: the others of a
+ * tree do as it does (--stats counts each). */
+static void sv_walking(void *ctx, const struct proc *p)
+{
+	struct session *s = of(ctx);
+
+	if (s->walking_said)
+		return;
+	s->walking_said = true;
+	session_say(&s->log, SESSION_INFO, "pid %d (%s) walks its stacks in the process%s", p->pid,
+		    p->command ? p->command : "?",
+		    s->pset.walk_rings == DWLEAK_PRELOAD_WALK_FP ? " (frame pointers)" : "");
+}
+
 void session_services_init(struct session *s)
 {
 	s->sv = (struct proc_services){
@@ -348,6 +362,7 @@ void session_services_init(struct session *s)
 		.stacks_move = sv_stacks_move,
 		.leak_scan = sv_leak_scan,
 		.traced = sv_traced,
+		.walking = sv_walking,
 		.rings_io = { .ctx = s, .mem_read = sv_mem_read, .mem_write = sv_mem_write,
 			      .image_build = sv_image_build },
 		.control_addr = sv_control_addr,

@@ -8,7 +8,8 @@
 # hold the same stacks: frame by frame the same addresses, the same bytes
 # and allocations, the same allocator function.  The process run must say
 # that the process walked itself (its library took the unwind image), and
-# lose nothing.  Programs: the seed's stripped C++ build (debug file
+# lose nothing, and most of its calls (all after the first few) must have
+# been walked in the process (--stats).  Programs: the seed's stripped C++ build (debug file
 # beside it), four threads, code dlopen'ed after the start, python3.11 and
 # perl (interpreters without frame pointers); and --unwind fp the same way.
 # shellcheck source=tests/lib_trace.sh
@@ -25,7 +26,7 @@ fi
 run() {
 	local name=$1 walk=$2
 	shift 2
-	PYTHONHASHSEED=0 PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 setarch "$(uname -m)" -R "$DWLEAK" --walk "$walk" --format json -t 0 \
+	PYTHONHASHSEED=0 PERL_HASH_SEED=0 PERL_PERTURB_KEYS=0 setarch "$(uname -m)" -R "$DWLEAK" --walk "$walk" --stats --format json -t 0 \
 		-o "$T/$name.$walk.json" "$@" > "$T/$name.$walk.out" 2> "$T/$name.$walk.err"
 	local rc=$?
 	if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
@@ -42,6 +43,16 @@ same() {
 	if ! grep -q "walks its stacks in the process" "$T/$name.process.err"; then
 		fail "$name: the process did not walk itself: $(grep -v '^$' "$T/$name.process.err" | tail -4)"
 		return
+	fi
+	# most calls walked in the process (the first ones, before the
+	# library took its image, at its sites by the kernel)
+	local n
+	n=$(sed -n 's/.*walked in the process: \([0-9]*\) records.*/\1/p' "$T/$name.process.err" | head -1)
+	if [ -z "$n" ] || [ "$n" -lt 50 ]; then
+		fail "$name: ${n:-no} records walked in the process, want 50 or more: $(grep 'walked in' "$T/$name.process.err")"
+	fi
+	if grep -q "walked in the process" "$T/$name.kernel.err"; then
+		fail "$name: --walk kernel walked in the process"
 	fi
 	lt_check "$T/$name.kernel.json" "$T/$name.process.json" "$name" << 'PY'
 proc = json.load(open(ARGS[0]))
@@ -93,10 +104,10 @@ if lt_part a; then
 	both seed -- "$TESTDATA/seed_O2_stripped" --iterations 50 --interval-ms 1
 fi
 if lt_part b; then
-	both threads -- "$TESTDATA/threads" --iterations 200
+	both threads -- "$TESTDATA/threads" --iterations 200 --interval-ms 1
 fi
 if lt_part c; then
-	both dlopen -- "$TESTDATA/dlopen_main" --iterations 100
+	both dlopen -- "$TESTDATA/dlopen_main" --iterations 100 --interval-ms 1
 fi
 if lt_part d; then
 	# python's and perl's own caches of objects at exit: many stacks
