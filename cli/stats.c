@@ -48,6 +48,8 @@ void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 		pid, (unsigned long long)r->records, (unsigned long long)r->drains, (unsigned long long)r->dropped,
 		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
 		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "");
+	if (r->ring_why[0])
+		fprintf(f, "dwleak: stats: pid %d: the first corrupt ring: %s\n", pid, r->ring_why);
 }
 
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s)

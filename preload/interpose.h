@@ -283,8 +283,8 @@ static inline uint32_t rings_mode(void)
 }
 
 /* Call C (C->WALK not NONE) returned P: its caller's stack walked and
- * recorded into the calling thread's ring, counted in the control block
- * (ring_records, ring_failed). */
+ * recorded into the calling thread's ring (a failure counted in the
+ * control block's ring_failed). */
 void rings_alloc(const struct call *c, void *p);
 
 /* P is about to be released by a call of KIND (HOW: enum

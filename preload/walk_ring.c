@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dwleak.h" /* DWLEAK_MAX_FRAMES */
@@ -32,7 +33,7 @@ struct walk_ring_dir walk_ring_directory __attribute__((aligned(64))) = {
  * a ring wiped by a fork reads 0 there, and its mapping is reused. */
 static uint8_t slot_bits[WALK_RING_SLOTS];
 
-/* The calling thread's ring.  24 bytes of the static TLS surplus
+/* The calling thread's ring.  32 bytes of the static TLS surplus
  * (initial-exec: an access is an offset from %fs, never __tls_get_addr). */
 struct ring_tls {
 	struct walk_ring_header *ring;
@@ -41,7 +42,10 @@ struct ring_tls {
 	uint8_t claiming;     /* a claim is under way (a handler drops its record) */
 	uint8_t pad;
 	uint64_t gave_up;     /* 1 + dir.reclaimed when no ring could be had; 0: never */
+	uint64_t stalled;     /* 1 + the ring's tail when a wait for room timed out; 0: none */
 };
+
+uint32_t walk_ring_wait_ms;
 
 static __thread struct ring_tls ring_tls __attribute__((tls_model("initial-exec")));
 
@@ -211,6 +215,37 @@ done:
 	return r;
 }
 
+/*
+ * The ring is full: waits, up to walk_ring_wait_ms, for dwleak to read
+ * (TAIL to reach WANT), as a pipe's writer would, so that an exact trace
+ * loses nothing to a burst.  Yields first, then sleeps 100 us at a time,
+ * with bare system calls (not cancellation points, no errno kept by
+ * them: restored).  After a wait that timed out (dwleak stopped, or far
+ * behind), no record of this thread waits again until dwleak has read
+ * something: one stall, then drops, counted.  Returns true when there is
+ * room.
+ */
+static bool ring_wait(struct ring_tls *t, struct walk_ring_header *r, __u64 want)
+{
+	__u64 tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE), start = tail;
+	uint32_t ms = LOAD(walk_ring_wait_ms), i;
+	struct timespec nap = { 0, 100000 };
+	int saved = errno;
+
+	if (!ms || t->stalled == start + 1)
+		return false;
+	for (i = 0; tail < want && i < 64 + 10 * ms; i++) {
+		if (i < 64)
+			syscall(SYS_sched_yield);
+		else
+			syscall(SYS_nanosleep, &nap, NULL);
+		tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	}
+	errno = saved;
+	t->stalled = tail < want ? tail + 1 : 0;
+	return tail >= want;
+}
+
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
 		  const uint64_t *pcs, uint32_t n)
 {
@@ -232,19 +267,27 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	BARRIER();
 	mask = r->mask;
 	h = LOAD(r->head);
-	do {
+	for (;;) {
 		off = h & mask;
 		room = mask + 1 - off;
 		need = len <= room ? len : room + len;
 		/* TAIL is dwleak's, written from outside */
 		if (unlikely(h + need - __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) > mask + 1)) {
+			/* the outermost record may wait; a handler's, inside a
+			 * record not yet published, never would get room */
+			if (t->nest == 1 && ring_wait(t, r, h + need - (mask + 1))) {
+				h = LOAD(r->head);
+				continue;
+			}
 			inc_local(&r->dropped);
 			BARRIER();
 			if (--t->nest == 0)
 				publish(r); /* a handler's record made meanwhile */
 			return -ENOBUFS;
 		}
-	} while (!cas_local(&r->head, &h, h + need));
+		if (cas_local(&r->head, &h, h + need))
+			break;
+	}
 	data = (uint8_t *)r + WALK_RING_DATA_OFFSET;
 	if (need != len) {
 		((struct walk_ring_record *)(data + off))->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, WALK_RING_REC_PAD);

@@ -32,10 +32,16 @@ extern struct walk_ring_dir walk_ring_directory;
  *   -ENOSPC   the thread has no ring: no free slot, no mapping, or a
  *             signal handler interrupted the claim (the directory's no_*)
  *   -EINVAL   an argument out of bounds (a caller's bug: not counted)
- * Never blocks, never overwrites a record dwleak has not read.
+ * Never overwrites a record dwleak has not read; blocks only as
+ * walk_ring_wait_ms allows (the outermost record of a thread).
  */
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
 		  const uint64_t *pcs, uint32_t n);
+
+/* How long a thread's record waits for room in its full ring (dwleak
+ * reading) before it is dropped, in ms: 0 (the default) never waits.  The
+ * traced paths set it while dwleak asks for the rings. */
+extern uint32_t walk_ring_wait_ms;
 
 /* In a fork's child, from fork() itself (boot.c's atfork handler): every
  * slot freed (the parent's threads do not exist here) and the calling

@@ -202,6 +202,7 @@ struct drain_ctx {
 	pid_t pid;
 	struct stack_store *stacks;
 	int err;
+	struct stack_trace st; /* a stack being stored (large: not zeroed a record) */
 };
 
 static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -233,19 +234,27 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
 
 	if (rec->type == WALK_RING_REC_ALLOC) {
-		struct stack_trace st = {
-			.nframes = (uint8_t)rec->nframes,
-			.end = (uint8_t)rec->end,
-			.kind = (uint8_t)rec->kind,
-			.fp = (uint8_t)rec->fp,
-			.image = r->image_seed,
-		};
+		uint64_t *seen;
 
-		memcpy(st.pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
 		h.type = AEV_ALLOC;
 		h.stack_id = proc_rings_stack_id(r->image_seed, rec->kind, rec->end, rec->fp, rec->pcs, rec->nframes);
-		if (stack_store_put(d->stacks, h.stack_id, &st))
-			h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
+		/* a stack stored already (the common case: a few call sites
+		 * allocate most) is not copied again */
+		seen = &r->ids_seen[h.stack_id & (RINGS_IDS_SEEN - 1)];
+		if (*seen != h.stack_id) {
+			struct stack_trace *st = &d->st;
+
+			st->nframes = (uint8_t)rec->nframes;
+			st->end = (uint8_t)rec->end;
+			st->kind = (uint8_t)rec->kind;
+			st->fp = (uint8_t)rec->fp;
+			st->image = r->image_seed;
+			memcpy(st->pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
+			if (stack_store_put(d->stacks, h.stack_id, st))
+				h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
+			else
+				*seen = h.stack_id;
+		}
 	} else {
 		h.type = rec->type == WALK_RING_REC_REALLOC_FREE ? AEV_REALLOC_FREE : AEV_FREE;
 	}
@@ -272,7 +281,12 @@ static void held_apply(struct proc_rings *r, struct ledger *l, uint64_t limit)
 
 	if (!r->nheld)
 		return;
-	qsort(r->held, r->nheld, sizeof(*r->held), held_cmp);
+	/* one thread's records come sorted already (a ring is in tsc order
+	 * but for a signal handler's records) */
+	for (i = 1; i < r->nheld && held_cmp(&r->held[i - 1], &r->held[i]) < 0; i++)
+		;
+	if (i < r->nheld)
+		qsort(r->held, r->nheld, sizeof(*r->held), held_cmp);
 	for (i = 0; i < r->nheld; i++) {
 		const struct ring_held *h = &r->held[i];
 
@@ -315,8 +329,13 @@ static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
 			r->dropped += g->dropped - r->slot_dropped[s];
 			r->slot_dropped[s] = g->dropped;
 		}
-		if (g->err && g->err != -ENODATA)
+		/* a read that failed is the process gone, not a corrupt ring */
+		if (g->err == -EPROTO || g->err == -EBADMSG) {
 			r->bad++;
+			if (!r->ring_why[0])
+				snprintf(r->ring_why, sizeof(r->ring_why), "thread %u's ring: %s", g->tid,
+					 g->why[0] ? g->why : strerror(-g->err));
+		}
 	}
 }
 

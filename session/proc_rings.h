@@ -33,6 +33,8 @@ struct proc_rings_io {
 	int (*image_build)(void *ctx, pid_t pid, void **blob, size_t *len);
 };
 
+#define RINGS_IDS_SEEN 4096
+
 /* A record read and not yet applied: held until it is known that no
  * record it depends on can still come (see proc_rings_drain). */
 struct ring_held {
@@ -69,6 +71,9 @@ struct proc_rings {
 	 * slot is handed back by a later drain, which read all it wrote */
 	uint32_t slot_ended[WALK_RING_SLOTS];
 	struct walk_ring_drain *drain; /* the last drain (large: kept, not on the stack) */
+	/* stack ids stored already, by their low bits (a miss stores again:
+	 * the store keeps one copy) */
+	uint64_t ids_seen[RINGS_IDS_SEEN];
 	/* totals */
 	uint64_t records;     /* applied to the ledger */
 	uint64_t dropped;     /* the library could not record them: rings full */
@@ -80,6 +85,7 @@ struct proc_rings {
 	uint64_t drains;
 	int err;	      /* the first error that stopped a drain (0: none) */
 	char why[192];	      /* and what it was */
+	char ring_why[192];   /* what the first corrupt ring had (bad: how many) */
 };
 
 /*

@@ -210,7 +210,7 @@ int session_report(struct session *s, const struct session_report_opts *opts, st
 					      p->exited ? REPORT_PROCESS_ENDED : REPORT_PROCESS_RUNNING,
 					      p->exit_status, p->untraced, notes[k], p->ledger.oom,
 					      p->table_dropped, p->rings.dropped, p->rings.no_ring, p->rings.bad,
-					      p->rings.why[0] ? p->rings.why : NULL };
+					      p->rings.why[0] ? p->rings.why : p->rings.ring_why[0] ? p->rings.ring_why : NULL };
 		k++;
 	}
 	err = err ?: build_report(bps, k, &o, &out->b);

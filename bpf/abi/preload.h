@@ -237,9 +237,11 @@ struct dwleak_preload_control {
 	__u32 image_installed;
 	__s32 image_error;
 	__u32 image_pad;
-	/* the library's counts (relaxed): calls recorded into the rings, and
-	 * calls that could not be (walk_ring_put failed: the ring full, no
-	 * ring; each also counted where the ring ABI says) */
+	/* the library's counts (relaxed): RING_RECORDS is not kept (0; each
+	 * ring counts its records in its header: a shared count here made
+	 * every thread's call write the line all of them read); RING_FAILED,
+	 * calls that could not be recorded (walk_ring_put failed: the ring
+	 * full, no ring; each also counted where the ring ABI says) */
 	__u64 ring_records;
 	__u64 ring_failed;
 };
