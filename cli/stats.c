@@ -44,7 +44,7 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 {
 	fprintf(f, "dwleak: stats: pid %d walked in the process: %llu records applied in %llu drains; %llu dropped "
-		   "(ring full), %llu without a ring, %llu corrupt rings, %llu slots handed back; image %u installed%s%s\n",
+		   "(ring full), %llu without a ring, %llu reads of a corrupt ring, %llu slots handed back; image %u installed%s%s\n",
 		pid, (unsigned long long)r->records, (unsigned long long)r->drains, (unsigned long long)r->dropped,
 		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
 		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "");

@@ -154,7 +154,7 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
  * gone: every record read is applied); a failure said once. */
 static void rings_drain(const struct proc_services *sv, struct proc *p, bool final)
 {
-	bool said = p->rings.why[0];
+	bool said = p->rings.why[0], ring_said = p->rings.ring_why[0];
 	int err, image_err = p->rings.image_err;
 
 	if (!p->rings.mode)
@@ -163,6 +163,9 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	if (!said && p->rings.why[0])
 		say(sv, SESSION_WARNING, "pid %d (%s): %s; what its library records from now on is lost", p->pid,
 		    p->command ? p->command : "?", p->rings.why);
+	if (!ring_said && p->rings.ring_why[0])
+		say(sv, SESSION_WARNING, "pid %d (%s) wrote over its own ring of walked records (%s): what that ring "
+		    "holds is lost to its report", p->pid, p->command ? p->command : "?", p->rings.ring_why);
 	rings_walking_say(sv, p);
 	if (p->rings.image_err && p->rings.image_err != image_err)
 		say(sv, SESSION_WARNING, "pid %d (%s): its library refused the unwind image (%s): its stacks are "

@@ -78,7 +78,7 @@ struct proc_rings {
 	uint64_t records;     /* applied to the ledger */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
-	uint64_t bad;	      /* rings found corrupt (records of theirs lost) */
+	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */
 	uint64_t unapplied;   /* records held when the process ended unread (none unless it
 			       * ended without a last drain) */
 	uint64_t reclaimed;   /* slots of ended threads handed back */

@@ -18,7 +18,10 @@
 # (every block, from the library's index), each site's kinds within 4.5 sd
 # of its true bytes, and the report's stated standard errors (bytes_stderr,
 # leak_kinds_stderr) within a factor 3 of sqrt(N * B).
-# LT_ONLY=g|t|j|m|s selects glibc / tcmalloc / jemalloc / mimalloc / sampled.
+# Then -- CMD with --walk process under the four allocators: the same
+# ledgers, walked in the process.
+# LT_ONLY=g|t|j|m|s|w selects glibc / tcmalloc / jemalloc / mimalloc /
+# sampled / walked in the process.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
@@ -60,12 +63,13 @@ if r["totals"].get("dropped_events"):
 PY
 }
 
-# run_cmd NAME FAMILY ALLOC_LIB
+# run_cmd NAME FAMILY ALLOC_LIB [DWLEAK OPTIONS...]
 run_cmd() {
 	local name=$1 family=$2 alloc=$3 bin=$DWLEAK rc
+	shift 3
 	[ -n "$alloc" ] && bin=$DWLEAK_PRELOAD
-	echo "== $name: dwleak -- ledger${alloc:+ (LD_PRELOAD=$alloc)}"
-	env ${alloc:+LD_PRELOAD=$alloc} timeout -k 5 120 "$bin" --format json -o "$T/$name.json" -t 0 -- \
+	echo "== $name: dwleak $* -- ledger${alloc:+ (LD_PRELOAD=$alloc)}"
+	env ${alloc:+LD_PRELOAD=$alloc} timeout -k 5 120 "$bin" "$@" --format json -o "$T/$name.json" -t 0 -- \
 		"$PROG" --ops "$OPS" --ledger "$T/$name.ledger" > "$T/$name.out" 2> "$T/$name.err"
 	rc=$?
 	[ $rc -eq 0 ] || { fail "$name: dwleak exited $rc"; tail -n 5 "$T/$name.err"; }
@@ -106,6 +110,17 @@ for a in g:glibc: t:tcmalloc:libtcmalloc.so.4 j:jemalloc:libjemalloc.so.2 m:mima
 	run_cmd "cmd_$family" "$family" "$alloc"
 	run_pid "pid_$family" "$family" "$alloc"
 	run_pid "inj_$family" "$family" "$alloc"
+done
+
+# the walk in the process (issue 24): the same ledgers, every stack
+# walked by the library into its rings
+for a in g:glibc: t:tcmalloc:libtcmalloc.so.4 j:jemalloc:libjemalloc.so.2 m:mimalloc:libmimalloc.so.2; do
+	IFS=: read -r key family so <<< "$a"
+	lt_part w || continue
+	alloc=${so:+$LIBDIR/$so}
+	run_cmd "walk_$family" "$family" "$alloc" --walk process --stats
+	grep -q "walks its stacks in the process" "$T/walk_$family.err" ||
+		fail "walk_$family: the process did not walk itself: $(grep 'walked in' "$T/walk_$family.err")"
 done
 
 if lt_part s; then

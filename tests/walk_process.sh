@@ -12,6 +12,8 @@
 # been walked in the process (--stats).  Programs: the seed's stripped C++ build (debug file
 # beside it), four threads, code dlopen'ed after the start, python3.11 and
 # perl (interpreters without frame pointers); and --unwind fp the same way.
+# Part f: a process that writes over its own ring (testdata/ring_scribble)
+# loses its own records, said, and nothing else.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
@@ -19,7 +21,40 @@ T=$LT_TMP
 
 if ! setarch "$(uname -m)" -R true 2> /dev/null; then
 	fail "setarch -R does not work here: cannot run both walks at the same addresses"
-	check_finish
+	# a process that spoils its own ring: it loses its own records, with a
+# message; its child's report is whole, dwleak runs on
+if lt_part f; then
+	SCRIB=$TESTDATA/ring_scribble
+	[ -x "$SCRIB" ] || fail_now "$SCRIB is missing (make testdata)"
+	timeout -k 5 120 "$DWLEAK" --walk process --stats -t 0 --format json -o "$T/f.json" -- "$SCRIB" \
+		> "$T/f.out" 2> "$T/f.err"
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 1 ] || fail "f: dwleak exit $rc: $(tail -3 "$T/f.err")"
+	grep -q "scribbled yes" "$T/f.out" || fail "f: the program did not find its ring to spoil: $(cat "$T/f.out")"
+	grep -q "the first corrupt ring: thread [0-9]*'s ring" "$T/f.err" ||
+		fail "f: --stats names no corrupt ring: $(grep 'walked in' "$T/f.err")"
+	grep -q "warning: pid [0-9]* (.*ring_scribble) wrote over its own ring" "$T/f.err" ||
+		fail "f: no warning when the ring was found spoiled: $(grep -m2 warning "$T/f.err")"
+	lt_check "$T/f.json" << 'PY'
+procs = r["processes"]
+parent = [p for p in procs if p["ppid"] == 0]
+child = [p for p in procs if p["ppid"] != 0]
+if len(parent) != 1 or len(child) != 1:
+    fail("want one parent and one child: %s" % procs)
+else:
+    pp, cp = parent[0]["pid"], child[0]["pid"]
+    losses = r.get("losses", [])
+    if not [l for l in losses if l["what"] == "walk_rings_corrupt" and l["pid"] == pp]:
+        fail("no walk_rings_corrupt loss for the parent: %s" % losses)
+    if [l for l in losses if l["pid"] == cp]:
+        fail("the child lost something: %s" % losses)
+    mine = [s for s in r["stacks"] if s["pid"] == cp and s["bytes"] == 200]
+    if len(mine) != 1 or not [f for f in mine[0]["frames"] if f["function"] == "leak"]:
+        fail("the child's 200-byte leak through leak() is not reported whole: %s" %
+             [show(s) for s in r["stacks"] if s["pid"] == cp])
+PY
+fi
+check_finish
 fi
 
 # run NAME WALK [DWLEAK ARGS...] -- CMD...: the JSON report in $T/NAME.WALK.json
@@ -101,7 +136,7 @@ both() { # NAME [DWLEAK ARGS...] -- CMD...
 }
 
 if lt_part a; then
-	both seed -- "$TESTDATA/seed_O2_stripped" --iterations 50 --interval-ms 1
+	both seed -- "$TESTDATA/seed_O2_stripped" --iterations 200 --interval-ms 1
 fi
 if lt_part b; then
 	both threads -- "$TESTDATA/threads" --iterations 200 --interval-ms 1
@@ -115,9 +150,42 @@ if lt_part d; then
 	both perl -- perl -e 'my %h; $h{$_} = "x" x $_ for 1..500; our @keep = map { [$_] } 1..100;'
 fi
 if lt_part e; then
-	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 50 --interval-ms 1
+	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 200 --interval-ms 1
 	if ! grep -q "frame pointers" "$T/seed_fp.process.err"; then
 		fail "seed_fp: the process's run did not say it walks frame pointers"
 	fi
+fi
+# a process that spoils its own ring: it loses its own records, with a
+# message; its child's report is whole, dwleak runs on
+if lt_part f; then
+	SCRIB=$TESTDATA/ring_scribble
+	[ -x "$SCRIB" ] || fail_now "$SCRIB is missing (make testdata)"
+	timeout -k 5 120 "$DWLEAK" --walk process --stats -t 0 --format json -o "$T/f.json" -- "$SCRIB" \
+		> "$T/f.out" 2> "$T/f.err"
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 1 ] || fail "f: dwleak exit $rc: $(tail -3 "$T/f.err")"
+	grep -q "scribbled yes" "$T/f.out" || fail "f: the program did not find its ring to spoil: $(cat "$T/f.out")"
+	grep -q "the first corrupt ring: thread [0-9]*'s ring" "$T/f.err" ||
+		fail "f: --stats names no corrupt ring: $(grep 'walked in' "$T/f.err")"
+	grep -q "warning: pid [0-9]* (.*ring_scribble) wrote over its own ring" "$T/f.err" ||
+		fail "f: no warning when the ring was found spoiled: $(grep -m2 warning "$T/f.err")"
+	lt_check "$T/f.json" << 'PY'
+procs = r["processes"]
+parent = [p for p in procs if p["ppid"] == 0]
+child = [p for p in procs if p["ppid"] != 0]
+if len(parent) != 1 or len(child) != 1:
+    fail("want one parent and one child: %s" % procs)
+else:
+    pp, cp = parent[0]["pid"], child[0]["pid"]
+    losses = r.get("losses", [])
+    if not [l for l in losses if l["what"] == "walk_rings_corrupt" and l["pid"] == pp]:
+        fail("no walk_rings_corrupt loss for the parent: %s" % losses)
+    if [l for l in losses if l["pid"] == cp]:
+        fail("the child lost something: %s" % losses)
+    mine = [s for s in r["stacks"] if s["pid"] == cp and s["bytes"] == 200]
+    if len(mine) != 1 or not [f for f in mine[0]["frames"] if f["function"] == "leak"]:
+        fail("the child's 200-byte leak through leak() is not reported whole: %s" %
+             [show(s) for s in r["stacks"] if s["pid"] == cp])
+PY
 fi
 check_finish
