@@ -18,7 +18,7 @@
 # ("N ms to attach"; "injected in N ms").  Goals (issue 22): injected
 # sampled >= 0.95 x bare, injected exact >= 0.80 x bare.
 #
-# Environment: REPS (3), REQUESTS (200000 per run; uprobe rows 50000: a
+# Environment: REPS (3), ROWS (the ways measured, default all), REQUESTS (200000 per run; uprobe rows 50000: a
 # trap per call), DWLEAK (ROOT/dwleak), OUT (the markdown section).
 # Needs root.  Takes about 8 minutes.
 set -uo pipefail
@@ -125,7 +125,7 @@ one() {
 	echo "$v"
 }
 
-rows=(bare idle pre_sampled pre_exact inj_sampled inj_exact inj_walk up_sampled up_exact)
+rows=(${ROWS:-bare idle pre_sampled pre_exact inj_sampled inj_exact inj_walk up_sampled up_exact})
 [ $have_heaptrack = 1 ] && rows+=(heaptrack)
 declare -A vals
 for ((r = 0; r < REPS; r++)); do
@@ -175,10 +175,10 @@ bare=$(median <<< "${vals[bare]}")
 	[ "$inj_w" != fail ] && [ "$ht" != fail ] && awk -v w="$inj_w" -v h="$ht" -v b="$bare" 'BEGIN {
 		printf "- exact walking in the process: %.2f x bare, %.2f x heaptrack -p (issue 24: >= 1: %s)\n",
 			w / b, w / h, w >= h ? "met" : "NOT met" }'
-	awk -v s="$inj_s" -v e="$inj_e" -v b="$bare" 'BEGIN {
+	[ "$inj_s" != fail ] && [ "$inj_e" != fail ] && awk -v s="$inj_s" -v e="$inj_e" -v b="$bare" 'BEGIN {
 		printf "- goals: injected sampled %.2f x bare (>= 0.95: %s), injected exact %.2f x bare (>= 0.80: %s)\n",
 			s / b, s / b >= 0.95 ? "met" : "NOT met", e / b, e / b >= 0.80 ? "met" : "NOT met" }'
-	awk -v s="$inj_s" -v e="$inj_e" -v ps="$pre_s" -v pe="$pre_e" 'BEGIN {
+	[ "$pre_s" != fail ] && [ "$pre_e" != fail ] && awk -v s="$inj_s" -v e="$inj_e" -v ps="$pre_s" -v pe="$pre_e" 'BEGIN {
 		printf "- injected against started with the library, the same sites: sampled %.2f x, exact %.2f x\n", s / ps, e / pe }'
 	echo "- attach, as each tracing line said it (the library's injection included in \"ms to attach\"):"
 	sed 's/^dwleak: tracing pid [0-9]* /  - /; s/; Ctrl-C to stop//' "$tmp/attach" | sort | uniq -c | sed 's/^ *\([0-9]*\) /  \1x /'
