@@ -126,13 +126,15 @@ static const char trace_usage[] =
 	"      --unwind MODE        dwarf (default), fp, or both: walk every allocation\n"
 	"                           both ways and show, stack by stack, the frames the\n"
 	"                           frame-pointer walk loses\n"
-	"      --walk WHERE         kernel (default) or process: at the preload\n"
-	"                           library's sites, the library walks each traced\n"
-	"                           call's stack itself (dwarf over the tables dwleak\n"
-	"                           compiled, or fp) into per-thread rings dwleak drains\n"
-	"                           every 5 ms: no kernel entry per call.  Processes\n"
-	"                           traced with uprobes, and --unwind both, walk in the\n"
-	"                           kernel\n"
+	"      --walk WHERE         process (default) or kernel: where a process with\n"
+	"                           the preload library has its stacks walked.  process:\n"
+	"                           the library walks each traced call's stack itself\n"
+	"                           (dwarf over the tables dwleak compiled, or fp) into\n"
+	"                           per-thread rings dwleak drains every 5 ms, no kernel\n"
+	"                           entry per call; kernel: dwleak's BPF program walks\n"
+	"                           at the library's sites.  Processes traced with\n"
+	"                           uprobes or under a seccomp filter, and --unwind\n"
+	"                           both, are walked in the kernel\n"
 	"\n"
 	"Lost or still in use:\n"
 	"      --leak-check         tell lost from reachable, as valgrind does: stop the\n"
@@ -454,7 +456,8 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 {
 	int c, ret;
 
-	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT };
+	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT,
+			     .walk_in_process = true };
 	opterr = 0; /* reported below, with the usual hint */
 	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", trace_options, NULL)) != -1) {
 		if (c == 'h') {

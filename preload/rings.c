@@ -11,7 +11,11 @@
  * the sites or counts. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "constants.h"
 #include "interpose.h"
@@ -237,4 +241,49 @@ void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode)
 {
 	rings_put(mode, how == DWLEAK_PRELOAD_REALLOC_FREE ? WALK_RING_REC_REALLOC_FREE : WALK_RING_REC_FREE, kind,
 		  NULL, p, 0);
+}
+
+/*
+ * At the process's exit (the library's destructor, the last to run: it
+ * was the first object initialised), while a tracer listens and rings
+ * were asked for: waits, up to RINGS_FLUSH_MS, until dwleak has read
+ * every record published, so that `dwleak -p` (which has no stop at the
+ * exit) loses none of the last calls' records when the memory goes
+ * away; heaptrack's library flushes its pipe the same way.  dwleak reads
+ * every few ms, so the wait is that long at most when it is there.  A
+ * process that ends without exit() (a signal, _exit) does not wait.
+ */
+#define RINGS_FLUSH_MS 200
+
+static bool rings_unread(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < WALK_RING_SLOTS; i++) {
+		const struct walk_ring_slot *s = &walk_ring_directory.slot[i];
+		const struct walk_ring_header *r;
+
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != WALK_RING_SLOT_LIVE)
+			continue;
+		r = (const struct walk_ring_header *)(uintptr_t)__atomic_load_n(&s->ring, __ATOMIC_ACQUIRE);
+		/* a ring dwleak has read from (tail above 0: it started at 0 in
+		 * this process) and not read to its end */
+		if (r && __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) &&
+		    __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) < __atomic_load_n(&r->published, __ATOMIC_ACQUIRE))
+			return true;
+	}
+	return false;
+}
+
+__attribute__((destructor)) static void rings_flush_at_exit(void)
+{
+	struct timespec ms = { 0, 1000000 };
+	int saved = errno, i;
+
+	if (__atomic_load_n(&ctl.rings_request, __ATOMIC_RELAXED) == DWLEAK_PRELOAD_WALK_NONE ||
+	    !dwleak_alloc_semaphore)
+		return;
+	for (i = 0; i < RINGS_FLUSH_MS && rings_unread(); i++)
+		syscall(SYS_nanosleep, &ms, NULL); /* bare: no cancellation point */
+	errno = saved;
 }

@@ -236,14 +236,13 @@ bool call_fires(struct call *c)
 			CTL_COUNT(nested);
 		return false;
 	}
-	/* recorded into the rings whether or not the sites are attached
-	 * (dwleak attaches none for the rings); else fired, when they are */
-	if (sampled) {
+	/* the sites usable say a tracer listens to this process (dwleak keeps
+	 * them attached while it drains the rings: a fork's child that no
+	 * tracer follows has them stale and records nothing); then recorded
+	 * into the rings when asked, else fired */
+	fire = sampled && sites_usable(c->gen);
+	if (fire)
 		c->walk = (uint8_t)rings_mode();
-		fire = c->walk != DWLEAK_PRELOAD_WALK_NONE || sites_usable(c->gen);
-	} else {
-		fire = false;
-	}
 	/* the answer from the locals: read back from C, the two byte stores
 	 * just made stall the load (no store forwarding across both) */
 	c->fire = fire;
@@ -284,12 +283,12 @@ void release(void *p, uintptr_t cfa, uint64_t how, uint32_t kind)
 	}
 	if (index)
 		blockset_remove(index_now(), (uintptr_t)p);
-	if (!sampled)
+	if (!sampled || !sites_usable(gen))
 		return;
 	walk = rings_mode();
 	if (walk != DWLEAK_PRELOAD_WALK_NONE) {
 		rings_free(p, kind, how, walk);
-	} else if (sites_usable(gen)) {
+	} else {
 		dwleak_site_free(p, how);
 		CTL_COUNT(fired_free);
 	}

@@ -143,7 +143,11 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
 	ctl = sv->control_addr(sv->ctx, p->pid, &p->sites);
 	err = proc_rings_start(&sv->rings_io, &p->rings, p->pid, ctl, sv->set->walk_rings, sv->set->ring_bits,
 			       p->image);
-	if (err)
+	if (err == -EPERM)
+		say(sv, SESSION_NOTE, "pid %d (%s) runs under a seccomp filter: its stacks are walked at its library's "
+		    "sites by the kernel, not in the process (whose walk makes system calls a filter may punish)",
+		    p->pid, p->command ? p->command : "?");
+	else if (err)
 		say(sv, SESSION_NOTE, "pid %d: cannot walk in the process (%s): its stacks are walked at its library's "
 		    "sites by the kernel", p->pid, strerror(-err));
 	else if (sv->set->walk_rings == DWLEAK_PRELOAD_WALK_FP)
@@ -174,13 +178,21 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	(void)err;
 }
 
-void procs_rings_drain(const struct proc_services *sv, struct procs *ps)
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps)
 {
+	uint64_t before, read = 0;
 	size_t i;
 
-	for (i = 0; i < ps->n; i++)
-		if (!ps->v[i]->exited)
-			rings_drain(sv, ps->v[i], false);
+	for (i = 0; i < ps->n; i++) {
+		struct proc *p = ps->v[i];
+
+		if (p->exited || !p->rings.mode)
+			continue;
+		before = p->rings.records + p->rings.nheld;
+		rings_drain(sv, p, false);
+		read += p->rings.records + p->rings.nheld - before;
+	}
+	return read;
 }
 
 /* Writes P's control block and attaches its sites; on failure says why

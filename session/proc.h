@@ -227,8 +227,8 @@ bool proc_top_alive(struct procs *ps);
 void proc_record(struct procs *ps, uint64_t now_ns, const void *data, size_t size);
 /* One memory syscall's event. */
 /* Drains the rings of every live process walking in itself into its
- * ledger (proc_rings.h). */
-void procs_rings_drain(const struct proc_services *sv, struct procs *ps);
+ * ledger (proc_rings.h).  Returns the records read. */
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps);
 
 void proc_mmap(struct procs *ps, const struct mmap_event *e);
 /* TGID's objects changed (dlopen, dlclose): tables due. */

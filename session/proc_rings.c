@@ -97,6 +97,10 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	if (!io->mem_read || !io->mem_write || !io->image_build || !ctl ||
 	    (mode != DWLEAK_PRELOAD_WALK_DWARF && mode != DWLEAK_PRELOAD_WALK_FP))
 		return -EINVAL;
+	/* the library's walk opens /proc/self/maps, maps rings and an arena:
+	 * a filter may kill the process for that, so none is risked */
+	if (io->seccomp_mode && io->seccomp_mode(io->ctx, pid) != 0)
+		return -EPERM;
 	r->ctl = ctl;
 	r->image_seed = image_seed;
 	err = io->mem_read(io->ctx, pid, ctl, &c, sizeof(c));

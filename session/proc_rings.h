@@ -31,6 +31,9 @@ struct proc_rings_io {
 	/* PID's unwind image from the walker's tables (unwinder_image_build):
 	 * *BLOB malloc'd, the caller's */
 	int (*image_build)(void *ctx, pid_t pid, void **blob, size_t *len);
+	/* PID's seccomp mode (/proc/PID/status: 0 none, 1 strict, 2 filter),
+	 * or a negative errno; may be NULL (taken as none) */
+	int (*seccomp_mode)(void *ctx, pid_t pid);
 };
 
 #define RINGS_IDS_SEEN 4096
@@ -95,7 +98,9 @@ struct proc_rings {
  * image built and an arena asked for (handed over by proc_rings_drain
  * once the library mapped it; until then the library fires its sites).
  * IMAGE_SEED: the process's image.  Returns 0, or a negative errno (R
- * then off: the sites serve, as without rings).
+ * then off: the sites serve, as without rings): -EPERM for a process
+ * under a seccomp filter (the library's walk makes system calls of its
+ * own, openat of /proc/self/maps among them, which a filter may punish).
  */
 int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
 		     uint32_t ring_bits, uint32_t image_seed);

@@ -287,6 +287,26 @@ static int sv_image_build(void *ctx, pid_t pid, void **blob, size_t *len)
 	return unwinder_image_build(of(ctx)->uw, pid, blob, len, NULL);
 }
 
+static int sv_seccomp_mode(void *ctx, pid_t pid)
+{
+	char path[64], buf[4096], *p;
+	ssize_t n;
+	int fd;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = 0;
+	p = strstr(buf, "\nSeccomp:");
+	return p ? atoi(p + 9) : 0;
+}
+
 static uint64_t sv_control_addr(void *ctx, pid_t pid, const struct preload_sites *sites)
 {
 	(void)ctx;
@@ -364,7 +384,7 @@ void session_services_init(struct session *s)
 		.traced = sv_traced,
 		.walking = sv_walking,
 		.rings_io = { .ctx = s, .mem_read = sv_mem_read, .mem_write = sv_mem_write,
-			      .image_build = sv_image_build },
+			      .image_build = sv_image_build, .seccomp_mode = sv_seccomp_mode },
 		.control_addr = sv_control_addr,
 	};
 }

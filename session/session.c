@@ -31,12 +31,17 @@
 /* Every live process's tables are looked at again this often, unless the
  * settings say (rescan_s). */
 #define RESCAN_INTERVAL_S 1.0
-/* --walk process: how often the libraries' rings are drained, and their
- * size (2^SESSION_RING_BITS bytes a thread): a thread that allocates
- * three million times a second, 100-200 bytes a record, fills 4 MiB in
- * 7-13 ms.  A ring that fills drops records, counted and reported. */
+/* --walk process: how often the libraries' rings are drained (every
+ * millisecond while drains find thousands of records, else every 5), and
+ * their size (2^SESSION_RING_BITS bytes a thread that allocates, touched
+ * as it fills): a thread that allocates three million times a second,
+ * 100-200 bytes a record, fills 2 MiB in 4-6 ms, then waits for dwleak
+ * (the library's walk_ring_wait_ms) rather than drop; a service of a
+ * hundred allocating threads holds 200 MiB of rings. */
 #define RINGS_DRAIN_MS 5
-#define SESSION_RING_BITS 22
+#define RINGS_BUSY_MS 1
+#define RINGS_BUSY_RECORDS 4096
+#define SESSION_RING_BITS 21
 
 extern char **environ;
 
@@ -111,13 +116,28 @@ static int execs_handle(struct session *s)
 	return err;
 }
 
+/* The rings' drain timer: every RINGS_BUSY_MS while a drain reads many
+ * records (a writer whose ring fills waits for the next drain), else
+ * every RINGS_DRAIN_MS. */
+static void rings_pace(struct session *s, uint64_t read)
+{
+	bool busy = read >= RINGS_BUSY_RECORDS;
+	long ms = busy ? RINGS_BUSY_MS : RINGS_DRAIN_MS;
+	struct itimerspec every = { .it_interval = { 0, ms * 1000000L }, .it_value = { 0, ms * 1000000L } };
+
+	if (s->timerfd < 0 || busy == s->rings_busy)
+		return;
+	s->rings_busy = busy;
+	timerfd_settime(s->timerfd, 0, &every, NULL);
+}
+
 void session_drain(struct session *s)
 {
 	s->records_now = session_now_ns();
 	probes_drain(s->probes);
 	/* after the kernel's records: a process's first records in its rings
 	 * come after its last ones at its sites */
-	procs_rings_drain(&s->sv, &s->procs);
+	rings_pace(s, procs_rings_drain(&s->sv, &s->procs));
 }
 
 static int stack_put(void *ctx, uint64_t id, const struct stack_trace *st)
