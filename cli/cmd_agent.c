@@ -28,6 +28,7 @@ enum agent_opt_key {
 	OPT_LEAK_CHECK_EVERY,
 	OPT_MAX_STACKS,
 	OPT_DEBUG_DIR,
+	OPT_WALK,
 };
 
 static const struct option agent_options[] = {
@@ -44,6 +45,7 @@ static const struct option agent_options[] = {
 	{ "leak-check-every", required_argument, NULL, OPT_LEAK_CHECK_EVERY },
 	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "walk", required_argument, NULL, OPT_WALK },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -93,6 +95,10 @@ static const char agent_usage[] =
 	"                           bound): the least recently grown are folded into one\n"
 	"                           counted [evicted] stack, their bytes kept\n"
 	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
+	"      --walk WHERE         process (default) or kernel: where a traced call's\n"
+	"                           stack is walked in a process with the library (its\n"
+	"                           own rings, drained every 5 ms; or dwleak's BPF\n"
+	"                           program at the library's sites)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Endpoints:\n"
@@ -168,6 +174,11 @@ static int option_apply(struct agent_env *env, int c, const char *arg)
 			       : 0;
 	case OPT_UPROBES:
 		env->uprobes = true;
+		return 0;
+	case OPT_WALK:
+		if (strcmp(arg, "kernel") && strcmp(arg, "process"))
+			return agent_usage_error("--walk takes kernel or process, not '%s'", arg);
+		env->walk_kernel = !strcmp(arg, "kernel");
 		return 0;
 	case OPT_NO_INJECT:
 		env->no_inject = true;

@@ -18,6 +18,7 @@
 #include "constants.h"
 #include "leak_scan.h"
 #include "snapshot.h"
+#include "proc_rings.h"
 
 static double now_ms(void)
 {
@@ -390,7 +391,8 @@ static int unsure_memory(const struct proc_mem_plan *plan, const struct leakchec
 static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t ntids, struct leakcheck *lc,
 		      const struct leak_block *blocks, size_t nblocks, const struct leak_block *alloc, size_t nalloc,
 		      bool partial, const struct alloc_state *state, const struct proc_snapshot_gap *gaps,
-		      size_t ngaps, const struct blockset_index *ix, struct leak_scan_result *out)
+		      size_t ngaps, const struct blockset_index *ix, const struct proc_snapshot_gap *own,
+		      size_t nown, struct leak_scan_result *out)
 {
 	struct scan_ctx sc = { .lc = lc, .alloc = { alloc, nalloc, 0 } };
 	struct proc_mem_plan plan = { 0 };
@@ -401,8 +403,8 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	err = leakcheck_holes(lc, alloc, nalloc, DWLEAK_PAGE_SIZE, &holes, &nholes);
 	/* not read: a snapshot's gaps (read from the process in the pause),
 	 * and the library's index of blocks, which points at every block */
-	if (!err && ngaps + nskip) {
-		grown = realloc(holes, (nholes + ngaps + nskip) * sizeof(*holes));
+	if (!err && ngaps + nskip + nown) {
+		grown = realloc(holes, (nholes + ngaps + nskip + nown) * sizeof(*holes));
 		if (!grown) {
 			err = -ENOMEM;
 		} else {
@@ -412,6 +414,8 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 			for (size_t i = 0; i < nskip; i++)
 				holes[nholes++] = (struct leak_block){ ix->ranges[i].start,
 								       ix->ranges[i].end - ix->ranges[i].start };
+			for (size_t i = 0; i < nown; i++)
+				holes[nholes++] = (struct leak_block){ own[i].start, own[i].end - own[i].start };
 			ranges_normalize(holes, &nholes);
 		}
 	}
@@ -426,9 +430,10 @@ static int pause_scan(pid_t pid, const struct proc_mem_thread *threads, size_t n
 	out->allocator_skipped_bytes = plan.skipped_allocator;
 	/* the gaps were skipped as read already, the index as the library's,
 	 * not as the allocator's */
-	for (size_t i = 0; i < ngaps + nskip; i++) {
-		uint64_t len = i < ngaps ? gaps[i].end - gaps[i].start
-					 : ix->ranges[i - ngaps].end - ix->ranges[i - ngaps].start;
+	for (size_t i = 0; i < ngaps + nskip + nown; i++) {
+		uint64_t len = i < ngaps	 ? gaps[i].end - gaps[i].start
+			       : i < ngaps + nskip ? ix->ranges[i - ngaps].end - ix->ranges[i - ngaps].start
+						   : own[i - ngaps - nskip].end - own[i - ngaps - nskip].start;
 
 		out->allocator_skipped_bytes -= out->allocator_skipped_bytes >= len ? len : out->allocator_skipped_bytes;
 	}
@@ -452,7 +457,8 @@ static void read_stats_add(struct proc_mem_read_stats *a, const struct proc_mem_
  * read from stopped process PID itself as roots, in the pause; the read's
  * counts are added to OUT's. */
 static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nthreads, struct leakcheck *lc,
-		     struct reg_words *keep, const struct proc_snapshot_gap *gaps, size_t n, struct leak_scan_result *out)
+		     struct reg_words *keep, const struct proc_snapshot_gap *gaps, size_t n,
+		     const struct proc_snapshot_gap *own, size_t nown, struct leak_scan_result *out)
 {
 	struct scan_ctx sc = { .lc = lc, .keep = keep };
 	struct proc_mem_plan plan = { 0 };
@@ -473,6 +479,14 @@ static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nt
 			uint64_t lo = plan.regions[i].start > gaps[j].start ? plan.regions[i].start : gaps[j].start;
 			uint64_t hi = plan.regions[i].end < gaps[j].end ? plan.regions[i].end : gaps[j].end;
 
+			/* less the library's rings (OWN): they hold the addresses
+			 * of the blocks recorded, and are no root */
+			for (size_t o = 0; o < nown && lo < hi; o++) {
+				if (own[o].start <= lo && own[o].end > lo)
+					lo = own[o].end;
+				if (own[o].start < hi && own[o].end >= hi)
+					hi = own[o].start;
+			}
 			if (lo < hi) {
 				clipped[k] = plan.regions[i];
 				clipped[k].start = lo;
@@ -565,9 +579,26 @@ static int index_read(pid_t reader, uint64_t header, uint32_t session, struct bl
 	return 0;
 }
 
+/* The library's rings of walked records in process memory (R's last
+ * drain: each ring's header and data), as ranges, into OWN (at most
+ * WALK_RING_SLOTS); returns how many. */
+static size_t rings_ranges(const struct proc_rings *r, struct proc_snapshot_gap *own)
+{
+	size_t i, n = 0;
+
+	for (i = 0; r && r->drain && i < r->drain->n && i < WALK_RING_SLOTS; i++) {
+		const struct walk_ring_ring *g = &r->drain->ring[i];
+
+		if (g->data_bits >= WALK_RING_BITS_MIN && g->data_bits <= WALK_RING_BITS_MAX)
+			own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_DATA_OFFSET +
+									 (1ull << g->data_bits) };
+	}
+	return n;
+}
+
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc_fns, struct ledger *ledger,
 		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header, uint32_t index_session,
-		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
+		      const struct proc_rings *rings, void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out)
 {
 	bool stopped = exiting != NULL, resumed = false, use_index = index_header != 0;
 	struct proc_snapshot snap = { 0 };
@@ -580,6 +611,8 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL, *alloc = NULL;
 	struct blockset_index ix = { 0 };
+	struct proc_snapshot_gap rings_at[WALK_RING_SLOTS];
+	size_t nrings = 0;
 	struct reg_words roots = { 0 }; /* with the index: the pause's roots, for later */
 	struct alloc_state state = { 0 };
 	struct leakcheck *lc = NULL;
@@ -651,8 +684,12 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 			err = registers_scan(lc, &roots, tids[i], exiting, &threads[i]);
 		/* the registers are read: a copy of the memory, and the process
 		 * goes on while the copy is read */
+		/* the rings as the drain above left them: a thread's ring
+		 * claimed since it was read is scanned (its records, roots) */
+		nrings = rings_ranges(rings, rings_at);
 		if (!err && snapshot && snap.ngaps)
-			err = gaps_scan(pid, threads, nthreads, lc, &roots, snap.gaps, snap.ngaps, &gaps_read);
+			err = gaps_scan(pid, threads, nthreads, lc, &roots, snap.gaps, snap.ngaps, rings_at, nrings,
+					&gaps_read);
 		if (!err && snapshot &&
 		    !proc_snapshot_take(&snap, tids[0], out->no_snapshot, sizeof(out->no_snapshot))) {
 			out->snapshot = true;
@@ -678,7 +715,7 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 		err = err ?: allocator_memory(ledger, &state, snap_ns, &alloc, &nalloc);
 		err = err ?: pause_scan(reader, threads, nthreads, lc, blocks, n, alloc, nalloc, ledger->partial,
 					&state, out->snapshot ? snap.gaps : NULL, out->snapshot ? snap.ngaps : 0,
-					use_index ? &ix : NULL, out);
+					use_index ? &ix : NULL, rings_at, nrings, out);
 		if (out->snapshot)
 			read_stats_add(&out->read, &gaps_read.read);
 		out->scan_ms = now_ms() - t1;

@@ -92,13 +92,17 @@ struct leak_scan_exit {
  * (bpf/abi/blockset_abi.h), whose blocks are checked instead of LEDGER's
  * (a sampled trace), or 0; INDEX_SESSION: the index_gen this session
  * asked for (an index made for another, the library having made no call
- * since, is taken as empty).  Gives each block's verdict and
+ * since, is taken as empty).  RINGS: the process's rings of walked
+ * records (proc_rings.h, as DRAIN leaves them), whose memory holds the
+ * addresses of the blocks recorded and is no root; NULL: none.  Gives each block's verdict and
  * residency to LEDGER (ledger_verdict, ledger_residency) and fills *OUT.  Returns 0, or a negative errno (-ESRCH:
  * the process is gone; -EPERM: it cannot be stopped, e.g. a debugger
  * traces it); the process is resumed on every path.
  */
+struct proc_rings;
+
 int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct allocator *alloc, struct ledger *ledger,
 		      const struct leak_scan_exit *exiting, bool snapshot, uint64_t index_header, uint32_t index_session,
-		      void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out);
+		      const struct proc_rings *rings, void (*drain)(void *ctx), void *ctx, struct leak_scan_result *out);
 
 #endif

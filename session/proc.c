@@ -528,7 +528,7 @@ void proc_leak_check(const struct proc_services *sv, struct proc *p, const char 
 	if (!sv->set->leak_check || p->untraced || !p->probed)
 		return;
 	err = sv->leak_scan(sv->ctx, p->pid, p->exited, &p->alloc, &p->ledger, p->preload ? &p->sites : NULL, exiting,
-			    &p->check);
+			    p->rings.mode ? &p->rings : NULL, &p->check);
 	p->check_err = err;
 	if (!err) {
 		p->checks++;

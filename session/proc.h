@@ -166,10 +166,11 @@ struct proc_services {
 	/* one leak check of PID (see leak_scan_process): its LEDGER gets the
 	 * verdicts; SITES: its preload library's, NULL when it is traced with
 	 * uprobes (a sampled trace's check reads the library's index of every
-	 * block: -ENOTSUP without one); EXITING as there */
+	 * block: -ENOTSUP without one); EXITING as there; RINGS: its rings of
+	 * walked records (not roots), NULL without */
 	int (*leak_scan)(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *ledger,
 			 const struct preload_sites *sites, const struct leak_scan_exit *exiting,
-			 struct leak_scan_result *out);
+			 const struct proc_rings *rings, struct leak_scan_result *out);
 
 	/* P is traced now (its allocator probed): the session says so */
 	void (*traced)(void *ctx, const struct proc *p);

@@ -219,7 +219,7 @@ static void drain_cb(void *ctx)
 
 static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *ledger,
 			const struct preload_sites *sites, const struct leak_scan_exit *exiting,
-			struct leak_scan_result *out)
+			const struct proc_rings *rings, struct leak_scan_result *out)
 {
 	struct session *s = of(ctx);
 	struct dwleak_preload_control c;
@@ -244,7 +244,7 @@ static int sv_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocato
 	/* a process that exited is no tracee any more: seized for the check
 	 * (and gone: -ESRCH) */
 	return leak_scan_process(exited ? NULL : s->tracees, pid, alloc, ledger, exiting, !s->set->leak_check_stop,
-				 index, index_gen, drain_cb, s, out);
+				 index, index_gen, rings, drain_cb, s, out);
 }
 
 /* The walk in the process (proc_rings.h): the target's memory read with

@@ -273,8 +273,9 @@ static void fk_stacks_move(void *ctx)
 /* The fake check calls every block definitely lost, through the ledger. */
 static int fk_leak_scan(void *ctx, pid_t pid, bool exited, const struct allocator *alloc, struct ledger *l,
 			const struct preload_sites *sites, const struct leak_scan_exit *exiting,
-			struct leak_scan_result *out)
+			const struct proc_rings *rings, struct leak_scan_result *out)
 {
+	(void)rings;
 	size_t i;
 
 	(void)pid;
