@@ -50,7 +50,7 @@ struct agent_env {
 	long long sample_bytes;	      /* --sample-bytes: AGENT_SAMPLE_BYTES_DEFAULT */
 	bool uprobes;		      /* --uprobes: trace processes without the library */
 	bool no_inject;		      /* --no-inject: never load the library into a process */
-	bool walk_kernel;	      /* --walk kernel: not in the processes' own rings */
+	bool walk_process;	      /* --walk process: in the processes' own rings */
 	double leak_check_every_s;    /* --leak-check-every: 0 = only when asked */
 	long long max_stacks;	      /* --max-stacks: per process; 0 = no bound */
 	const char **debug_dirs;      /* --debug-dir, NULL-terminated (may be NULL) */

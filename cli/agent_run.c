@@ -253,7 +253,7 @@ static void settings_of(const struct agent_env *env, struct session_settings *se
 		.leak_check = env->sample_bytes == 0 || env->leak_check_every_s > 0,
 		.unwind = UNWIND_MODE_DWARF,
 		.unwind_name = "dwarf",
-		.walk_in_process = !env->walk_kernel,
+		.walk_in_process = env->walk_process,
 		.debug_dirs = env->debug_dirs,
 		.exits_from_host = true,
 		/* the agent injects itself (agent_life.c), where the way in

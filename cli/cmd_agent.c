@@ -95,10 +95,10 @@ static const char agent_usage[] =
 	"                           bound): the least recently grown are folded into one\n"
 	"                           counted [evicted] stack, their bytes kept\n"
 	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
-	"      --walk WHERE         process (default) or kernel: where a traced call's\n"
-	"                           stack is walked in a process with the library (its\n"
-	"                           own rings, drained every 5 ms; or dwleak's BPF\n"
-	"                           program at the library's sites)\n"
+	"      --walk WHERE         kernel (default) or process: where a traced call's\n"
+	"                           stack is walked in a process with the library\n"
+	"                           (dwleak's BPF program at its sites; or the library\n"
+	"                           itself, into rings dwleak drains)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Endpoints:\n"
@@ -178,7 +178,7 @@ static int option_apply(struct agent_env *env, int c, const char *arg)
 	case OPT_WALK:
 		if (strcmp(arg, "kernel") && strcmp(arg, "process"))
 			return agent_usage_error("--walk takes kernel or process, not '%s'", arg);
-		env->walk_kernel = !strcmp(arg, "kernel");
+		env->walk_process = !strcmp(arg, "process");
 		return 0;
 	case OPT_NO_INJECT:
 		env->no_inject = true;

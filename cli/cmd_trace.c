@@ -126,15 +126,14 @@ static const char trace_usage[] =
 	"      --unwind MODE        dwarf (default), fp, or both: walk every allocation\n"
 	"                           both ways and show, stack by stack, the frames the\n"
 	"                           frame-pointer walk loses\n"
-	"      --walk WHERE         process (default) or kernel: where a process with\n"
-	"                           the preload library has its stacks walked.  process:\n"
-	"                           the library walks each traced call's stack itself\n"
-	"                           (dwarf over the tables dwleak compiled, or fp) into\n"
-	"                           per-thread rings dwleak drains every 5 ms, no kernel\n"
-	"                           entry per call; kernel: dwleak's BPF program walks\n"
-	"                           at the library's sites.  Processes traced with\n"
-	"                           uprobes or under a seccomp filter, and --unwind\n"
-	"                           both, are walked in the kernel\n"
+	"      --walk WHERE         kernel (default) or process: where a process with\n"
+	"                           the preload library has its stacks walked.  kernel:\n"
+	"                           dwleak's BPF program walks at the library's sites;\n"
+	"                           process: the library walks each traced call's stack\n"
+	"                           itself (dwarf over the tables dwleak compiled, or\n"
+	"                           fp) into per-thread rings dwleak drains every few\n"
+	"                           ms, no kernel entry per call (not for a process\n"
+	"                           under a seccomp filter, nor with --unwind both)"
 	"\n"
 	"Lost or still in use:\n"
 	"      --leak-check         tell lost from reachable, as valgrind does: stop the\n"
@@ -456,8 +455,7 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 {
 	int c, ret;
 
-	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT,
-			     .walk_in_process = true };
+	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT };
 	opterr = 0; /* reported below, with the usual hint */
 	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", trace_options, NULL)) != -1) {
 		if (c == 'h') {

@@ -33,7 +33,7 @@ struct walk_ring_dir walk_ring_directory __attribute__((aligned(64))) = {
  * a ring wiped by a fork reads 0 there, and its mapping is reused. */
 static uint8_t slot_bits[WALK_RING_SLOTS];
 
-/* The calling thread's ring.  40 bytes of the static TLS surplus
+/* The calling thread's ring.  32 bytes of the static TLS surplus
  * (initial-exec: an access is an offset from %fs, never __tls_get_addr). */
 struct ring_tls {
 	struct walk_ring_header *ring;
@@ -43,7 +43,6 @@ struct ring_tls {
 	uint8_t pad;
 	uint64_t gave_up;     /* 1 + dir.reclaimed when no ring could be had; 0: never */
 	uint64_t stalled;     /* 1 + the ring's tail when a wait for room timed out; 0: none */
-	uint64_t tail0;	      /* the ring's tail when this thread claimed it */
 };
 
 uint32_t walk_ring_wait_ms;
@@ -209,7 +208,6 @@ static __attribute__((noinline, cold)) struct walk_ring_header *ring_claim(struc
 	ring_setup(i, r, bits, tid);
 	t->slot = (uint16_t)i;
 	t->ring = r;
-	t->tail0 = r->tail;
 done:
 	BARRIER();
 	t->claiming = 0;
@@ -234,9 +232,9 @@ static bool ring_wait(struct ring_tls *t, struct walk_ring_header *r, __u64 want
 	struct timespec nap = { 0, 100000 };
 	int saved = errno;
 
-	/* a ring dwleak never read from may have nobody reading it (a fork's
-	 * child no tracer follows): its records are dropped, not waited for */
-	if (!ms || t->stalled == start + 1 || start == t->tail0)
+	/* the traced paths record only while a tracer listens (the sites
+	 * usable), so a full ring has a reader: waited for */
+	if (!ms || t->stalled == start + 1)
 		return false;
 	for (i = 0; tail < want && i < 64 + 10 * ms; i++) {
 		if (i < 64)

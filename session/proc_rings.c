@@ -237,6 +237,16 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 	struct proc_rings *r = d->r;
 	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
 
+	/* a ring's records stay in its order: a thread that moved to a CPU
+	 * whose TSC lags (a VM's vCPUs may) would read a smaller tsc for a
+	 * later record, and a reuse of a block sorted before its free would
+	 * take the new block away.  So a ring's tsc never goes down. */
+	if (rec->slot < WALK_RING_SLOTS) {
+		if (h.tsc < r->slot_tsc[rec->slot])
+			h.tsc = r->slot_tsc[rec->slot];
+		r->slot_tsc[rec->slot] = h.tsc;
+	}
+
 	if (rec->type == WALK_RING_REC_ALLOC) {
 		uint64_t *seen;
 

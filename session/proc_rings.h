@@ -70,6 +70,9 @@ struct proc_rings {
 	/* what each slot's ring had dropped when last read, per owner */
 	uint64_t slot_dropped[WALK_RING_SLOTS];
 	uint32_t slot_life[WALK_RING_SLOTS];
+	/* the tsc of the last record read from each slot's ring: a ring's
+	 * records are applied in its order whatever the CPUs' TSCs say */
+	uint64_t slot_tsc[WALK_RING_SLOTS];
 	/* the thread a slot's owner was found ended by a drain (0: none): its
 	 * slot is handed back by a later drain, which read all it wrote */
 	uint32_t slot_ended[WALK_RING_SLOTS];

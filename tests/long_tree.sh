@@ -19,6 +19,10 @@
 #      same stack ids, the map emptied in between (DWLEAK_STACKS_MAX=1024,
 #      --unwind both, so both walks' ids are moved out and named again)
 #
+#   d  a's tree walked in the processes themselves (--walk process; a-c
+#      walk in the kernel: they are about its stacks map):
+#      every many_stacks process's leaks, named, nothing dropped
+#
 # Run by tests/run.sh; by hand: LT_ONLY=ab bash tests/long_tree.sh
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
@@ -91,7 +95,7 @@ def leak_here(stacks):
 if lt_part a; then
 	before=$check_errors
 	start=$SECONDS
-	timeout -k 5 120 "$DWLEAK" --leak-check --stats -t 0 --format json -o "$tmp/tree.json" -- \
+	timeout -k 5 120 "$DWLEAK" --walk kernel --leak-check --stats -t 0 --format json -o "$tmp/tree.json" -- \
 		bash -c "for i in \$(seq 200); do $MANY; done; $MANY --fork 3; $KINDS" \
 		> "$tmp/tree.out" 2> "$tmp/tree.err"
 	rc=$?
@@ -174,11 +178,11 @@ fi
 # --- b: the stacks map filled on purpose ---
 if lt_part b; then
 	before=$check_errors
-	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --leak-check --stats -t 0 --format json -o "$tmp/small.json" \
+	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --walk kernel --leak-check --stats -t 0 --format json -o "$tmp/small.json" \
 		-- "$MANY" > /dev/null 2> "$tmp/small.err"
 	rc=$?
 	[ $rc -eq 0 ] || fail "DWLEAK_STACKS_MAX=64: dwleak exit $rc: $(tail -3 "$tmp/small.err")"
-	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --leak-check -o "$tmp/small.txt" -- "$MANY" > /dev/null 2>&1
+	DWLEAK_STACKS_MAX=64 timeout -k 5 60 "$DWLEAK" --walk kernel --leak-check -o "$tmp/small.txt" -- "$MANY" > /dev/null 2>&1
 	lt_check "$tmp/small.json" "$MANY" << 'PY'
 t = r["totals"]
 losses = r.get("losses", [])
@@ -243,4 +247,39 @@ PY
 	[ $check_errors -eq $before ] && pass "ids shared by a fork's processes outlive the children and the map's emptying"
 fi
 
+# --- d: the same tree walked in the processes (--walk process): every
+# many_stacks process's leaks there, named, definitely lost, none dropped ---
+if lt_part d; then
+	before=$check_errors
+	timeout -k 5 120 "$DWLEAK" --walk process --leak-check --stats -t 0 --format json -o "$tmp/treew.json" -- \
+		bash -c "for i in \$(seq 200); do $MANY; done; $MANY --fork 3" > "$tmp/treew.out" 2> "$tmp/treew.err"
+	rc=$?
+	[ $rc -eq 0 ] || fail "the tree walked in the processes: dwleak exit $rc, want 0: $(tail -3 "$tmp/treew.err")"
+	grep -q "walks its stacks in the process" "$tmp/treew.err" || fail "d: no process walked in itself"
+	lt_check "$tmp/treew.json" "$MANY" << PY
+$KINDS_PY
+t = r["totals"]
+if t["dropped_events"] or t["unwind_errors"] or t["truncated_stacks"]:
+    fail("dropped %d, unwind errors %d, truncated %d" % (t["dropped_events"], t["unwind_errors"], t["truncated_stacks"]))
+if r.get("losses"):
+    fail("losses: %s" % [l["text"] for l in r["losses"]])
+procs = r["processes"]
+stacks = by_pid(r)
+many = [p for p in procs if p["command"] == ARGS[0] or (p["command"] or "").startswith(ARGS[0] + " ")]
+forked = [p for p in many if "--fork" in (p["command"] or "")]
+parent = [p for p in forked if p["ppid"] not in [q["pid"] for q in forked]]
+wrong = []
+for p in many:
+    want = 40 if p in parent else 10
+    n, b, k, lost, bad = leak_here(stacks.get(p["pid"], []))
+    if (n, b, k, lost) != (want, want * 48, 10, want * 48) or bad:
+        wrong.append("pid %d (%s): %d blocks, %d B in %d stacks, %d B definitely lost; %s"
+                     % (p["pid"], p["command"], n, b, k, lost, "".join(bad[:1])))
+if len(many) != 204:
+    fail("%d many_stacks processes, want 204" % len(many))
+if wrong:
+    fail("%d many_stacks processes lack leaks:\n  %s" % (len(wrong), "\n  ".join(wrong[:5])))
+PY
+	[ $check_errors -eq $before ] && pass "the tree walked in the processes: every many_stacks process's leaks, named, none dropped"
+fi
 check_finish
