@@ -61,6 +61,8 @@ if extra:
 if r["totals"].get("dropped_events"):
     fail("%d dropped events" % r["totals"]["dropped_events"])
 PY
+	# which run the lines above are of (the runner shows FAIL lines first)
+	[ $? -eq 0 ] || fail "$name: the report is not the ledger (the lines above; report and ledger in $T)"
 }
 
 # run_cmd NAME FAMILY ALLOC_LIB [DWLEAK OPTIONS...]
