@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "leak_scan.h"
+#include "seccomp_filters.h"
 #include "session_private.h"
 
 static struct session *of(void *ctx)
@@ -289,22 +290,8 @@ static int sv_image_build(void *ctx, pid_t pid, void **blob, size_t *len)
 
 static int sv_seccomp_mode(void *ctx, pid_t pid)
 {
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
-
 	(void)ctx;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = 0;
-	p = strstr(buf, "\nSeccomp:");
-	return p ? atoi(p + 9) : 0;
+	return seccomp_mode(pid, pid);
 }
 
 static uint64_t sv_control_addr(void *ctx, pid_t pid, const struct preload_sites *sites)

@@ -18,8 +18,7 @@
 #define PTRACE_SECCOMP_GET_FILTER 0x420c
 #endif
 
-/* "Seccomp:" of /proc/PID/task/TID/status, or -errno. */
-static int mode_of(pid_t pid, pid_t tid)
+int seccomp_mode(pid_t pid, pid_t tid)
 {
 	char path[96], buf[4096], *p;
 	ssize_t n;
@@ -40,7 +39,7 @@ static int mode_of(pid_t pid, pid_t tid)
 
 int seccomp_filters_read(pid_t pid, pid_t tid, struct seccomp_filters *out)
 {
-	int mode = mode_of(pid, tid);
+	int mode = seccomp_mode(pid, tid);
 
 	memset(out, 0, sizeof(*out));
 	if (mode < 0)

@@ -23,6 +23,11 @@ struct seccomp_filters {
 	size_t len[SECCOMP_FILTERS_MAX];		/* instructions of each */
 };
 
+/* Thread TID of process PID's seccomp mode ("Seccomp:" of
+ * /proc/PID/task/TID/status: 0 none, 1 strict, 2 filter; 0 on a kernel
+ * without seccomp), or a negative errno.  Needs no ptrace. */
+int seccomp_mode(pid_t pid, pid_t tid);
+
 /* Reads the filters of thread TID of process PID (stopped by the
  * caller's ptrace) into *OUT (free with seccomp_filters_free).  Returns 0
  * (mode 0: none), or -errno: -ENOTSUP strict mode, -E2BIG more than
