@@ -145,8 +145,13 @@ static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, 
 	struct dwleak_preload_control c;
 	uint64_t off;
 	uint32_t gen;
-	int err = io->mem_read(io->ctx, pid, r->ctl, &c, sizeof(c));
+	int err;
 
+	/* nothing to hand over or learn: the directory known, no image
+	 * waiting, the last one written taken (or FP: none) */
+	if (r->dir && !r->blob && r->installed == r->gen && !r->image_err)
+		return 0;
+	err = io->mem_read(io->ctx, pid, r->ctl, &c, sizeof(c));
 	if (err)
 		return err;
 	r->installed = c.image_installed;
