@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "preload.h"
 #include "proc_rings.h"
 
 void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_info *pi,
@@ -44,10 +45,12 @@ void stats_print(FILE *f, const struct unwinder_stats *us, const struct probes_i
 void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 {
 	fprintf(f, "dwleak: stats: pid %d walked in the process: %llu records applied in %llu drains; %llu dropped "
-		   "(ring full), %llu without a ring, %llu reads of a corrupt ring, %llu slots handed back; image %u installed%s%s\n",
+		   "(ring full), %llu without a ring, %llu reads of a corrupt ring, %llu slots handed back; image %u installed%s%s%s\n",
 		pid, (unsigned long long)r->records, (unsigned long long)r->drains, (unsigned long long)r->dropped,
 		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
-		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "");
+		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "",
+		r->stopped == DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP ? "; back at its sites since it installed a seccomp filter"
+		: r->stopped ? "; back at its sites (a reason this dwleak does not know)" : "");
 	if (r->ring_why[0])
 		fprintf(f, "dwleak: stats: pid %d: the first corrupt ring: %s\n", pid, r->ring_why);
 }

@@ -292,6 +292,24 @@ void rings_alloc(const struct call *c, void *p);
  * ring, MODE (DWARF or FP) as rings_mode said. */
 void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode);
 
+/* Goes back to the sites for good, WHY (enum
+ * dwleak_preload_rings_stopped) said in the control block, once dwleak
+ * has read what the rings hold (waits up to 200 ms for it while a tracer
+ * listens).  Called before a seccomp filter goes in (seccomp_guard.c),
+ * while the library's system calls are still allowed; outside any
+ * allocation.  Only the first call does anything. */
+void rings_stop(uint32_t why);
+
+/* --- seccomp_guard.c: prctl and syscall, seen before a filter goes in --- */
+
+/* The library's prctl and syscall (exported under those names, for
+ * LD_PRELOAD; route.c leads the GOT slots of an injected process to
+ * them): the same system calls as glibc's, rings_stop first when the
+ * call installs a seccomp filter (PR_SET_SECCOMP, or the seccomp system
+ * call's SECCOMP_SET_MODE_STRICT or _FILTER). */
+int seccomp_guard_prctl(int option, ...);
+long seccomp_guard_syscall(long nr, ...);
+
 /* In a fork's child (boot.c's atfork handler): the handover, which a
  * thread of the parent may have been in, free again.  Stores only. */
 void rings_fork_child(void);

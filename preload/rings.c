@@ -152,10 +152,16 @@ static __attribute__((noinline, cold)) void handover(void)
 /* How long a record waits for room in its thread's full ring. */
 #define RINGS_WAIT_MS 500
 
+/* Set once the library went back to its sites for good (rings_stop):
+ * its own copy, so that no value dwleak writes turns the walk back on. */
+static uint32_t rings_stopped;
+
 uint32_t rings_mode_slow(uint32_t request)
 {
 	if (request != DWLEAK_PRELOAD_WALK_DWARF && request != DWLEAK_PRELOAD_WALK_FP)
 		return DWLEAK_PRELOAD_WALK_NONE; /* a mode this library does not know: the sites */
+	if (unlikely(__atomic_load_n(&rings_stopped, __ATOMIC_ACQUIRE)))
+		return DWLEAK_PRELOAD_WALK_NONE;
 	if (unlikely(handover_wanted()))
 		handover();
 	/* an exact trace loses nothing to a burst: a full ring waits for
@@ -285,5 +291,30 @@ __attribute__((destructor)) static void rings_flush_at_exit(void)
 		return;
 	for (i = 0; i < RINGS_FLUSH_MS && rings_unread(); i++)
 		syscall(SYS_nanosleep, &ms, NULL); /* bare: no cancellation point */
+	errno = saved;
+}
+
+void rings_stop(uint32_t why)
+{
+	struct timespec ms = { 0, 1000000 };
+	uint32_t running = 0;
+	int saved = errno, i;
+
+	if (!__atomic_compare_exchange_n(&rings_stopped, &running, why, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&ctl.rings_stopped, why, __ATOMIC_RELEASE);
+	__atomic_store_n(&walk_ring_directory.stopped, why, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&ctl.rings_request, __ATOMIC_RELAXED) == DWLEAK_PRELOAD_WALK_NONE ||
+	    !dwleak_alloc_semaphore)
+		return;
+	/* until a drain that began after the store has read and applied every
+	 * record (dwleak acknowledges in the directory), so that none is
+	 * applied after the sites' records that follow; one millisecond
+	 * first: a call of another thread that chose its ring just before
+	 * the flag publishes its record meanwhile, and is read with the rest */
+	i = 0;
+	do
+		syscall(SYS_nanosleep, &ms, NULL);
+	while (++i < RINGS_FLUSH_MS && !__atomic_load_n(&walk_ring_directory.stopped_acked, __ATOMIC_ACQUIRE));
 	errno = saved;
 }

@@ -5,7 +5,8 @@
  * interposes so that they lead to its wrappers, libc's own included (glibc
  * calls malloc through its GOT so that interposers see strdup, fopen...).
  * dlopen's and dlmopen's slots lead to stubs (route_dl.S) that route what
- * they loaded once they return.  A slot is rewritten only when it leads
+ * they loaded once they return; prctl's and syscall's to seccomp_guard.c's
+ * wrappers, which see a seccomp filter go in.  A slot is rewritten only when it leads
  * to the very definition the library forwards to (or, lazily bound, back
  * into its own object's PLT): an object bound elsewhere on purpose stays
  * as it is, and is counted.
@@ -47,26 +48,36 @@
 
 #define PAGE 4096u
 
-/* dlopen and dlmopen, whose slots lead to route_dl.S's stubs. */
-enum { DL_OPEN, DL_MOPEN, DL_COUNT };
+/* The functions routed besides the allocator's: dlopen and dlmopen,
+ * whose slots lead to route_dl.S's stubs, and prctl and syscall, whose
+ * slots lead to seccomp_guard.c's (a seccomp filter going in stops the
+ * walk in the process first, as under LD_PRELOAD). */
+enum { DL_OPEN, DL_MOPEN, GUARD_PRCTL, GUARD_SYSCALL, EXTRA_COUNT };
 
-static const struct fn_info dl_fns[DL_COUNT] = {
+static const struct fn_info extra_fns[EXTRA_COUNT] = {
 	[DL_OPEN] = { "dlopen", 0, 0 },
 	[DL_MOPEN] = { "dlmopen", 0, 0 },
+	[GUARD_PRCTL] = { "prctl", 0, 0 },
+	[GUARD_SYSCALL] = { "syscall", 0, 0 },
 };
 
-/* The real dlopen and dlmopen (route_dl.S jumps to them). */
-void *route_dl_real[DL_COUNT];
+/* Their real definitions (route_dl.S jumps to dlopen's and dlmopen's). */
+void *route_extra_real[EXTRA_COUNT];
 
-/* route_dl.S's entries. */
+/* What their slots lead to. */
 extern const char route_dlopen_stub[], route_dlmopen_stub[];
-static const void *const dl_stubs[DL_COUNT] = { route_dlopen_stub, route_dlmopen_stub };
+static const void *const extra_to[EXTRA_COUNT] = {
+	[DL_OPEN] = route_dlopen_stub,
+	[DL_MOPEN] = route_dlmopen_stub,
+	[GUARD_PRCTL] = (const void *)seccomp_guard_prctl,
+	[GUARD_SYSCALL] = (const void *)seccomp_guard_syscall,
+};
 
 /* One pass's counts (published into the control block at its end). */
 struct pass {
 	uint32_t objects, deferred, unreadable, elsewhere, failed;
 	uint64_t slots;
-	uint32_t name_hash[F_COUNT + DL_COUNT];
+	uint32_t name_hash[F_COUNT + EXTRA_COUNT];
 };
 
 /* One object as mapped: its span, its executable and writable segments,
@@ -244,8 +255,8 @@ static int fn_of(const struct object *o, const ElfW(Rela) *r, const struct pass 
 		h = h * 33 + (unsigned char)name[i];
 	if (i == max)
 		return -1; /* not terminated inside the table */
-	for (f = 0; f < F_COUNT + DL_COUNT; f++)
-		if (p->name_hash[f] == h && !strcmp(name, f < F_COUNT ? fns[f].sym : dl_fns[f - F_COUNT].sym))
+	for (f = 0; f < F_COUNT + EXTRA_COUNT; f++)
+		if (p->name_hash[f] == h && !strcmp(name, f < F_COUNT ? fns[f].sym : extra_fns[f - F_COUNT].sym))
 			return f;
 	return -1;
 }
@@ -314,8 +325,8 @@ static uintptr_t slot_target(const struct object *o, const ElfW(Rela) *r, int f,
 		def = __atomic_load_n(&next[f].fn, __ATOMIC_ACQUIRE);
 		to = wrappers[f];
 	} else {
-		def = route_dl_real[f - F_COUNT];
-		to = dl_stubs[f - F_COUNT];
+		def = route_extra_real[f - F_COUNT];
+		to = extra_to[f - F_COUNT];
 	}
 	if (v == (uintptr_t)to) {
 		p->slots += f < F_COUNT;
@@ -469,8 +480,8 @@ int route_all(void)
 
 	if (!__atomic_compare_exchange_n(&routing, &busy, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return -EBUSY;
-	for (f = 0; f < F_COUNT + DL_COUNT; f++)
-		p.name_hash[f] = hash_name(f < F_COUNT ? fns[f].sym : dl_fns[f - F_COUNT].sym);
+	for (f = 0; f < F_COUNT + EXTRA_COUNT; f++)
+		p.name_hash[f] = hash_name(f < F_COUNT ? fns[f].sym : extra_fns[f - F_COUNT].sym);
 	dl_iterate_phdr(object_visit, &p);
 	__atomic_store_n(&ctl.route_objects, p.objects, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctl.route_deferred, p.deferred, __ATOMIC_RELAXED);
@@ -612,20 +623,20 @@ void *route_dl_enter(uintptr_t *ret_slot, int which)
 	/* calls left by a longjmp out of a constructor: deeper than this one */
 	while (dl_depth && dl_pending[dl_depth - 1].ret_slot < ret_slot)
 		dl_depth--;
-	x = dl_depth < DL_NEST_MAX ? call_site(*ret_slot, dl_stubs[which]) : 0;
+	x = dl_depth < DL_NEST_MAX ? call_site(*ret_slot, extra_to[which]) : 0;
 	if (x) {
 		dl_pending[dl_depth++] = (struct dl_pending){ ret_slot, *ret_slot };
 		*ret_slot = x;
 	}
 	errno = saved;
-	return route_dl_real[which];
+	return route_extra_real[which];
 }
 
 /* --- The entry target/inject.c calls (bpf/abi/preload.h) --- */
 
 VISIBLE int dwleak_injected_start(void)
 {
-	struct next_def def[DL_COUNT];
+	struct next_def def[EXTRA_COUNT];
 	uint32_t got;
 	int f;
 
@@ -633,9 +644,9 @@ VISIBLE int dwleak_injected_start(void)
 		return -EAGAIN; /* cannot happen: the constructor resolved them */
 	for (f = 0; f < F_COUNT; f++)
 		next_of(f); /* the C++ operators too, when a C++ runtime is loaded */
-	got = next_defs_find(dl_fns, DL_COUNT, (1u << DL_COUNT) - 1, def, NULL);
-	for (f = 0; f < DL_COUNT; f++)
-		route_dl_real[f] = (got & (1u << f)) ? def[f].fn : NULL;
+	got = next_defs_find(extra_fns, EXTRA_COUNT, (1u << EXTRA_COUNT) - 1, def, NULL);
+	for (f = 0; f < EXTRA_COUNT; f++)
+		route_extra_real[f] = (got & (1u << f)) ? def[f].fn : NULL;
 	__atomic_store_n(&ctl.injected, 1, __ATOMIC_RELEASE);
 	return route_all();
 }

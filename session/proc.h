@@ -224,8 +224,10 @@ bool proc_top_alive(struct procs *ps);
 /* --- What the programs report --- */
 
 /* One alloc_events record (the process is found by its tgid), read at
- * NOW_NS. */
-void proc_record(struct procs *ps, uint64_t now_ns, const void *data, size_t size);
+ * NOW_NS; the ring records the process's library wrote before it went
+ * back to its sites are applied first (proc_rings_site_record), said
+ * through SV. */
+void proc_record(const struct proc_services *sv, struct procs *ps, uint64_t now_ns, const void *data, size_t size);
 /* One memory syscall's event. */
 /* Drains the rings of every live process walking in itself into its
  * ledger (proc_rings.h).  Returns the records read. */

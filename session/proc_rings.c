@@ -420,14 +420,46 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		}
 	} else {
 		drops_count(r, r->drain);
+		if (!r->stopped && r->drain->stopped)
+			r->stopped = r->drain->stopped > UINT32_MAX ? UINT32_MAX : (uint32_t)r->drain->stopped;
 	}
 	l->now_ns = now_ns;
-	held_apply(r, l, final ? UINT64_MAX : start);
+	/* stopped: the library went back to its sites before this drain
+	 * began (it stored the word first), so this drain read every record
+	 * its rings will hold, all applied now, before any site record that
+	 * follows; the library waits for the acknowledgement below */
+	held_apply(r, l, final || r->stopped ? UINT64_MAX : start);
+	if (r->stopped && !r->stopped_acked && !err) {
+		uint64_t one = 1;
+
+		r->stopped_acked = true;
+		(void)io->mem_write(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, stopped_acked), &one,
+				    sizeof(one));
+	}
 	if (err > 0) /* the callback's: no memory */
 		err = -ENOMEM;
 	if (!err)
 		err = rings_release(io, r, pid);
 	return err;
+}
+
+void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l)
+{
+	uint32_t stopped = 0;
+
+	/* rings not used yet: the sites before the image was installed */
+	if (!r->mode || (!r->nheld && !r->records))
+		return;
+	/* the drain that acknowledged the stop applied everything (the
+	 * library waits for that, up to 200 ms); past that wait, the control
+	 * block says it, while the process lives */
+	if (!r->stopped) {
+		if (!r->ctl || !io->mem_read ||
+		    io->mem_read(io->ctx, pid, r->ctl + CTL_FIELD(rings_stopped), &stopped, sizeof(stopped)) || !stopped)
+			return;
+		r->stopped = stopped;
+	}
+	held_apply(r, l, UINT64_MAX);
 }
 
 void proc_rings_free(struct proc_rings *r)

@@ -51,7 +51,7 @@ static void on_record(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
 
-	proc_record(&s->procs, s->records_now, data, size);
+	proc_record(&s->sv, &s->procs, s->records_now, data, size);
 }
 
 static void on_mmap(void *ctx, const struct mmap_event *e)

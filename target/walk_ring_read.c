@@ -235,6 +235,7 @@ int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_r
 	out->no_map = d->no_map;
 	out->no_claim = d->no_claim;
 	out->reclaimed = d->reclaimed;
+	out->stopped = d->stopped;
 	/* the slots first, headers checked, so that overlaps are known before
 	 * any record is read or any tail written back */
 	for (i = 0; i < WALK_RING_SLOTS; i++) {

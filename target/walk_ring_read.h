@@ -72,6 +72,7 @@ struct walk_ring_drain {
 	uint32_t n;	   /* entries of ring[]: the LIVE slots, in slot order */
 	uint32_t data_bits; /* the directory's, for new rings */
 	uint64_t no_slot, no_map, no_claim, reclaimed; /* its counters */
+	uint64_t stopped;  /* its stopped word, as the process wrote it (untrusted) */
 	uint64_t delivered; /* records handed on, every ring */
 	uint32_t bad;	   /* rings with an error */
 	uint32_t pad;

@@ -9,7 +9,8 @@
 #     failure, malloc_usable_size, realloc edge cases, alignment, fork from
 #     a threaded program, allocation in a signal handler, dlopen,
 #     __libc_malloc, C++ new/delete with nothrow, aligned and throwing
-#     forms, a constructor's allocation before main, 8 threads) prints the
+#     forms, a constructor's allocation before main, 8 threads, syscall()
+#     and prctl(), which the library defines itself) prints the
 #     same lines and exits alike with and without the library, under
 #     glibc, tcmalloc, jemalloc and mimalloc preloaded after it (for those
 #     three, the checks the allocator passes on its own);
@@ -30,16 +31,18 @@ T=$LT_TMP
 LIBDIR=/usr/lib/x86_64-linux-gnu
 lt_testdata preload_probe
 LIB=$("$DWLEAK" preload) || { fail "dwleak preload found no library"; check_finish; }
-CHECKS="dlerror errno usable realloc align fork signal dlopen libc cxx init threads"
+CHECKS="dlerror errno usable realloc align fork signal dlopen libc cxx init threads syscall"
 
 echo "== a. the object"
 nm -D --defined-only "$LIB" | awk '$2 ~ /^[TDW]$/ { print $3 }' | sort > "$T/exports"
 grep -o 'X(F_[A-Z_]*, "[^"]*"' "$ROOT/bpf/abi/preload.h" | sed 's/.*"\(.*\)"/\1/' | sort > "$T/want"
 echo dwleak_preload_control >> "$T/want"
 echo dwleak_injected_start >> "$T/want" # the injector's entry (target/inject.c)
+# seen before a seccomp filter goes in (preload/seccomp_guard.c)
+printf '%s\n' prctl syscall >> "$T/want"
 sort -o "$T/want" "$T/want"
 if diff -u "$T/want" "$T/exports" > "$T/exports.diff"; then
-	pass "exports: the interposed functions, the control block and the injector's entry, nothing else"
+	pass "exports: the interposed functions, the control block, the injector's entry and the seccomp guard's prctl and syscall, nothing else"
 else
 	fail "exports differ from the interposed list:"; cat "$T/exports.diff"
 fi

@@ -14,7 +14,9 @@
 # beside it), four threads, code dlopen'ed after the start, python3.11 and
 # perl (interpreters without frame pointers); and --unwind fp the same way.
 # Part f: a process that writes over its own ring (testdata/ring_scribble)
-# loses its own records, said, and nothing else.
+# loses its own records, said, and nothing else.  Part g: a seccomp filter
+# installed after the walk began (testdata/seccomp_late) sends the library
+# back to its sites before it goes in.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
@@ -22,40 +24,7 @@ T=$LT_TMP
 
 if ! setarch "$(uname -m)" -R true 2> /dev/null; then
 	fail "setarch -R does not work here: cannot run both walks at the same addresses"
-	# a process that spoils its own ring: it loses its own records, with a
-# message; its child's report is whole, dwleak runs on
-if lt_part f; then
-	SCRIB=$TESTDATA/ring_scribble
-	[ -x "$SCRIB" ] || fail_now "$SCRIB is missing (make testdata)"
-	timeout -k 5 120 "$DWLEAK" --walk process --stats -t 0 --format json -o "$T/f.json" -- "$SCRIB" \
-		> "$T/f.out" 2> "$T/f.err"
-	rc=$?
-	[ $rc -eq 0 ] || [ $rc -eq 1 ] || fail "f: dwleak exit $rc: $(tail -3 "$T/f.err")"
-	grep -q "scribbled yes" "$T/f.out" || fail "f: the program did not find its ring to spoil: $(cat "$T/f.out")"
-	grep -q "the first corrupt ring: thread [0-9]*'s ring" "$T/f.err" ||
-		fail "f: --stats names no corrupt ring: $(grep 'walked in' "$T/f.err")"
-	grep -q "warning: pid [0-9]* (.*ring_scribble) wrote over its own ring" "$T/f.err" ||
-		fail "f: no warning when the ring was found spoiled: $(grep -m2 warning "$T/f.err")"
-	lt_check "$T/f.json" << 'PY'
-procs = r["processes"]
-parent = [p for p in procs if p["ppid"] == 0]
-child = [p for p in procs if p["ppid"] != 0]
-if len(parent) != 1 or len(child) != 1:
-    fail("want one parent and one child: %s" % procs)
-else:
-    pp, cp = parent[0]["pid"], child[0]["pid"]
-    losses = r.get("losses", [])
-    if not [l for l in losses if l["what"] == "walk_rings_corrupt" and l["pid"] == pp]:
-        fail("no walk_rings_corrupt loss for the parent: %s" % losses)
-    if [l for l in losses if l["pid"] == cp]:
-        fail("the child lost something: %s" % losses)
-    mine = [s for s in r["stacks"] if s["pid"] == cp and s["bytes"] == 200]
-    if len(mine) != 1 or not [f for f in mine[0]["frames"] if f["function"] == "leak"]:
-        fail("the child's 200-byte leak through leak() is not reported whole: %s" %
-             [show(s) for s in r["stacks"] if s["pid"] == cp])
-PY
-fi
-check_finish
+	check_finish
 fi
 
 # run NAME WALK [DWLEAK ARGS...] -- CMD...: the JSON report in $T/NAME.WALK.json
@@ -191,5 +160,56 @@ else:
         fail("the child's 200-byte leak through leak() is not reported whole: %s" %
              [show(s) for s in r["stacks"] if s["pid"] == cp])
 PY
+fi
+# a seccomp filter installed in a thread after the library began walking in
+# the process (testdata/seccomp_late: the filter kills at the mmap a new
+# ring would make): the library goes back to its sites first and the
+# program lives, its leaks whole; filters put in by prctl and by
+# syscall(SYS_seccomp), in a process started by dwleak (LD_PRELOAD) and in
+# one it injected (-p: the library routes prctl and syscall as well)
+if lt_part g; then
+	LATE=$TESTDATA/seccomp_late
+	[ -x "$LATE" ] || fail_now "$LATE is missing (make testdata)"
+	for via in prctl syscall; do
+		for how in start attach; do
+			name=g.$via.$how
+			if [ $how = start ]; then
+				timeout -k 5 60 "$DWLEAK" --walk process --stats -t 0 --format json -o "$T/$name.json" -- \
+					"$LATE" --via $via > "$T/$name.out" 2> "$T/$name.err"
+				rc=$?
+				prc=$rc
+			else
+				"$LATE" --via $via --walk-first 2000 > "$T/$name.out" 2>&1 &
+				pid=$!
+				sleep 0.3
+				timeout -k 5 60 "$DWLEAK" -p $pid --walk process --stats -t 0 --format json -o "$T/$name.json" \
+					2> "$T/$name.err"
+				rc=$?
+				wait $pid
+				prc=$?
+			fi
+			[ $rc -eq 0 ] || [ $rc -eq 1 ] || { fail "$name: dwleak exited $rc: $(tail -3 "$T/$name.err")"; continue; }
+			[ $prc -eq 0 ] && grep -q "^seccomp_late: 40 blocks of 48 B leaked, filter in by $via$" "$T/$name.out" ||
+				{ fail "$name: the program exited $prc: $(cat "$T/$name.out")"; continue; }
+			grep -q "^dwleak: stats: pid [0-9]* walked in the process: [1-9][0-9]* records .*; back at its sites since it installed a seccomp filter$" "$T/$name.err" &&
+				pass "$name: walked in the process, then back at its sites when the filter went in" ||
+				fail "$name: --stats says no stop for the filter: $(grep 'walked in the process' "$T/$name.err")"
+			lt_check "$T/$name.json" "$name" << 'PY'
+name = ARGS[0]
+st = [s for s in r["stacks"] if "leak_site" in names(s)]
+if len(st) != 1 or (st[0]["bytes"], st[0]["allocations"]) != (40 * 48, 40):
+    fail("%s: want one stack through leak_site with 1920 B in 40 allocations:\n%s" % (name, "".join(show(s) for s in st)))
+else:
+    ns = names(st[0])
+    want = ["malloc", "leak_site", "worker", "start_thread"]
+    # worker's inlined loop is a frame of its own, named worker too
+    got = [n for k, n in enumerate(ns) if n in want and (k == 0 or ns[k - 1] != n)]
+    if got[:4] != want:
+        fail("%s: frames %s, want %s in that order" % (name, ns, want))
+    else:
+        ok("%s: %d B in %d allocations: %s" % (name, st[0]["bytes"], st[0]["allocations"], " <- ".join(ns)))
+PY
+		done
+	done
 fi
 check_finish

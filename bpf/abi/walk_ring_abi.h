@@ -125,7 +125,15 @@ struct walk_ring_dir {
 	__u64 no_map;	    /* a ring could not be mapped (no memory, a seccomp filter) */
 	__u64 no_claim;	    /* a signal handler recorded while its thread claimed a slot */
 	__u64 reclaimed;    /* dwleak's: slots it handed back (see above) */
-	__u64 pad1[4];
+	/* the library's: its control block's rings_stopped (bpf/abi/preload.h)
+	 * once it went back to its sites for good, here too because dwleak
+	 * reads the directory at every drain; 0 while it walks */
+	__u64 stopped;
+	/* dwleak's: 1 once a drain that began after STOPPED was set read and
+	 * applied every record (the library waits for it, up to 200 ms,
+	 * before its first call at a site) */
+	__u64 stopped_acked;
+	__u64 pad1[2];
 	struct walk_ring_slot slot[WALK_RING_SLOTS];
 };
 

@@ -352,7 +352,7 @@ static void record(struct fake *f, pid_t pid, uint64_t addr, uint64_t size)
 	e.addr = addr;
 	e.size = size;
 	e.stack_id = 7;
-	proc_record(&f->ps, 1000, &e, sizeof(e));
+	proc_record(&f->sv, &f->ps, 1000, &e, sizeof(e));
 }
 
 static const struct image prog_glibc = { "/usr/bin/prog", true, "glibc", false, 0, false };
