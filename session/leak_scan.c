@@ -464,9 +464,19 @@ static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nt
 	struct proc_mem_plan plan = { 0 };
 	struct proc_mem_read_stats st = { 0 };
 	struct proc_mem_region *clipped;
-	size_t k = 0, i, j;
-	int err = proc_mem_plan_build(pid, threads, nthreads, NULL, 0, NULL, 0, &plan);
+	struct leak_block *skip = calloc(nown + 1, sizeof(*skip));
+	size_t k = 0, i, j, nskip = nown;
+	int err = skip ? 0 : -ENOMEM;
 
+	/* the library's rings (OWN) are never read: they hold the addresses
+	 * of the blocks recorded, and are no root (wherever they lie in a
+	 * gap: the kernel merges adjacent rings into one mapping) */
+	for (i = 0; i < nown; i++)
+		skip[i] = (struct leak_block){ own[i].start, own[i].end - own[i].start };
+	ranges_normalize(skip, &nskip);
+	err = err ?: proc_mem_plan_build(pid, threads, nthreads, NULL, 0, (const struct proc_mem_range *)skip, nskip,
+					 &plan);
+	free(skip);
 	if (err)
 		return err;
 	clipped = calloc(plan.nregions * n + 1, sizeof(*clipped));
@@ -479,14 +489,6 @@ static int gaps_scan(pid_t pid, const struct proc_mem_thread *threads, size_t nt
 			uint64_t lo = plan.regions[i].start > gaps[j].start ? plan.regions[i].start : gaps[j].start;
 			uint64_t hi = plan.regions[i].end < gaps[j].end ? plan.regions[i].end : gaps[j].end;
 
-			/* less the library's rings (OWN): they hold the addresses
-			 * of the blocks recorded, and are no root */
-			for (size_t o = 0; o < nown && lo < hi; o++) {
-				if (own[o].start <= lo && own[o].end > lo)
-					lo = own[o].end;
-				if (own[o].start < hi && own[o].end >= hi)
-					hi = own[o].start;
-			}
 			if (lo < hi) {
 				clipped[k] = plan.regions[i];
 				clipped[k].start = lo;
@@ -580,8 +582,9 @@ static int index_read(pid_t reader, uint64_t header, uint32_t session, struct bl
 }
 
 /* The library's rings of walked records in process memory (R's last
- * drain: each ring's header and data), as ranges, into OWN (at most
- * WALK_RING_SLOTS); returns how many. */
+ * drain: each ring's header and data, those of live threads and those
+ * handed back, whose stale records hold block addresses all the same), as
+ * ranges, into OWN (at most 2 * WALK_RING_SLOTS); returns how many. */
 static size_t rings_ranges(const struct proc_rings *r, struct proc_snapshot_gap *own)
 {
 	size_t i, n = 0;
@@ -592,6 +595,11 @@ static size_t rings_ranges(const struct proc_rings *r, struct proc_snapshot_gap 
 		if (g->data_bits >= WALK_RING_BITS_MIN && g->data_bits <= WALK_RING_BITS_MAX)
 			own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_DATA_OFFSET +
 									 (1ull << g->data_bits) };
+	}
+	for (i = 0; r && r->drain && i < r->drain->nidle && i < WALK_RING_SLOTS; i++) {
+		const struct walk_ring_idle *g = &r->drain->idle[i];
+
+		own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_DATA_OFFSET + (1ull << g->data_bits) };
 	}
 	return n;
 }
@@ -611,7 +619,7 @@ int leak_scan_process(struct tracee_set *tracees, pid_t pid, const struct alloca
 	struct proc_mem_residency *each = NULL;
 	struct leak_block *blocks = NULL, *alloc = NULL;
 	struct blockset_index ix = { 0 };
-	struct proc_snapshot_gap rings_at[WALK_RING_SLOTS];
+	struct proc_snapshot_gap rings_at[2 * WALK_RING_SLOTS];
 	size_t nrings = 0;
 	struct reg_words roots = { 0 }; /* with the index: the pause's roots, for later */
 	struct alloc_state state = { 0 };

@@ -242,8 +242,14 @@ int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_r
 		const struct walk_ring_slot *s = &d->slot[i];
 		struct walk_ring_ring *r;
 
-		if (s->state == WALK_RING_SLOT_FREE)
+		if (s->state == WALK_RING_SLOT_FREE) {
+			if (s->ring && !(s->ring % WALK_RING_ALIGN) && s->ring >= WALK_RING_ADDR_MIN &&
+			    s->ring <= WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << WALK_RING_BITS_MAX) &&
+			    !read_bytes(read_mem, rctx, s->ring, &h, sizeof(h)) && h.data_bits >= WALK_RING_BITS_MIN &&
+			    h.data_bits <= WALK_RING_BITS_MAX)
+				out->idle[out->nidle++] = (struct walk_ring_idle){ s->ring, h.data_bits, 0 };
 			continue;
+		}
 		r = &out->ring[out->n++];
 		r->slot = i;
 		r->tid = s->tid;

@@ -75,7 +75,16 @@ struct walk_ring_drain {
 	uint64_t stopped;  /* its stopped word, as the process wrote it (untrusted) */
 	uint64_t delivered; /* records handed on, every ring */
 	uint32_t bad;	   /* rings with an error */
-	uint32_t pad;
+	/* FREE slots that keep their ring mapped (handed back, for the next
+	 * thread to claim): where each ring is and its size, as its header
+	 * says (bounds checked, nothing more), for a leak check to leave out
+	 * of its roots (the stale records hold block addresses) */
+	uint32_t nidle;
+	struct walk_ring_idle {
+		uint64_t ring;
+		uint32_t data_bits;
+		uint32_t pad;
+	} idle[WALK_RING_SLOTS];
 	struct walk_ring_ring ring[WALK_RING_SLOTS];
 	char why[128];	   /* the directory's error, "" when read */
 };
