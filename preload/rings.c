@@ -272,10 +272,10 @@ static bool rings_unread(void)
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != WALK_RING_SLOT_LIVE)
 			continue;
 		r = (const struct walk_ring_header *)(uintptr_t)__atomic_load_n(&s->ring, __ATOMIC_ACQUIRE);
-		/* a ring dwleak has read from (tail above 0: it started at 0 in
-		 * this process) and not read to its end */
-		if (r && __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) &&
-		    __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) < __atomic_load_n(&r->published, __ATOMIC_ACQUIRE))
+		/* a ring not read to its end, whether dwleak read from it yet
+		 * or not (a thread that lived between two drains: its records
+		 * would be lost without a word, the process gone) */
+		if (r && __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE) < __atomic_load_n(&r->published, __ATOMIC_ACQUIRE))
 			return true;
 	}
 	return false;

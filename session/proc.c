@@ -156,14 +156,14 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
 
 /* Drains P's rings into its ledger (FINAL: it is stopped for good or
  * gone: every record read is applied); a failure said once. */
-static void rings_drain(const struct proc_services *sv, struct proc *p, bool final)
+static void rings_drain(const struct proc_services *sv, struct proc *p, bool final, uint64_t before)
 {
 	bool said = p->rings.why[0], ring_said = p->rings.ring_why[0];
 	int err, image_err = p->rings.image_err;
 
 	if (!p->rings.mode)
 		return;
-	err = proc_rings_drain(&sv->rings_io, &p->rings, p->pid, &p->ledger, sv->stacks, session_now_ns(), final);
+	err = proc_rings_drain(&sv->rings_io, &p->rings, p->pid, &p->ledger, sv->stacks, session_now_ns(), final, before);
 	if (!said && p->rings.why[0])
 		say(sv, SESSION_WARNING, "pid %d (%s): %s; what its library records from now on is lost", p->pid,
 		    p->command ? p->command : "?", p->rings.why);
@@ -178,9 +178,9 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	(void)err;
 }
 
-uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps)
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before)
 {
-	uint64_t before, read = 0;
+	uint64_t had, read = 0;
 	size_t i;
 
 	for (i = 0; i < ps->n; i++) {
@@ -188,9 +188,9 @@ uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps)
 
 		if (p->exited || !p->rings.mode)
 			continue;
-		before = p->rings.records + p->rings.nheld;
-		rings_drain(sv, p, false);
-		read += p->rings.records + p->rings.nheld - before;
+		had = p->rings.records + p->rings.nheld;
+		rings_drain(sv, p, false, before);
+		read += p->rings.records + p->rings.nheld - had;
 	}
 	return read;
 }
@@ -544,7 +544,7 @@ void proc_on_exiting(const struct proc_services *sv, struct procs *ps, pid_t pid
 	/* exiting without exit() (_exit, a signal): the memory is still
 	 * there, if not every thread's registers */
 	if (p)
-		rings_drain(sv, p, true); /* its memory is still there: the last records */
+		rings_drain(sv, p, true, UINT64_MAX); /* its memory is still there: the last records */
 	if (!p || p->check.done || !sv->set->leak_check)
 		return;
 	p->exit_called = true;
@@ -560,7 +560,7 @@ void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, i
 	if (!p)
 		return;
 	/* what its rings held is read already (its memory is gone): applied */
-	rings_drain(sv, p, true);
+	rings_drain(sv, p, true, UINT64_MAX);
 	proc_rings_free(&p->rings);
 	p->exited = true;
 	p->exit_status = status;

@@ -230,8 +230,10 @@ bool proc_top_alive(struct procs *ps);
 void proc_record(const struct proc_services *sv, struct procs *ps, uint64_t now_ns, const void *data, size_t size);
 /* One memory syscall's event. */
 /* Drains the rings of every live process walking in itself into its
- * ledger (proc_rings.h).  Returns the records read. */
-uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps);
+ * ledger (proc_rings.h), applying records only below BEFORE (taken before
+ * the kernel's records were read: proc_rings_drain).  Returns the records
+ * read. */
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before);
 
 void proc_mmap(struct procs *ps, const struct mmap_event *e);
 /* TGID's objects changed (dlopen, dlclose): tables due. */

@@ -30,6 +30,11 @@ static uint64_t tsc_now(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
+uint64_t proc_rings_clock(void)
+{
+	return tsc_now();
+}
+
 static int ctl_put(const struct proc_rings_io *io, pid_t pid, const struct proc_rings *r, size_t off,
 		   const void *v, size_t len)
 {
@@ -397,7 +402,7 @@ static int rings_release(const struct proc_rings_io *io, struct proc_rings *r, p
 }
 
 int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l,
-		     struct stack_store *stacks, uint64_t now_ns, bool final)
+		     struct stack_store *stacks, uint64_t now_ns, bool final, uint64_t before)
 {
 	struct drain_ctx d = { .io = io, .r = r, .pid = pid, .stacks = stacks };
 	uint64_t start;
@@ -428,7 +433,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	 * began (it stored the word first), so this drain read every record
 	 * its rings will hold, all applied now, before any site record that
 	 * follows; the library waits for the acknowledgement below */
-	held_apply(r, l, final || r->stopped ? UINT64_MAX : start);
+	held_apply(r, l, final || r->stopped ? UINT64_MAX : start < before ? start : before);
 	if (r->stopped && !r->stopped_acked && !err) {
 		uint64_t one = 1;
 

@@ -127,12 +127,21 @@ int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t
  * written, so before this drain read its ring; later ones wait for the
  * next drain.  Frees of blocks the ledger never had are dropped by the
  * ledger as ever.  Slots of threads that ended are handed back.
+ * BEFORE (UINT64_MAX: none) lowers that bound to a time of
+ * proc_rings_clock taken before the kernel's records (the library's
+ * sites) were last read: a ring record below it may follow one of them,
+ * which must be applied first (a call at a site while another thread's
+ * calls are walked in the process, around the image's install).
  * NOW_NS stamps new allocations.  Returns 0, or a negative errno when the
  * process's memory could not be read (gone: -ESRCH) or its directory is
  * corrupt (R->why says what; its rings are not read again).
  */
 int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l,
-		     struct stack_store *stacks, uint64_t now_ns, bool final);
+		     struct stack_store *stacks, uint64_t now_ns, bool final, uint64_t before);
+
+/* The clock the library stamps its records with (the TSC), for
+ * proc_rings_drain's BEFORE. */
+uint64_t proc_rings_clock(void);
 
 /* A record of PID came from its library's sites (the kernel's walk)
  * while R holds ring records: when the library stopped walking in the

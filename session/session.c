@@ -37,11 +37,14 @@
  * as it fills): a thread that allocates three million times a second,
  * 100-200 bytes a record, fills 2 MiB in 4-6 ms, then waits for dwleak
  * (the library's walk_ring_wait_ms) rather than drop; a service of a
- * hundred allocating threads holds 200 MiB of rings. */
+ * hundred allocating threads holds 200 MiB of rings in an exact trace.  A
+ * sampled one (512 KiB: a sampled call per 512 KiB allocated) writes a
+ * few thousand records a second at most: 64 KiB a thread, 6.4 MiB. */
 #define RINGS_DRAIN_MS 5
 #define RINGS_BUSY_MS 1
 #define RINGS_BUSY_RECORDS 4096
 #define SESSION_RING_BITS 21
+#define SESSION_RING_BITS_SAMPLED 16
 
 extern char **environ;
 
@@ -133,11 +136,16 @@ static void rings_pace(struct session *s, uint64_t read)
 
 void session_drain(struct session *s)
 {
+	/* the rings' records are applied only below this time, taken before
+	 * the kernel's records are read: a call made at a site (before its
+	 * process's image was installed, or by a thread that chose its site
+	 * just before) is in the kernel's buffer before any ring record that
+	 * follows it is stamped, and is applied first */
+	uint64_t before = proc_rings_clock();
+
 	s->records_now = session_now_ns();
 	probes_drain(s->probes);
-	/* after the kernel's records: a process's first records in its rings
-	 * come after its last ones at its sites */
-	rings_pace(s, procs_rings_drain(&s->sv, &s->procs));
+	rings_pace(s, procs_rings_drain(&s->sv, &s->procs, before));
 }
 
 static int stack_put(void *ctx, uint64_t id, const struct stack_trace *st)
@@ -235,7 +243,8 @@ int session_new(const struct session_settings *set, const struct session_log *lo
 			      : set->unwind == UNWIND_MODE_DWARF ? DWLEAK_PRELOAD_WALK_DWARF
 			      : set->unwind == UNWIND_MODE_FP	    ? DWLEAK_PRELOAD_WALK_FP
 								    : DWLEAK_PRELOAD_WALK_NONE,
-		.ring_bits = SESSION_RING_BITS,
+		/* a sampled trace records a few thousand calls a second at most */
+		.ring_bits = set->sample_bytes ? SESSION_RING_BITS_SAMPLED : SESSION_RING_BITS,
 	};
 	/* tracees' stops come as SIGCHLD, read from a signalfd */
 	sigemptyset(&chld);

@@ -7,7 +7,9 @@
  * each with its own size and stack: a free applied before the allocation
  * it frees, or a reuse before the free, leaves a block too many or takes
  * the wrong one away.  Also: stack ids are those the kernel program's
- * hash gives, and held records are applied by a final drain. */
+ * hash gives, and held records are applied by a final drain; a library
+ * that stopped walking (a seccomp filter) is acknowledged once, with every
+ * record it wrote applied. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -182,7 +184,7 @@ static void test_causal_order(void)
 	for (i = 0; i < FREERS; i++)
 		CHECK(!pthread_create(&fr[i], NULL, freer_run, NULL));
 	while (__atomic_load_n(&allocators_done, __ATOMIC_ACQUIRE) < ALLOCATORS) {
-		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 		held += r.nheld;
 	}
 	/* the freers empty to_free, then stop: every address but those a
@@ -203,7 +205,7 @@ static void test_causal_order(void)
 		put(WALK_RING_REC_ALLOC, addr, 7 + a, pcs_of[0], 3);
 		last_size[(addr - 0x10000) / 16] = 7 + a;
 	}
-	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true));
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
 	CHECK(r.nheld == 0);
 	CHECK(r.records == (uint64_t)ALLOCATORS * ROUNDS * 2 + 4);
 	/* an allocation applied while the ledger still held its address: the
@@ -250,9 +252,47 @@ static void test_stack_ids(void)
 	CHECK(proc_rings_stack_id(6, ALLOC_NEW, WALK_END_OK, false, pcs, 2) != h);
 }
 
+/* The library went back to its sites (a seccomp filter: preload/rings.c's
+ * rings_stop): the drain that sees the directory's stopped word applies
+ * every record it read, none held for a later drain, says why, and
+ * acknowledges once in the directory, which the library waits for before
+ * its first call at a site. */
+static void test_stop(void)
+{
+	struct ledger l = { 0 };
+	struct stack_store *stacks = NULL;
+	struct proc_rings r;
+	uint32_t image = 0;
+
+	CHECK(!stack_store_new(&stacks));
+	CHECK(!stack_store_image_new(stacks, &image));
+	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image));
+	put(WALK_RING_REC_ALLOC, 0x90000, 24, pcs_of[1], 3);
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+	CHECK(!r.stopped && !walk_ring_directory.stopped_acked, "no stop yet: %u", r.stopped);
+	CHECK(l.allocs.n == 1, "%zu blocks", l.allocs.n);
+	/* what rings_stop stores, then the last record it lets through */
+	ctl.rings_stopped = DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP;
+	walk_ring_directory.stopped = DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP;
+	put(WALK_RING_REC_ALLOC, 0x90040, 32, pcs_of[1], 3);
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+	CHECK(r.stopped == DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP, "%u", r.stopped);
+	CHECK(walk_ring_directory.stopped_acked == 1, "%llu", (unsigned long long)walk_ring_directory.stopped_acked);
+	CHECK(r.nheld == 0 && l.allocs.n == 2, "%zu held, %zu blocks", r.nheld, l.allocs.n);
+	/* a site record now finds nothing held; the ack is written once */
+	walk_ring_directory.stopped_acked = 0;
+	proc_rings_site_record(&io, &r, getpid(), &l);
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+	CHECK(!walk_ring_directory.stopped_acked, "acknowledged twice");
+	proc_rings_free(&r);
+	ledger_free(&l);
+	stack_store_free(stacks);
+}
+
 int main(void)
 {
 	test_stack_ids();
 	test_causal_order();
+	test_stop();
 	return check_failures ? 1 : 0;
 }
