@@ -139,7 +139,7 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog" > "$out" 2>&1 ;;
 	preload_sample_index)
 		$W "$DWLEAK" --sample-bytes 524288 --leak-check -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	preload_exact)
-		$W "$DWLEAK" -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
+		$W "$DWLEAK" --walk kernel -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	preload_walk)
 		$W "$DWLEAK" --walk process -o "$tmp/report.txt" -- $prog > "$out" 2>&1 ;;
 	bpftrace_ustack)
@@ -201,8 +201,8 @@ names = {"bare": "bare", "bare_small": "bare, reduced size (valgrind's baseline)
          "preload_idle": "preload library idle (`LD_PRELOAD=$(dwleak preload)`, no dwleak)",
          "preload_sample": "dwleak at the preload sites, `--sample-bytes 524288`",
          "preload_sample_index": "dwleak at the preload sites, `--sample-bytes 524288 --leak-check` (every block indexed in the process)",
-         "preload_exact": "dwleak at the preload sites, exact",
-         "preload_walk": "dwleak with the preload library, exact, `--walk process` (walked in the process)",
+         "preload_exact": "dwleak at the preload sites, exact, `--walk kernel`",
+         "preload_walk": "dwleak with the preload library, exact, `--walk process`, the default (walked in the process)",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`)",
          "dwleak_sample": "dwleak `--sample-bytes 524288`", "bpftrace_ustack": "bpftrace FP tracer (`ustack`)",
          "heaptrack": "heaptrack (launch mode)", "valgrind": "valgrind memcheck, reduced size"}

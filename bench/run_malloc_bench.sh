@@ -175,7 +175,7 @@ uprobe:$LIBC:free /pid == cpid/ { }" -c "$prog --pairs $TRACED_PAIRS" > "$out" 2
 		timeout -k 5 300 "$DWLEAK" --sample-bytes 524288 --leak-check -o "$tmp/report.txt" -- $prog --pairs "$PAIRS" \
 			> "$out" 2>&1 ;;
 	preload_exact)
-		timeout -k 5 300 "$DWLEAK" -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
+		timeout -k 5 300 "$DWLEAK" --walk kernel -o "$tmp/report.txt" -- $prog --pairs "$TRACED_PAIRS" > "$out" 2>&1 ;;
 	preload_walk)
 		timeout -k 5 300 "$DWLEAK" --walk process -o "$tmp/report.txt" -- $prog --pairs "$PRELOAD_PAIRS" > "$out" 2>&1 ;;
 	bpftrace_ustack)
@@ -243,8 +243,8 @@ names = {"bare": "bare",
          "preload_idle": "preload library idle (`LD_PRELOAD=$(dwleak preload)`, no dwleak)",
          "preload_sample": "dwleak at the preload sites, `--sample-bytes 524288` (sampled in the process)",
          "preload_sample_index": "dwleak at the preload sites, `--sample-bytes 524288 --leak-check` (every block indexed in the process)",
-         "preload_exact": "dwleak at the preload sites, exact (every call enters the kernel by the uprobe syscall)",
-         "preload_walk": "dwleak at the preload library, exact, `--walk process` (the library walks into rings dwleak drains)",
+         "preload_exact": "dwleak at the preload sites, exact, `--walk kernel` (every call enters the kernel by the uprobe syscall)",
+         "preload_walk": "dwleak at the preload library, exact, `--walk process`, the default (the library walks into rings dwleak drains)",
          "dwleak_session": "dwleak with uprobe sessions (`DWLEAK_UPROBE_SESSION=1`; the default only with `--sample-bytes`)",
          "dwleak_nowalk": "dwleak's programs without the walk (`DWLEAK_BENCH_NO_WALK=1`: stack read and bookkeeping only)",
          "dwleak_fp": "dwleak `--unwind fp`",

@@ -95,10 +95,10 @@ static const char agent_usage[] =
 	"                           bound): the least recently grown are folded into one\n"
 	"                           counted [evicted] stack, their bytes kept\n"
 	"      --debug-dir DIR      extra place to look for debug files (repeatable)\n"
-	"      --walk WHERE         kernel (default) or process: where a traced call's\n"
-	"                           stack is walked in a process with the library\n"
-	"                           (dwleak's BPF program at its sites; or the library\n"
-	"                           itself, into rings dwleak drains)\n"
+	"      --walk WHERE         process (default) or kernel: where a traced call's\n"
+	"                           stack is walked in a process with the library (the\n"
+	"                           library itself, into rings dwleak drains; or\n"
+	"                           dwleak's BPF program at its sites)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Endpoints:\n"
@@ -221,7 +221,7 @@ static int agent_parse(struct agent_env *env, int argc, char **argv)
 	int c, ret;
 
 	*env = (struct agent_env){ .listen = AGENT_HTTP_LISTEN_DEFAULT, .sample_bytes = AGENT_SAMPLE_BYTES_DEFAULT,
-				   .max_stacks = AGENT_MAX_STACKS_DEFAULT };
+				   .max_stacks = AGENT_MAX_STACKS_DEFAULT, .walk_process = true };
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", agent_options, NULL)) != -1) {

@@ -126,14 +126,16 @@ static const char trace_usage[] =
 	"      --unwind MODE        dwarf (default), fp, or both: walk every allocation\n"
 	"                           both ways and show, stack by stack, the frames the\n"
 	"                           frame-pointer walk loses\n"
-	"      --walk WHERE         kernel (default) or process: where a process with\n"
-	"                           the preload library has its stacks walked.  kernel:\n"
-	"                           dwleak's BPF program walks at the library's sites;\n"
+	"      --walk WHERE         process (default) or kernel: where a process with\n"
+	"                           the preload library has its stacks walked.\n"
 	"                           process: the library walks each traced call's stack\n"
 	"                           itself (dwarf over the tables dwleak compiled, or\n"
 	"                           fp) into per-thread rings dwleak drains every few\n"
-	"                           ms, no kernel entry per call (not for a process\n"
-	"                           under a seccomp filter, nor with --unwind both)"
+	"                           ms, no kernel entry per call; kernel: dwleak's BPF\n"
+	"                           program walks at the library's sites, as it does\n"
+	"                           for a process under a seccomp filter, one that\n"
+	"                           installs a filter later (from then on), and with\n"
+	"                           --unwind both"
 	"\n"
 	"Lost or still in use:\n"
 	"      --leak-check         tell lost from reachable, as valgrind does: stop the\n"
@@ -455,7 +457,8 @@ int cmd_trace_parse(struct env *env, int argc, char **argv)
 {
 	int c, ret;
 
-	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT };
+	*env = (struct env){ .top = 10, .unwind = UNWIND_MODE_DWARF, .format = REPORT_FORMAT_TEXT,
+			     .walk_in_process = true };
 	opterr = 0; /* reported below, with the usual hint */
 	while ((c = getopt_long(argc, argv, "+p:d:i:t:o:h", trace_options, NULL)) != -1) {
 		if (c == 'h') {
