@@ -280,8 +280,11 @@ if [[ " $SECTIONS " == *" soak "* ]]; then
 			i=$((i + 1))
 			[ $((i % 5)) = 0 ] && curl -s -o /dev/null "http://$ADDR/metrics"
 			[ $((i % 15)) = 0 ] && curl -s -o /dev/null "http://$ADDR/debug/pprof/heap"
+			# labelled with the second it was due: the loop (a start,
+			# curls, a second's sleep) may reach it a second late on a
+			# loaded machine, which moves no figure
 			if [ $SECONDS -ge $next_sample ]; then
-				echo "$((SECONDS - t_end + SOAK_S)) $(awk '/^VmRSS:/ { print $2 }' "/proc/$AGENT/status") $(ls "/proc/$AGENT/fd" | wc -l) $(curl -s "http://$ADDR/metrics" | sed -n 's/^dwleak_traced_processes //p')" >> "$tmp/soak"
+				echo "$((next_sample - t_end + SOAK_S)) $(awk '/^VmRSS:/ { print $2 }' "/proc/$AGENT/status") $(ls "/proc/$AGENT/fd" | wc -l) $(curl -s "http://$ADDR/metrics" | sed -n 's/^dwleak_traced_processes //p')" >> "$tmp/soak"
 				next_sample=$((next_sample + 10))
 			fi
 			sleep 1

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The walker's guard against preempted probes (bpf/dwleak.bpf.c,
-# walker_enter; bpf/preempt.c).  Uprobe programs run with preemption on;
+# walker_enter; bpf/preempt.c), so the kernel walks here (--walk kernel).
+# Uprobe programs run with preemption on;
 # where the kernel preempts kernel code, two probes could share a CPU's
 # walker buffers, so there dwleak counts the programs in and out and a
 # probe that finds them busy skips its walk (keeping the allocation, under
@@ -27,7 +28,7 @@ lt_testdata same_depth
 # run NAME GUARD: dwleak --stats --format json on same_depth --iterations 3000
 run() {
 	local rc
-	env ${2:+DWLEAK_PREEMPT_GUARD=$2} timeout -k 5 60 "$DWLEAK" --stats --no-default-suppressions -t 0 --format json \
+	env ${2:+DWLEAK_PREEMPT_GUARD=$2} timeout -k 5 60 "$DWLEAK" --walk kernel --stats --no-default-suppressions -t 0 --format json \
 		-o "$T/$1.json" -- \
 		"$PROG" --iterations 3000 > "$T/$1.out" 2> "$T/$1.err"
 	rc=$?

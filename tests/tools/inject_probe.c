@@ -7,7 +7,9 @@
  *       routing counts, or "inject: error NAME: reason" (exit 1; exit 3
  *       for EEXIST).  --pause-at stopped|syscall|calling|restored: print
  *       "inject: paused at PHASE" there and sleep (a test kills it).
- *   inject_probe counts PID      the control block: fired and route_* counts
+ *   inject_probe counts PID      the control block: fired and route_* counts,
+ *       and ring_records, the records its rings of walked records hold
+ *       written (their headers' counts, every live ring)
  *   inject_probe arm PID         both semaphores to 1 and a new generation
  *       (exact mode): the sites "fire" (NOPs without a probe) and count
  *   inject_probe disarm PID      both semaphores back to 0
@@ -20,12 +22,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "inject.h"
 #include "objects.h"
 #include "preload.h"
 #include "preload_sites.h"
+#include "walk_ring_read.h"
 
 static const char *const phase_names[] = { "stopped", "syscall", "calling", "restored" };
 static int pause_at = -1;
@@ -59,20 +63,43 @@ static int sites_of(pid_t pid, struct preload_sites *s)
 	return err;
 }
 
+static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	return process_vm_readv(*(pid_t *)ctx, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+static int record_skip(void *ctx, const struct walk_ring_rec *rec)
+{
+	(void)ctx;
+	(void)rec;
+	return 0;
+}
+
 static int counts(pid_t pid, const struct preload_sites *s)
 {
 	struct dwleak_preload_control c;
-	int err = preload_control_read(pid, s, &c);
+	struct walk_ring_drain *d = calloc(1, sizeof(*d));
+	unsigned long long ring_records = 0;
+	int err = d ? preload_control_read(pid, s, &c) : -ENOMEM;
+	uint32_t i;
 
 	if (err) {
 		fprintf(stderr, "inject_probe: control block: %s\n", strerror(-err));
+		free(d);
 		return 1;
 	}
+	/* read only: no tail is written back */
+	if (c.rings_addr && walk_ring_drain(mem_read, &pid, c.rings_addr, record_skip, NULL, d) >= 0)
+		for (i = 0; i < d->n; i++)
+			ring_records += d->ring[i].records;
+	free(d);
 	printf("fired_alloc=%llu fired_free=%llu injected=%u route_request=%u route_done=%u passes=%u objects=%u "
-	       "slots=%llu deferred=%u unreadable=%u elsewhere=%u failed=%u\n",
+	       "slots=%llu deferred=%u unreadable=%u elsewhere=%u failed=%u ring_records=%llu\n",
 	       (unsigned long long)c.fired_alloc, (unsigned long long)c.fired_free, c.injected, c.route_request,
 	       c.route_done, c.route_passes, c.route_objects, (unsigned long long)c.route_slots, c.route_deferred,
-	       c.route_unreadable, c.route_elsewhere, c.route_failed);
+	       c.route_unreadable, c.route_elsewhere, c.route_failed, ring_records);
 	return 0;
 }
 
