@@ -169,10 +169,10 @@ bare=$(median <<< "${vals[bare]}")
 		echo "| ${names[$row]} | $m | ${vals[$row]}| $x |"
 	done
 	echo
-	pre_s=$(median <<< "${vals[pre_sampled]}")
-	pre_e=$(median <<< "${vals[pre_exact]}")
-	inj_s=$(median <<< "${vals[inj_sampled]}")
-	inj_e=$(median <<< "${vals[inj_exact]}")
+	pre_s=$(median <<< "${vals[pre_sampled]:-}")
+	pre_e=$(median <<< "${vals[pre_exact]:-}")
+	inj_s=$(median <<< "${vals[inj_sampled]:-}")
+	inj_e=$(median <<< "${vals[inj_exact]:-}")
 	inj_k=$(median <<< "${vals[inj_kernel]:-fail}")
 	ht=$(median <<< "${vals[heaptrack]:-fail}")
 	[ "$inj_e" != fail ] && [ "$ht" != fail ] && awk -v w="$inj_e" -v h="$ht" -v b="$bare" 'BEGIN {
