@@ -604,16 +604,16 @@ void proc_record(const struct proc_services *sv, struct procs *ps, uint64_t now_
 {
 	const struct free_event *f = data;
 	struct proc *p;
-	uint32_t stopped;
 
 	if (size < sizeof(*f) || !(p = procs_find(ps, (pid_t)f->tgid)))
 		return;
-	stopped = p->rings.stopped;
 	proc_rings_site_record(&sv->rings_io, &p->rings, p->pid, &p->ledger);
-	if (!stopped && p->rings.stopped)
+	if (p->rings.stopped && !p->walk_stop_said) {
+		p->walk_stop_said = true;
 		say(sv, SESSION_NOTE, "pid %d (%s) installed a seccomp filter: its library stopped walking in the "
 		    "process first, and its stacks are walked at its sites by the kernel from then on", p->pid,
 		    p->command ? p->command : "?");
+	}
 	p->ledger.now_ns = now_ns;
 	ledger_record(&p->ledger, data, size);
 }

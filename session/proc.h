@@ -58,6 +58,7 @@ struct proc {
 	struct ledger ledger;	  /* what it has outstanding */
 	struct proc_rings rings;  /* the walk in the process: its library's rings (mode 0: off) */
 	bool walk_said;		  /* ... and that its library took an image was said */
+	bool walk_stop_said;	  /* ... and that it went back to its sites (a seccomp filter) */
 	bool exited;
 	int exit_status;	  /* wait status, when exited */
 	char *untraced;		  /* why what its image allocates is not traced (malloc'd), or

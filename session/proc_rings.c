@@ -452,8 +452,9 @@ void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r
 {
 	uint32_t stopped = 0;
 
-	/* rings not used yet: the sites before the image was installed */
-	if (!r->mode || (!r->nheld && !r->records))
+	/* nothing held: nothing to apply first (and no read of the process
+	 * per site record, which a process could fire at will) */
+	if (!r->mode || !r->nheld)
 		return;
 	/* the drain that acknowledged the stop applied everything (the
 	 * library waits for that, up to 200 ms); past that wait, the control

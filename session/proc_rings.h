@@ -150,8 +150,8 @@ uint64_t proc_rings_clock(void);
  * is older than this one and is applied to L now; R->stopped then says
  * why.  Otherwise (a call that chose its site just before the image was
  * installed) nothing is done.  One read of the control block per site
- * record once the rings were used, until the stop is seen (site records
- * come then only around the image's install, and after a stop). */
+ * record while records are held, until the stop is seen (the drains learn
+ * it too, from the rings' directory). */
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l);
 
 /* The stack id the kernel program gives a walk of KIND in a process of

@@ -194,6 +194,8 @@ if lt_part g; then
 			grep -q "^dwleak: stats: pid [0-9]* walked in the process: [1-9][0-9]* records .*; back at its sites since it installed a seccomp filter$" "$T/$name.err" &&
 				pass "$name: walked in the process, then back at its sites when the filter went in" ||
 				fail "$name: --stats says no stop for the filter: $(grep 'walked in the process' "$T/$name.err")"
+			grep -q "^dwleak: note: pid [0-9]* (.*seccomp_late.*) installed a seccomp filter: its library stopped walking" "$T/$name.err" ||
+				fail "$name: no note that the process went back to its sites: $(grep -m2 'note' "$T/$name.err")"
 			lt_check "$T/$name.json" "$name" << 'PY'
 name = ARGS[0]
 st = [s for s in r["stacks"] if "leak_site" in names(s)]
