@@ -6,10 +6,10 @@
  * calls malloc through its GOT so that interposers see strdup, fopen...).
  * dlopen's and dlmopen's slots lead to stubs (route_dl.S) that route what
  * they loaded once they return; prctl's and syscall's to seccomp_guard.c's
- * wrappers, which see a seccomp filter go in.  A slot is rewritten only when it leads
- * to the very definition the library forwards to (or, lazily bound, back
- * into its own object's PLT): an object bound elsewhere on purpose stays
- * as it is, and is counted.
+ * wrappers, which see a seccomp filter go in.  A slot is rewritten only
+ * when it leads to the very definition the library forwards to (or,
+ * lazily bound, back into its own object's PLT): an object bound
+ * elsewhere on purpose stays as it is, and is counted.
  *
  * Why this is safe with the program's threads running:
  * - a slot is written with one aligned 8-byte store: a thread calling
