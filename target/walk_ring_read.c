@@ -38,6 +38,14 @@ static uint64_t ring_end(const struct walk_ring_ring *r)
 	return r->ring + WALK_RING_DATA_OFFSET + (1ull << r->data_bits);
 }
 
+/* Whether a ring of 2^BITS bytes of data can be at RING: aligned, inside
+ * the address range rings may have. */
+static bool ring_addr_ok(uint64_t ring, uint32_t bits)
+{
+	return !(ring % WALK_RING_ALIGN) && ring >= WALK_RING_ADDR_MIN &&
+	       ring <= WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << bits);
+}
+
 /* Checks the header H of slot S's ring into R (the slot's fields set). */
 static int header_check(const struct walk_ring_header *h, struct walk_ring_ring *r)
 {
@@ -243,8 +251,7 @@ int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_r
 		struct walk_ring_ring *r;
 
 		if (s->state == WALK_RING_SLOT_FREE) {
-			if (s->ring && !(s->ring % WALK_RING_ALIGN) && s->ring >= WALK_RING_ADDR_MIN &&
-			    s->ring <= WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << WALK_RING_BITS_MAX) &&
+			if (s->ring && ring_addr_ok(s->ring, WALK_RING_BITS_MAX) &&
 			    !read_bytes(read_mem, rctx, s->ring, &h, sizeof(h)) && h.data_bits >= WALK_RING_BITS_MIN &&
 			    h.data_bits <= WALK_RING_BITS_MAX)
 				out->idle[out->nidle++] = (struct walk_ring_idle){ s->ring, h.data_bits, 0 };
@@ -259,8 +266,7 @@ int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_r
 			RING_FAIL(r, -EBADMSG, "slot %u: state %u, thread %u", i, s->state, s->tid);
 			continue;
 		}
-		if (s->ring % WALK_RING_ALIGN || s->ring < WALK_RING_ADDR_MIN ||
-		    s->ring > WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << WALK_RING_BITS_MIN)) {
+		if (!ring_addr_ok(s->ring, WALK_RING_BITS_MIN)) {
 			RING_FAIL(r, -EBADMSG, "slot %u: ring at %#llx", i, (unsigned long long)s->ring);
 			continue;
 		}
