@@ -293,7 +293,7 @@ void rings_alloc(const struct call *c, void *p);
 void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode);
 
 /* Goes back to the sites for good, WHY (enum
- * dwleak_preload_rings_stopped) said in the control block, once dwleak
+ * dwleak_preload_rings_stopped) said in the rings' directory, once dwleak
  * has read what the rings hold (waits up to 200 ms for it while a tracer
  * listens).  Called before a seccomp filter goes in (seccomp_guard.c),
  * while the library's system calls are still allowed; outside any

@@ -302,7 +302,6 @@ void rings_stop(uint32_t why)
 
 	if (!__atomic_compare_exchange_n(&rings_stopped, &running, why, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	__atomic_store_n(&ctl.rings_stopped, why, __ATOMIC_RELEASE);
 	__atomic_store_n(&walk_ring_directory.stopped, why, __ATOMIC_RELEASE);
 	if (__atomic_load_n(&ctl.rings_request, __ATOMIC_RELAXED) == DWLEAK_PRELOAD_WALK_NONE ||
 	    !dwleak_alloc_semaphore)

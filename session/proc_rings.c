@@ -30,6 +30,13 @@ static uint64_t tsc_now(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
+/* The directory's STOPPED word as R->stopped keeps it (the process wrote
+ * it: a value past any reason is kept as the largest, still a stop). */
+static uint32_t stop_reason(uint64_t word)
+{
+	return word > UINT32_MAX ? UINT32_MAX : (uint32_t)word;
+}
+
 uint64_t proc_rings_clock(void)
 {
 	return tsc_now();
@@ -426,7 +433,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	} else {
 		drops_count(r, r->drain);
 		if (!r->stopped && r->drain->stopped)
-			r->stopped = r->drain->stopped > UINT32_MAX ? UINT32_MAX : (uint32_t)r->drain->stopped;
+			r->stopped = stop_reason(r->drain->stopped);
 	}
 	l->now_ns = now_ns;
 	/* stopped: the library went back to its sites before this drain
@@ -450,20 +457,22 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l)
 {
-	uint32_t stopped = 0;
+	uint64_t stopped = 0;
 
 	/* nothing held: nothing to apply first (and no read of the process
 	 * per site record, which a process could fire at will) */
 	if (!r->mode || !r->nheld)
 		return;
 	/* the drain that acknowledged the stop applied everything (the
-	 * library waits for that, up to 200 ms); past that wait, the control
-	 * block says it, while the process lives */
+	 * library waits for that, up to 200 ms); past that wait, the
+	 * directory says it, while the process lives */
 	if (!r->stopped) {
-		if (!r->ctl || !io->mem_read ||
-		    io->mem_read(io->ctx, pid, r->ctl + CTL_FIELD(rings_stopped), &stopped, sizeof(stopped)) || !stopped)
+		if (!r->dir || !io->mem_read ||
+		    io->mem_read(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, stopped), &stopped,
+				 sizeof(stopped)) ||
+		    !stopped)
 			return;
-		r->stopped = stopped;
+		r->stopped = stop_reason(stopped);
 	}
 	held_apply(r, l, UINT64_MAX);
 }

@@ -62,7 +62,7 @@ struct proc_rings {
 	uint64_t arena_addr, arena_len, next_off, arena_request;
 	uint32_t gen;	     /* the last image generation written */
 	uint32_t installed;  /* the library's image_installed, as last read */
-	uint32_t stopped;    /* the library's rings_stopped, once seen (0: still walking) */
+	uint32_t stopped;    /* the directory's stopped word, once seen (0: still walking) */
 	bool stopped_acked;  /* the directory's stopped_acked written */
 	int image_err;	     /* the library's image_error, as last read */
 	/* records read, not applied yet, by tsc once sorted */
@@ -145,13 +145,13 @@ uint64_t proc_rings_clock(void);
 
 /* A record of PID came from its library's sites (the kernel's walk)
  * while R holds ring records: when the library stopped walking in the
- * process for good (bpf/abi/preload.h, rings_stopped: it waited until
- * dwleak read its rings before its first such call), every record held
- * is older than this one and is applied to L now; R->stopped then says
- * why.  Otherwise (a call that chose its site just before the image was
- * installed) nothing is done.  One read of the control block per site
- * record while records are held, until the stop is seen (the drains learn
- * it too, from the rings' directory). */
+ * process for good (bpf/abi/walk_ring_abi.h, the directory's STOPPED: it
+ * waited until dwleak read its rings before its first such call), every
+ * record held is older than this one and is applied to L now; R->stopped
+ * then says why.  Otherwise (a call that chose its site just before the
+ * image was installed) nothing is done.  The drains learn the stop; past
+ * the library's wait for them, one read of that word per site record
+ * while records are held, until the stop is seen. */
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l);
 
 /* The stack id the kernel program gives a walk of KIND in a process of

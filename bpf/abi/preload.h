@@ -236,16 +236,7 @@ struct dwleak_preload_control {
 	__u32 image_gen;
 	__u32 image_installed;
 	__s32 image_error;
-	/* the library's: why it went back to its sites for good, enum
-	 * dwleak_preload_rings_stopped (0: it did not).  It stops walking in
-	 * the process before it lets a seccomp filter in (the walk makes
-	 * system calls inside allocator calls: a new thread's ring, its
-	 * stack's bounds, a wait for room, which a filter may punish with
-	 * SIGSYS), after waiting (up to 200 ms) until dwleak has read every
-	 * record its rings hold; every later call fires its site.  dwleak
-	 * applies every ring record it holds before the first site record
-	 * that follows. */
-	__u32 rings_stopped;
+	__u32 image_pad;
 	/* the library's counts (relaxed): RING_RECORDS is not kept (0; each
 	 * ring counts its records in its header: a shared count here made
 	 * every thread's call write the line all of them read); RING_FAILED,
@@ -262,7 +253,8 @@ enum dwleak_preload_walk {
 	DWLEAK_PRELOAD_WALK_FP = 2,    /* the frame-pointer walk (--unwind fp): no image needed */
 };
 
-/* Why the library stopped walking in the process (rings_stopped). */
+/* Why the library stopped walking in the process (the rings' directory's
+ * STOPPED word, bpf/abi/walk_ring_abi.h). */
 enum dwleak_preload_rings_stopped {
 	DWLEAK_PRELOAD_RINGS_RUNNING = 0,
 	DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP = 1, /* the program installed a seccomp filter */

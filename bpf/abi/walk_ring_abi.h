@@ -125,9 +125,13 @@ struct walk_ring_dir {
 	__u64 no_map;	    /* a ring could not be mapped (no memory, a seccomp filter) */
 	__u64 no_claim;	    /* a signal handler recorded while its thread claimed a slot */
 	__u64 reclaimed;    /* dwleak's: slots it handed back (see above) */
-	/* the library's: its control block's rings_stopped (bpf/abi/preload.h)
-	 * once it went back to its sites for good, here too because dwleak
-	 * reads the directory at every drain; 0 while it walks */
+	/* the library's: why it went back to its sites for good, enum
+	 * dwleak_preload_rings_stopped (bpf/abi/preload.h; 0: it walks).  It
+	 * stops walking in the process before it lets a seccomp filter in
+	 * (the walk makes system calls inside allocator calls: a new thread's
+	 * ring, its stack's bounds, a wait for room, which a filter may
+	 * punish with SIGSYS); every later call fires its site.  Here, where
+	 * dwleak reads at every drain. */
 	__u64 stopped;
 	/* dwleak's: 1 once a drain that began after STOPPED was set read and
 	 * applied every record (the library waits for it, up to 200 ms,

@@ -272,7 +272,6 @@ static void test_stop(void)
 	CHECK(!r.stopped && !walk_ring_directory.stopped_acked, "no stop yet: %u", r.stopped);
 	CHECK(l.allocs.n == 1, "%zu blocks", l.allocs.n);
 	/* what rings_stop stores, then the last record it lets through */
-	ctl.rings_stopped = DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP;
 	walk_ring_directory.stopped = DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP;
 	put(WALK_RING_REC_ALLOC, 0x90040, 32, pcs_of[1], 3);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
