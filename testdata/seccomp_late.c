@@ -16,44 +16,21 @@
  *   --leaks: N blocks (default 40)
  * Prints "seccomp_late: N blocks of 48 B leaked, filter in by VIA". */
 #define _GNU_SOURCE
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "big_mmap_filter.h"
+
 static const char *via = "prctl";
 static long leaks = 40;
 static void *kept[1000];
-
-/* Kills the process at mmap(len >= 1 MiB, flags == MAP_PRIVATE | MAP_ANONYMOUS). */
-static int filter_install(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 1u << 20, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAP_PRIVATE | MAP_ANONYMOUS, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	if (!strcmp(via, "syscall"))
-		return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
 
 __attribute__((noinline)) static void *leak_site(void)
 {
@@ -68,7 +45,7 @@ static void *worker(void *arg)
 	long i;
 
 	(void)arg;
-	if (filter_install()) {
+	if (big_mmap_filter_install(SECCOMP_RET_KILL_PROCESS, !strcmp(via, "syscall"))) {
 		perror("seccomp_late: the filter");
 		return (void *)1;
 	}

@@ -17,8 +17,6 @@
  * usage: sig_in_malloc [--iterations N] (default 50): N blocks, N handler
  * allocations of 40 B.  Built -O2 -fomit-frame-pointer. */
 #define _GNU_SOURCE /* REG_RAX and the other register names */
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
@@ -26,10 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include "big_mmap_filter.h"
 
 #define BIG (4u << 20)
 #define KEEP_MAX 10000
@@ -70,26 +69,6 @@ __attribute__((noinline)) static int big_alloc(void)
 	return 0;
 }
 
-/* Traps mmap(len >= 1 MiB, flags == MAP_PRIVATE | MAP_ANONYMOUS). */
-static int trap_big_mmaps(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 1u << 20, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAP_PRIVATE | MAP_ANONYMOUS, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO };
@@ -107,7 +86,7 @@ int main(int argc, char **argv)
 		warm[i] = malloc(40);
 	for (i = 0; i < 8; i++)
 		free(warm[i]);
-	if (sigaction(SIGSYS, &sa, NULL) || trap_big_mmaps()) {
+	if (sigaction(SIGSYS, &sa, NULL) || big_mmap_filter_install(SECCOMP_RET_TRAP, 0)) {
 		perror("sig_in_malloc: seccomp");
 		return 1;
 	}
