@@ -418,6 +418,18 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	if (!r->mode || r->err)
 		return r->err;
 	err = image_handover(io, r, pid);
+	if (err == -EFAULT || err == -EIO) {
+		/* its memory is not where it was: most often an exec replaced
+		 * it (told after this drain, and the rings then start anew);
+		 * else it unmapped what its library holds, said when that
+		 * lasts past any exec's telling */
+		if (!r->fault_ns)
+			r->fault_ns = now_ns ? now_ns : 1;
+		if (!final && now_ns - r->fault_ns < RINGS_FAULT_SAY_NS)
+			return 0;
+	} else if (!err) {
+		r->fault_ns = 0;
+	}
 	if (err && err != -ESRCH && err != -ENOENT && !r->why[0])
 		snprintf(r->why, sizeof(r->why), "handing the unwind image over failed: %s", strerror(-err));
 	if (!r->dir) /* not published yet: nothing recorded either */

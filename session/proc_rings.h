@@ -37,6 +37,9 @@ struct proc_rings_io {
 };
 
 #define RINGS_IDS_SEEN 4096
+/* How long a process's memory may be found not where its library's was
+ * before that is said: an exec is told within a poll, a few ms */
+#define RINGS_FAULT_SAY_NS (100ull * 1000 * 1000)
 
 /* A record read and not yet applied: held until it is known that no
  * record it depends on can still come (see proc_rings_drain). */
@@ -91,6 +94,7 @@ struct proc_rings {
 			       * ended without a last drain) */
 	uint64_t reclaimed;   /* slots of ended threads handed back */
 	uint64_t drains;
+	uint64_t fault_ns;    /* when its memory was first found not there (0: it is) */
 	int err;	      /* the first error that stopped a drain (0: none) */
 	char why[192];	      /* and what it was */
 	char ring_why[192];   /* what the first corrupt ring had (bad: how many) */

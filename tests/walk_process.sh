@@ -16,7 +16,8 @@
 # Part f: a process that writes over its own ring (testdata/ring_scribble)
 # loses its own records, said, and nothing else.  Part g: a seccomp filter
 # installed after the walk began (testdata/seccomp_late) sends the library
-# back to its sites before it goes in.
+# back to its sites before it goes in.  Part h: processes that exec
+# while walking (a shell, env) start anew in their new image, unremarked.
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
@@ -213,5 +214,39 @@ else:
 PY
 		done
 	done
+fi
+# processes that exec while walking in the process: a shell whose children
+# run env, which execs echo, and which execs the seed itself at the end.
+# An exec replaces the memory the rings were read from; nothing is said of
+# it (each new image starts its own rings), and the seed's leak is whole,
+# walked in the process
+if lt_part h; then
+	SEED=$TESTDATA/seed_O2_stripped
+	timeout -k 5 120 "$DWLEAK" --walk process --stats -t 0 --format json -o "$T/h.json" -- bash -c \
+		'for i in 1 2 3 4 5 6; do x=$(/usr/bin/env echo $i); done; exec /usr/bin/env "$0" --iterations 50 --interval-ms 1' \
+		"$SEED" > "$T/h.out" 2> "$T/h.err"
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 1 ] || fail "h: dwleak exited $rc: $(tail -3 "$T/h.err")"
+	if grep -q "warning" "$T/h.err"; then
+		fail "h: warnings for processes that exec'd: $(grep -m3 warning "$T/h.err")"
+	else
+		pass "h: no warning through $(grep -c '^dwleak: stats: pid [0-9]* walked in the process' "$T/h.err") processes' execs"
+	fi
+	pid=$(sed -n 's/^dwleak: stats: pid \([0-9]*\) walked in the process: [1-9][0-9]* records .*/\1/p' "$T/h.err" | head -1)
+	[ -n "$pid" ] || fail "h: no process walked in the process: $(grep -m3 'walked in' "$T/h.err")"
+	lt_check "$T/h.json" "$pid" << 'PY'
+pid = int(ARGS[0])
+seed = [p["pid"] for p in r["processes"] if "seed_O2_stripped" in p["command"]]
+st = [s for s in r["stacks"] if s["pid"] in seed and "LeakLib::slowMemoryLeak()" in names(s)]
+if seed != [pid]:
+    fail("h: the seed (pids %s) is not the first process walked in the process (%d)" % (seed, pid))
+elif len(st) != 1 or (st[0]["bytes"], st[0]["allocations"]) != (50 * 40, 50):
+    fail("h: want the seed's 2000 B in 50 allocations through LeakLib::slowMemoryLeak():\n%s" %
+         "".join(show(s) for s in r["stacks"] if s["pid"] in seed))
+elif names(st[0])[:5] != ["malloc", "operator new(unsigned long)", "LeakLib::slowMemoryLeak()", "caller()", "main"]:
+    fail("h: the seed's frames: %s" % names(st[0]))
+else:
+    ok("h: the exec'd seed's leak whole, walked in the process: " + " <- ".join(names(st[0])))
+PY
 fi
 check_finish
