@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
 	build-essential clang llvm libclang-rt-14-dev	# compilers; libFuzzer runtime
+	lld						# links an aarch64 library built with branch protection (tests/tables_arm64.sh)
 	libbpf-dev bpftool				# BPF skeletons and loading
 	libelf-dev libdw-dev elfutils			# ELF and DWARF CFI
 	libiberty-dev					# cplus_demangle: C++ and Rust names
@@ -35,24 +36,44 @@ packages=(
 # Packages the tests need as files, not installed: busybox-static conflicts
 # with Debian's busybox (which a system may need), so its .deb is only
 # downloaded here, and tests/cmd_exit_status.sh unpacks it where it runs.
+# The arm64 ones are Debian's own arm64 builds, whose call-frame
+# information tests/tables_arm64.sh compiles and checks against libdw on
+# this x86 host (issue 26); fetched through multiarch (dpkg
+# --add-architecture arm64), nothing from elsewhere.
 DEB_DIR=${DWLEAK_DEB_DIR:-/var/cache/dwleak/debs}
-debs=(busybox-static)
+debs=(busybox-static libc6:arm64 libstdc++6:arm64 python3.11-minimal:arm64 perl-base:arm64 libperl5.36:arm64)
+
+# The file name apt-get download gives package D (PKG or PKG:ARCH), as a glob.
+deb_glob() {
+	case $1 in
+	*:*) echo "$DEB_DIR/${1%%:*}_*_${1#*:}.deb" ;;
+	*) echo "$DEB_DIR/${1}_*.deb" ;;
+	esac
+}
+
+# arm64's package lists, once: the architecture added, then an update.
+arm64_enable() {
+	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+	dpkg --add-architecture arm64
+	apt-get update -q
+}
 
 # Downloads each of debs into DEB_DIR unless a .deb of it is there.
 debs_fetch() {
 	local d
 	for d in "${debs[@]}"; do
-		compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null && continue
+		compgen -G "$(deb_glob "$d")" > /dev/null && continue
+		[[ $d != *:arm64 ]] || arm64_enable
 		mkdir -p "$DEB_DIR"
 		# apt-get download writes to the current directory; as root it
 		# warns that _apt cannot write there, which is harmless
 		(cd "$DEB_DIR" && apt-get download -q "$d" 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
 		# package lists never fetched, or stale: once more after an update
-		if ! compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null; then
+		if ! compgen -G "$(deb_glob "$d")" > /dev/null; then
 			apt-get update -q
 			(cd "$DEB_DIR" && apt-get download -q "$d")
 		fi
-		compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null || { echo "deps: cannot download $d" >&2; exit 2; }
+		compgen -G "$(deb_glob "$d")" > /dev/null || { echo "deps: cannot download $d" >&2; exit 2; }
 		echo "deps: downloaded $d into $DEB_DIR"
 	done
 }
@@ -64,7 +85,7 @@ for p in "${packages[@]}"; do
 done
 missing_debs=()
 for d in "${debs[@]}"; do
-	compgen -G "$DEB_DIR/${d}_*.deb" > /dev/null || missing_debs+=("$d")
+	compgen -G "$(deb_glob "$d")" > /dev/null || missing_debs+=("$d")
 done
 if [ ${#missing[@]} -eq 0 ] && [ ${#missing_debs[@]} -eq 0 ]; then
 	echo "deps: all ${#packages[@]} packages already installed, ${#debs[@]} .deb files in $DEB_DIR"

@@ -60,14 +60,41 @@ enum unwind_rbp_type {
 #define UNWIND_SIGFRAME_RSP 160
 #define UNWIND_SIGFRAME_RIP 168
 
+/*
+ * The architecture a table's rules are for: its object's ELF machine.  The
+ * walker runs only tables of its own; a table of another is compiled and
+ * verified as a file (dwleak tables --verify on arm64 objects, any host).
+ *
+ * On aarch64 the same fields name that architecture's registers:
+ *   cfa_type UNWIND_CFA_RSP   CFA = sp + cfa_off
+ *            UNWIND_CFA_RBP   CFA = x29 (the frame pointer) + cfa_off
+ *            (no PLT, realigned, rbx or signal forms: UNSUPPORTED)
+ *   rbp_type/rbp_off          the caller's x29, with the same types
+ *   rbx_type/rbx_off          the return address (x30, the link register):
+ *            UNWIND_RBP_SAME  still in x30 (a leaf, or before the prologue
+ *                             stored it): true only of the innermost frame
+ *            UNWIND_RBP_CFA   saved at CFA + rbx_off
+ *            (undefined: the rule is UNWIND_CFA_END, the outermost frame)
+ *   flags    UNWIND_RULE_RA_SIGNED: the return address carries a pointer
+ *            authentication code (DW_CFA_AARCH64_negate_ra_state), which the
+ *            walker strips from what it recovers
+ * The previous pc is the return address - 4 there (- 1 on x86_64).
+ */
+enum unwind_arch {
+	UNWIND_ARCH_X86_64 = 0,
+	UNWIND_ARCH_AARCH64 = 1,
+};
+
+#define UNWIND_RULE_RA_SIGNED 0x01 /* flags, aarch64 only */
+
 struct unwind_rule {
 	__s32 cfa_off; /* bytes; meaning depends on cfa_type */
 	__s32 rbp_off; /* bytes; meaning depends on rbp_type */
 	__s32 rbx_off; /* bytes; meaning depends on rbx_type */
 	__u8 cfa_type; /* enum unwind_cfa_type */
 	__u8 rbp_type; /* enum unwind_rbp_type */
-	__u8 rbx_type; /* enum unwind_rbp_type, for rbx */
-	__u8 pad;      /* zero */
+	__u8 rbx_type; /* enum unwind_rbp_type, for rbx (aarch64: the return address) */
+	__u8 flags;    /* UNWIND_RULE_*; zero on x86_64 */
 };
 
 struct unwind_row {

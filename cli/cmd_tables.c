@@ -83,6 +83,14 @@ static const char tables_usage[] =
 	"  end, signal, unsupported\n"
 	"                           the outermost frame, a signal trampoline, or a rule\n"
 	"                           the walker cannot follow (it stops there, counted)\n"
+	"An aarch64 FILE's rows name that machine's registers (its tables are compiled\n"
+	"and verified on any host; this dwleak traces x86_64 processes):\n"
+	"  0x27384-0x2738c cfa=sp+16 x29=[cfa-16] ra=[cfa-8]\n"
+	"  cfa=sp+N, cfa=x29+N      the CFA is sp or the frame pointer plus N\n"
+	"  x29=[cfa-16], x29=same   the caller's frame pointer saved, or unchanged\n"
+	"  ra=[cfa-8], ra=x30       the return address saved, or still in the link\n"
+	"                           register (a leaf, or before the prologue stores it)\n"
+	"  signed                   it carries a pointer authentication code\n"
 	"\n"
 	"The --verify summary line of each FILE reads\n"
 	"  verify FILE: fdes=N rows=N bytes=N bytes_per_row=X.XX coverage=P% mismatches=N\n"
@@ -176,10 +184,10 @@ static void header_print(const char *path, const char *debug_path, const struct 
 
 static int span_print(const struct table_span *span, void *arg)
 {
+	const struct unwind_table *t = arg;
 	char text[RULE_TEXT_MAX];
 
-	(void)arg;
-	table_rule_format(span->rule, text, sizeof(text));
+	table_rule_format(span->rule, t->arch, text, sizeof(text));
 	printf("  %#" PRIx64 "-%#" PRIx64 "  %s\n", span->start, span->end, text);
 	return 0;
 }
@@ -294,7 +302,7 @@ static int object_run(const struct tables_env *env, const char *path)
 		goto out;
 	}
 	header_print(path, debug_path, t);
-	table_for_each_span(t, span_print, NULL);
+	table_for_each_span(t, span_print, t);
 	status = 0;
 out:
 	table_free(t);

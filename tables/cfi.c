@@ -31,6 +31,13 @@
 #define REG_RSP 7
 #define REG_RIP 16
 
+/* aarch64 DWARF register numbers (AAPCS64 DWARF, "DWARF register names"). */
+#define A64_X29 29 /* the frame pointer */
+#define A64_X30 30 /* the link register: the return address column */
+#define A64_SP 31
+#define CFA_AARCH64_negate_ra_state 0x2d /* DW_CFA_GNU_window_save's number */
+#define REG_NONE UINT64_MAX
+
 /* DW_OP_* used by the expressions the walker understands. */
 #define OP_deref 0x06
 #define OP_and 0x1a
@@ -531,9 +538,10 @@ struct cfa_rule {
 
 struct frame_state {
 	struct cfa_rule cfa;
-	struct reg_rule rbp;
-	struct reg_rule rbx;
+	struct reg_rule rbp; /* aarch64: x29 */
+	struct reg_rule rbx; /* aarch64: not tracked */
 	struct reg_rule ra;
+	uint8_t ra_signed;   /* aarch64: DW_CFA_AARCH64_negate_ra_state's toggle */
 };
 
 struct interp {
@@ -672,9 +680,42 @@ static void reg_to_rule(const struct reg_rule *b, uint8_t *type, int32_t *out_of
 
 /* Translates the interpreter's state into the walker's rule.  Rules are
  * canonical (unused fields zero) so that equal meanings deduplicate. */
-static void state_to_rule(const struct frame_state *s, int signal, struct unwind_rule *r)
+/* aarch64's rule: CFA from sp or x29, x29's rule, the return address's
+ * (in x30 or saved at CFA + N), its signing; any other form unsupported
+ * (signal frames are the vDSO's there, and not walked yet). */
+static void state_to_rule_a64(const struct frame_state *s, int signal, struct unwind_rule *r)
+{
+	if (s->ra.kind == RK_UNDEF && !signal) {
+		r->cfa_type = UNWIND_CFA_END;
+		return;
+	}
+	r->cfa_type = UNWIND_CFA_UNSUPPORTED;
+	if (signal || s->cfa.is_expr || !fits32(s->cfa.off) || (s->cfa.reg != A64_SP && s->cfa.reg != A64_X29))
+		return;
+	if (s->ra.kind == RK_SAME) {
+		r->rbx_type = UNWIND_RBP_SAME;
+	} else if (s->ra.kind == RK_OFFSET && fits32(s->ra.off)) {
+		r->rbx_type = UNWIND_RBP_CFA;
+		r->rbx_off = (int32_t)s->ra.off;
+	} else {
+		return;
+	}
+	r->cfa_type = s->cfa.reg == A64_SP ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
+	r->cfa_off = (int32_t)s->cfa.off;
+	if (s->rbp.kind == RK_EXPR) /* x86's rbp-relative save; none on aarch64 */
+		r->rbp_type = UNWIND_RBP_UNSUPPORTED;
+	else
+		reg_to_rule(&s->rbp, &r->rbp_type, &r->rbp_off);
+	r->flags = s->ra_signed ? UNWIND_RULE_RA_SIGNED : 0;
+}
+
+static void state_to_rule(const struct frame_state *s, uint8_t arch, int signal, struct unwind_rule *r)
 {
 	memset(r, 0, sizeof(*r));
+	if (arch == UNWIND_ARCH_AARCH64) {
+		state_to_rule_a64(s, signal, r);
+		return;
+	}
 	if (signal) {
 		r->cfa_type = signal_rules_match(s) ? UNWIND_CFA_SIGNAL : UNWIND_CFA_UNSUPPORTED;
 		return;
@@ -705,31 +746,34 @@ static int interp_emit(struct interp *in, uint64_t to)
 		to = in->fde->end;
 	if (to <= from)
 		return 0;
-	state_to_rule(&in->st, in->cie->signal, &rule);
+	state_to_rule(&in->st, in->sec->arch, in->cie->signal, &rule);
 	in->loc = to;
 	return in->fn(from, to, &rule, in->arg);
 }
 
+/* The slot of S that tracks REG, or NULL: the return address column, the
+ * frame pointer (rbp, x29) and on x86_64 rbx. */
+static struct reg_rule *state_reg(const struct interp *in, struct frame_state *s, uint64_t reg)
+{
+	bool a64 = in->sec->arch == UNWIND_ARCH_AARCH64;
+
+	if (reg == in->cie->ra_reg)
+		return &s->ra;
+	if (reg == (a64 ? A64_X29 : REG_RBP))
+		return &s->rbp;
+	if (reg == (a64 ? REG_NONE : REG_RBX))
+		return &s->rbx;
+	return NULL;
+}
+
 static struct reg_rule *interp_reg(struct interp *in, uint64_t reg)
 {
-	if (reg == in->cie->ra_reg)
-		return &in->st.ra;
-	if (reg == REG_RBP)
-		return &in->st.rbp;
-	if (reg == REG_RBX)
-		return &in->st.rbx;
-	return NULL;
+	return state_reg(in, &in->st, reg);
 }
 
 static const struct reg_rule *init_reg(struct interp *in, uint64_t reg)
 {
-	if (reg == in->cie->ra_reg)
-		return &in->init.ra;
-	if (reg == REG_RBP)
-		return &in->init.rbp;
-	if (reg == REG_RBX)
-		return &in->init.rbx;
-	return NULL;
+	return state_reg(in, &in->init, reg);
 }
 
 static void set_reg(struct interp *in, uint64_t reg, uint8_t kind, int64_t off,
@@ -911,6 +955,11 @@ static int interp_step(struct interp *in, struct reader *r, int in_cie)
 		reg = rd_uleb(r);
 		set_reg(in, reg, RK_VAL_OFFSET, factored(r, rd_sleb(r), da), NULL, 0);
 		return 0;
+	case CFA_AARCH64_negate_ra_state: /* SPARC's window_save elsewhere */
+		if (in->sec->arch != UNWIND_ARCH_AARCH64)
+			return -EINVAL;
+		in->st.ra_signed ^= 1;
+		return 0;
 	case 0x2e: /* GNU_args_size */
 		rd_uleb(r);
 		return 0;
@@ -938,12 +987,21 @@ static int interp_run(struct interp *in, const uint8_t *p, const uint8_t *end, i
 	return 0;
 }
 
-/* The x86_64 psABI's state before any CIE instruction, as libdw's
- * backend and the kernel's expectations have it: CFA = rsp + 8, return
+/* The psABI's state before any CIE instruction, as libdw's backends and
+ * the kernel's expectations have it; x86_64: CFA = rsp + 8, return
  * address at CFA - 8, rbp preserved. */
-static void state_init(struct frame_state *s)
+static void state_init(struct frame_state *s, uint8_t arch)
 {
 	memset(s, 0, sizeof(*s));
+	if (arch == UNWIND_ARCH_AARCH64) {
+		/* AAPCS64: CFA = sp, x29 and x30 (the return address) as they
+		 * are, as elfutils' aarch64 backend and gcc's CIEs have it */
+		s->cfa.reg = A64_SP;
+		s->rbp.kind = RK_SAME;
+		s->rbx.kind = RK_SAME;
+		s->ra.kind = RK_SAME;
+		return;
+	}
 	s->cfa.reg = REG_RSP;
 	s->cfa.off = 8;
 	s->rbp.kind = RK_SAME;
@@ -969,7 +1027,7 @@ int cfi_fde_rows(const struct cfi_section *sec, const struct cfi_fde *fde, cfi_r
 		return -EINVAL;
 	in.cie = &cie;
 	in.loc = fde->start;
-	state_init(&in.st);
+	state_init(&in.st, sec->arch);
 	err = interp_run(&in, cie.insns, cie.insns_end, 1);
 	if (err)
 		goto out;

@@ -1,6 +1,7 @@
 /* DWARF call-frame information (.eh_frame / .debug_frame) parser and CFA
  * program interpreter.  It reads CIEs and FDEs from untrusted bytes and
- * turns each FDE into address ranges with the x86_64 rule the walker uses. */
+ * turns each FDE into address ranges with the rule the walker uses, for
+ * x86_64 or aarch64 (unwind_format.h says what the fields mean on each). */
 #ifndef DWLEAK_CFI_H
 #define DWLEAK_CFI_H
 
@@ -16,6 +17,7 @@ struct cfi_section {
 	size_t size;
 	uint64_t addr;
 	bool is_eh; /* .eh_frame (else .debug_frame: different CIE ids and pointers) */
+	uint8_t arch; /* enum unwind_arch: which registers the rules name */
 };
 
 /* An FDE as found in the section: the code range and where it starts. */

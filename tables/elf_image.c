@@ -188,8 +188,8 @@ int elf_image_open_fd(struct elf_image *img, int fd, uint64_t size, const char *
 
 int elf_image_check_object(const struct elf_image *img, const char **why)
 {
-	*why = "not an x86_64 ELF object";
-	if (img->ehdr.e_machine != EM_X86_64)
+	*why = "not an x86_64 or aarch64 ELF object";
+	if (img->ehdr.e_machine != EM_X86_64 && img->ehdr.e_machine != EM_AARCH64)
 		return -ENOEXEC;
 	*why = "not an executable or shared object (relocatable and core files have no load addresses)";
 	if (img->ehdr.e_type != ET_EXEC && img->ehdr.e_type != ET_DYN)

@@ -74,7 +74,8 @@ int elf_image_open_mem(struct elf_image *img, const void *data, size_t size, con
 int elf_image_open_fd(struct elf_image *img, int fd, uint64_t size, const char **why);
 
 /* Checks that the image is something the table compiler can unwind: an
- * x86_64 executable or shared object.  Returns 0 or -ENOEXEC with *WHY. */
+ * x86_64 or aarch64 executable or shared object (the walker takes only
+ * its own machine's: unwinder_add checks).  Returns 0 or -ENOEXEC with *WHY. */
 int elf_image_check_object(const struct elf_image *img, const char **why);
 
 /* Frees the header copies; the image bytes or fd stay the caller's. */

@@ -35,6 +35,7 @@ struct unwind_table {
 	uint64_t supported_bytes; /* of those, bytes whose rule the walker handles */
 	uint8_t build_id[TABLE_BUILD_ID_MAX];
 	uint32_t build_id_len;	/* 0 = the object has no NT_GNU_BUILD_ID */
+	uint32_t arch;		/* enum unwind_arch: the object's machine */
 };
 
 /* Options for table_compile_fd(); a zeroed struct is the default. */
@@ -103,8 +104,10 @@ uint64_t table_walker_bytes(const struct unwind_table *t);
  * the caller's rbp is not an unsupported expression). */
 bool table_rule_supported(const struct unwind_rule *rule);
 
-/* Writes a human-readable form of RULE ("rsp+16  rbp=c-16") into BUF. */
-void table_rule_format(const struct unwind_rule *rule, char *buf, size_t len);
+/* Writes a human-readable form of RULE, of a table for ARCH (enum
+ * unwind_arch), into BUF: "cfa=rsp+16 rbp=[cfa-16]" on x86_64,
+ * "cfa=sp+16 x29=[cfa-16] ra=[cfa-8]" on aarch64. */
+void table_rule_format(const struct unwind_rule *rule, uint32_t arch, char *buf, size_t len);
 
 /* Message describing the last failure in this thread (never NULL). */
 const char *table_last_error(void);

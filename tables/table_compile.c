@@ -191,7 +191,7 @@ static void inputs_close(struct inputs *in)
 
 static void cfi_from(struct inputs *in, enum fde_source src, const struct elf_section *s, int is_eh)
 {
-	in->sec[src] = (struct cfi_section){ s->data, s->size, s->addr, is_eh };
+	in->sec[src] = (struct cfi_section){ s->data, s->size, s->addr, is_eh, table_input_arch(in->in) };
 	in->have[src] = s->data != NULL && s->size > 0;
 }
 
@@ -433,6 +433,7 @@ int table_compile_input(const struct table_input *input, struct unwind_table **o
 		goto out;
 	memcpy(t->build_id, input->build_id, input->build_id_len);
 	t->build_id_len = input->build_id_len;
+	t->arch = table_input_arch(input);
 	err = -ENODATA;
 	if (!in.have[SRC_EH] && !in.have[SRC_DEBUG] && !in.have[SRC_DEBUG_FILE]) {
 		if (!input->obj.img.shnum) /* stripped of them: .eh_frame had to come through PT_GNU_EH_FRAME */
@@ -671,11 +672,33 @@ static void reg_format(uint8_t type, int32_t off, char *buf, size_t len)
 	}
 }
 
-void table_rule_format(const struct unwind_rule *r, char *buf, size_t len)
+/* aarch64's form: sp or x29, x29's rule, the return address's. */
+static void rule_format_a64(const struct unwind_rule *r, char *buf, size_t len)
+{
+	char fp[32], ra[32];
+
+	if (r->cfa_type != UNWIND_CFA_RSP && r->cfa_type != UNWIND_CFA_RBP) {
+		snprintf(buf, len, "%s", r->cfa_type <= UNWIND_CFA_UNSUPPORTED ? cfa_names[r->cfa_type] : "invalid");
+		return;
+	}
+	reg_format(r->rbp_type, r->rbp_off, fp, sizeof(fp));
+	if (r->rbx_type == UNWIND_RBP_SAME)
+		snprintf(ra, sizeof(ra), "x30");
+	else
+		reg_format(r->rbx_type, r->rbx_off, ra, sizeof(ra));
+	snprintf(buf, len, "cfa=%s%+d x29=%s ra=%s%s", r->cfa_type == UNWIND_CFA_RSP ? "sp" : "x29", r->cfa_off, fp,
+		 ra, r->flags & UNWIND_RULE_RA_SIGNED ? " signed" : "");
+}
+
+void table_rule_format(const struct unwind_rule *r, uint32_t arch, char *buf, size_t len)
 {
 	char rbp[32], rbx[40];
 	const char *cfa = r->cfa_type <= UNWIND_CFA_UNSUPPORTED ? cfa_names[r->cfa_type] : "invalid";
 
+	if (arch == UNWIND_ARCH_AARCH64) {
+		rule_format_a64(r, buf, len);
+		return;
+	}
 	reg_format(r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
 	rbx[0] = 0;
 	if (r->rbx_type != UNWIND_RBP_SAME) {

@@ -201,6 +201,11 @@ static int object_read(struct table_input *in)
 	return 0;
 }
 
+uint8_t table_input_arch(const struct table_input *in)
+{
+	return in->obj.img.ehdr.e_machine == EM_AARCH64 ? UNWIND_ARCH_AARCH64 : UNWIND_ARCH_X86_64;
+}
+
 /* The debug file's part: its headers and .debug_frame, read and closed. */
 static int debug_read(struct table_input *in, const char *path)
 {
@@ -229,6 +234,10 @@ static int debug_read(struct table_input *in, const char *path)
 	f->trusted = stat_trusted(&st);
 	err = elf_image_open_fd(&f->img, fd, (uint64_t)st.st_size, &why);
 	err = err ?: elf_image_check_object(&f->img, &why);
+	if (!err && f->img.ehdr.e_machine != in->obj.img.ehdr.e_machine) {
+		why = "for another architecture than the object";
+		err = -ENOEXEC;
+	}
 	if (err) {
 		table_set_error("%s%s", what, why);
 		elf_image_close(&f->img);

@@ -80,6 +80,9 @@ int table_input_read_fd(int fd, const struct table_opts *opts, struct table_inpu
 int table_input_read_mem(const void *image, size_t size, const struct table_opts *opts,
 			 struct table_input *in);
 
+/* The object's enum unwind_arch, from its ELF machine (checked on read). */
+uint8_t table_input_arch(const struct table_input *in);
+
 /* Frees IN's buffers. */
 void table_input_release(struct table_input *in);
 

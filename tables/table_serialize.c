@@ -122,6 +122,7 @@ static void write_header(struct wcur *w, const struct unwind_table *t)
 	put_u64(w, t->covered_bytes);
 	put_u64(w, t->supported_bytes);
 	put_bytes(w, id, sizeof(id));
+	put_u32(w, t->arch);
 }
 
 static void write_arrays(struct wcur *w, const struct unwind_table *t)
@@ -143,7 +144,7 @@ static void write_arrays(struct wcur *w, const struct unwind_table *t)
 		put_u8(w, t->rules[i].cfa_type);
 		put_u8(w, t->rules[i].rbp_type);
 		put_u8(w, t->rules[i].rbx_type);
-		put_u8(w, t->rules[i].pad);
+		put_u8(w, t->rules[i].flags);
 	}
 }
 
@@ -192,6 +193,7 @@ static int read_header(struct rcur *r, size_t len, struct unwind_table *t)
 	t->covered_bytes = get_u64(r);
 	t->supported_bytes = get_u64(r);
 	get_bytes(r, t->build_id, sizeof(t->build_id));
+	t->arch = get_u32(r);
 
 	if (r->bad || memcmp(magic, TABLE_SER_MAGIC, sizeof(magic)) != 0 ||
 	    version != TABLE_FORMAT_VERSION || hdr_size != TABLE_SER_HEADER_SIZE)
@@ -201,7 +203,8 @@ static int read_header(struct rcur *r, size_t len, struct unwind_table *t)
 	if (t->nrules > UNWIND_MAX_RULES || t->first_page > MAX_FIRST_PAGE ||
 	    t->npages > MAX_FIRST_PAGE - t->first_page + 1)
 		return -EBADMSG;
-	if (t->build_id_len > TABLE_BUILD_ID_MAX || t->supported_bytes > t->covered_bytes)
+	if (t->build_id_len > TABLE_BUILD_ID_MAX || t->supported_bytes > t->covered_bytes ||
+	    (t->arch != UNWIND_ARCH_X86_64 && t->arch != UNWIND_ARCH_AARCH64))
 		return -EBADMSG;
 	for (i = t->build_id_len; i < TABLE_BUILD_ID_MAX; i++)
 		if (t->build_id[i])
@@ -239,7 +242,7 @@ static void read_arrays(struct rcur *r, struct unwind_table *t)
 		t->rules[i].cfa_type = get_u8(r);
 		t->rules[i].rbp_type = get_u8(r);
 		t->rules[i].rbx_type = get_u8(r);
-		t->rules[i].pad = get_u8(r);
+		t->rules[i].flags = get_u8(r);
 	}
 }
 
@@ -252,7 +255,8 @@ static bool rules_valid(const struct unwind_table *t)
 
 		if (rule->cfa_type > UNWIND_CFA_UNSUPPORTED ||
 		    rule->rbp_type > UNWIND_RBP_UNSUPPORTED ||
-		    rule->rbx_type > UNWIND_RBP_UNSUPPORTED || rule->pad != 0)
+		    rule->rbx_type > UNWIND_RBP_UNSUPPORTED || (rule->flags & ~UNWIND_RULE_RA_SIGNED) ||
+		    (rule->flags && t->arch != UNWIND_ARCH_AARCH64))
 			return false;
 	}
 	return true;

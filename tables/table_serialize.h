@@ -13,7 +13,7 @@
  * Bump it whenever either changes (a new field, a different row split, a
  * fixed rule): the table cache keys on it, so old entries stop matching.
  */
-#define TABLE_FORMAT_VERSION 2
+#define TABLE_FORMAT_VERSION 3
 
 /*
  * Layout, every integer little-endian, no padding:
@@ -24,12 +24,13 @@
  *    44  u32 nfdes_debug           48  u32 nfdes_bad 52 u32 build_id_len
  *    56  u64 covered_bytes         64  u64 supported_bytes
  *    72  u8 build_id[64]           (bytes past build_id_len are zero)
+ *   136  u32 arch                  (enum unwind_arch)
  *   pages  npages x { u32 first_row, u32 nrows }
  *   rows   nrows  x { u16 pc_low, u16 rule }
- *   rules  nrules x { s32 cfa_off, s32 rbp_off, s32 rbx_off, u8 cfa_type, u8 rbp_type, u8 rbx_type, u8 pad }
+ *   rules  nrules x { s32 cfa_off, s32 rbp_off, s32 rbx_off, u8 cfa_type, u8 rbp_type, u8 rbx_type, u8 flags }
  */
 #define TABLE_SER_MAGIC "DWLKTABL"
-#define TABLE_SER_HEADER_SIZE 136
+#define TABLE_SER_HEADER_SIZE 140
 
 /* The encoded size of a table with these counts (u64: callers bound
  * counts that do not fit the table's own fields). */

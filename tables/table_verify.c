@@ -23,6 +23,11 @@
 #define DWREG_RSP 7
 #define DWREG_RA 16 /* return address column */
 
+/* aarch64's (AAPCS64 DWARF). */
+#define DWREG_A64_X29 29
+#define DWREG_A64_X30 30 /* the link register, the return address column */
+#define DWREG_A64_SP 31
+
 #define VERIFY_TEXT_MAX 512 /* rule text plus libdw's raw ops */
 #define VERIFY_ERROR_MAX 256
 
@@ -84,6 +89,7 @@ enum cfi_source {
 /* libdw handles over the object and its debug file; any may be NULL.
  * cfi[SRC_EH] is ours to end, the others belong to their Dwarf. */
 struct libdw_sources {
+	uint32_t arch; /* enum unwind_arch of the table checked */
 	Elf *elf;
 	Dwarf *dwarf;
 	int sep_fd;
@@ -390,6 +396,62 @@ static void frame_translate(Dwarf_Frame *frame, struct oracle_answer *ans)
 	callee_saved_translate(&rbx, &ans->rule.rbx_type, &ans->rule.rbx_off);
 }
 
+/*
+ * The same on aarch64 (unwind_format.h: the CFA from sp or x29, x29's rule
+ * in rbp's fields, the return address's in rbx's).  libdw 0.188 takes
+ * DW_CFA_AARCH64_negate_ra_state and keeps nothing of it, so a rule's
+ * UNWIND_RULE_RA_SIGNED has no oracle here and is not compared.
+ */
+static void frame_translate_a64(Dwarf_Frame *frame, struct oracle_answer *ans)
+{
+	struct reg_loc ra, fp;
+	Dwarf_Op *cfa = NULL;
+	size_t ncfa = 0;
+	Dwarf_Addr start, end;
+	bool signalp = false;
+	unsigned int reg, cfa_reg;
+	int64_t off, cfa_off;
+	enum reg_kind ra_kind;
+	int cfa_rc;
+
+	dwarf_frame_info(frame, &start, &end, &signalp);
+	cfa_rc = dwarf_frame_cfa(frame, &cfa, &ncfa);
+	reg_fetch(frame, DWREG_A64_X30, &ra);
+	reg_fetch(frame, DWREG_A64_X29, &fp);
+
+	text_append(ans->raw, sizeof(ans->raw), "libdw:%s cfa=", signalp ? " signal" : "");
+	if (cfa_rc != 0 || ncfa == 0)
+		text_append(ans->raw, sizeof(ans->raw), "none");
+	else
+		ops_format(ans->raw, sizeof(ans->raw), cfa, ncfa);
+	reg_format(ans->raw, sizeof(ans->raw), "x30", &ra);
+	reg_format(ans->raw, sizeof(ans->raw), "x29", &fp);
+
+	ra_kind = reg_classify(&ra, &reg, &off);
+	if (!signalp && ra_kind == REG_UNDEFINED) {
+		ans->rule.cfa_type = UNWIND_CFA_END;
+		return;
+	}
+	ans->rule.cfa_type = UNWIND_CFA_UNSUPPORTED;
+	if (signalp || cfa_rc != 0 || ncfa != 1 || !op_breg(&cfa[0], &cfa_reg, &cfa_off) ||
+	    (cfa_reg != DWREG_A64_SP && cfa_reg != DWREG_A64_X29) || !fits_s32(cfa_off))
+		return;
+	if (ra_kind == REG_SAME) {
+		ans->rule.rbx_type = UNWIND_RBP_SAME;
+	} else if (ra_kind == REG_CFA_OFFSET && fits_s32(off)) {
+		ans->rule.rbx_type = UNWIND_RBP_CFA;
+		ans->rule.rbx_off = (int32_t)off;
+	} else {
+		return;
+	}
+	ans->rule.cfa_type = cfa_reg == DWREG_A64_SP ? UNWIND_CFA_RSP : UNWIND_CFA_RBP;
+	ans->rule.cfa_off = (int32_t)cfa_off;
+	if (reg_classify(&fp, &reg, &off) == REG_EXPR_BREG) /* x86's rbp-relative form only */
+		ans->rule.rbp_type = UNWIND_RBP_UNSUPPORTED;
+	else
+		callee_saved_translate(&fp, &ans->rule.rbp_type, &ans->rule.rbp_off);
+}
+
 static bool libdw_no_match(int err)
 {
 	const char *msg = dwarf_errmsg(err);
@@ -408,7 +470,10 @@ static void oracle_ask(struct libdw_sources *src, uint64_t addr, struct oracle_a
 		if (!src->cfi[i])
 			continue;
 		if (dwarf_cfi_addrframe(src->cfi[i], addr, &frame) == 0) {
-			frame_translate(frame, ans);
+			if (src->arch == UNWIND_ARCH_AARCH64)
+				frame_translate_a64(frame, ans);
+			else
+				frame_translate(frame, ans);
 			free(frame);
 			return;
 		}
@@ -478,10 +543,10 @@ static void report_mismatch(struct verify_ctx *ctx, uint64_t addr, const struct 
 		ctx->res->libdw_errors++;
 	if (!ctx->on_mismatch)
 		return;
-	table_rule_format(ours ? ours : &none, ours_text, sizeof(ours_text));
+	table_rule_format(ours ? ours : &none, ctx->t->arch, ours_text, sizeof(ours_text));
 	theirs[0] = '\0';
 	if (!ans->libdw_error)
-		table_rule_format(&ans->rule, theirs, sizeof(theirs));
+		table_rule_format(&ans->rule, ctx->t->arch, theirs, sizeof(theirs));
 	if (ans->sigframe_unexpected)
 		text_append(theirs, sizeof(theirs), " (not the rt_sigframe layout)");
 	text_append(theirs, sizeof(theirs), "%s[%s]", theirs[0] ? " " : "", ans->raw);
@@ -756,11 +821,26 @@ static void result_init(struct table_verify_result *res, const struct unwind_tab
 	res->supported_bytes = t->supported_bytes;
 }
 
+/* The table's architecture must be the file's: each is read in its own. */
+static int machine_check(const struct libdw_sources *s)
+{
+	GElf_Ehdr eh;
+	uint32_t arch;
+
+	if (!gelf_getehdr(s->elf, &eh))
+		return verify_fail(-EINVAL, "libdw cannot read the ELF header: %s", elf_errmsg(-1));
+	arch = eh.e_machine == EM_AARCH64 ? UNWIND_ARCH_AARCH64 : UNWIND_ARCH_X86_64;
+	if ((eh.e_machine != EM_AARCH64 && eh.e_machine != EM_X86_64) || arch != s->arch)
+		return verify_fail(-EINVAL, "the table is for another architecture than the file (ELF machine %u)",
+				   eh.e_machine);
+	return 0;
+}
+
 int table_verify(int fd, const struct table_opts *opts, const struct unwind_table *t,
 		 struct table_verify_result *res, table_verify_mismatch_fn on_mismatch,
 		 void *arg)
 {
-	struct libdw_sources src = { .sep_fd = -1 };
+	struct libdw_sources src = { .arch = t->arch, .sep_fd = -1 };
 	struct verify_ctx ctx = {
 		.t = t, .src = &src, .res = res, .on_mismatch = on_mismatch, .arg = arg,
 	};
@@ -769,6 +849,9 @@ int table_verify(int fd, const struct table_opts *opts, const struct unwind_tabl
 	verify_error[0] = '\0';
 	result_init(res, t);
 	ret = sources_open(&src, fd, opts ? opts->debug_path : NULL);
+	if (ret)
+		goto out;
+	ret = machine_check(&src);
 	if (ret)
 		goto out;
 	ret = table_for_each_span(t, check_span, &ctx);

@@ -172,6 +172,13 @@ static void object_compile(struct unwinder *u, struct unwind_object *o)
 		o->error_msg = strdup(table_last_error());
 		return;
 	}
+	if (o->table->arch != UNWIND_ARCH_X86_64) { /* another machine's code, mapped as data */
+		table_free(o->table);
+		o->table = NULL;
+		o->error = -ENOEXEC;
+		o->error_msg = strdup("an aarch64 object: this walker unwinds x86_64 code");
+		return;
+	}
 	o->rows = o->table->nrows;
 	o->rules = o->table->nrules;
 	o->table_bytes = table_walker_bytes(o->table);

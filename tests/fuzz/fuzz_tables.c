@@ -22,7 +22,7 @@ static int check_span(const struct table_span *span, void *arg)
 	r = table_lookup(t, span->end - 1, NULL, NULL);
 	if (!r || memcmp(r, span->rule, sizeof(*r)) != 0)
 		abort();
-	table_rule_format(span->rule, buf, sizeof(buf));
+	table_rule_format(span->rule, t->arch, buf, sizeof(buf));
 	(void)table_rule_supported(span->rule);
 	return 0;
 }

@@ -18,7 +18,7 @@ static inline bool tables_equal(const struct unwind_table *a, const struct unwin
 	       a->nrows == b->nrows && a->nrules == b->nrules && a->nfdes == b->nfdes &&
 	       a->nfdes_eh == b->nfdes_eh && a->nfdes_debug == b->nfdes_debug &&
 	       a->nfdes_bad == b->nfdes_bad && a->covered_bytes == b->covered_bytes &&
-	       a->supported_bytes == b->supported_bytes && a->build_id_len == b->build_id_len &&
+	       a->supported_bytes == b->supported_bytes && a->build_id_len == b->build_id_len && a->arch == b->arch &&
 	       memcmp(a->build_id, b->build_id, a->build_id_len) == 0 &&
 	       memcmp(a->pages, b->pages, a->npages * sizeof(*a->pages)) == 0 &&
 	       memcmp(a->rows, b->rows, a->nrows * sizeof(*a->rows)) == 0 &&

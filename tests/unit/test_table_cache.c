@@ -190,8 +190,15 @@ static void test_serialize_invalid(void)
 	t->rules[0].rbp_type = UNWIND_RBP_UNSUPPORTED + 1;
 	expect_bad(t, "rbp_type out of range");
 	t = small_table();
-	t->rules[0].pad = 1;
-	expect_bad(t, "non-zero pad");
+	t->rules[0].flags = UNWIND_RULE_RA_SIGNED;
+	expect_bad(t, "a signed return address in an x86_64 table");
+	t = small_table();
+	t->arch = UNWIND_ARCH_AARCH64;
+	t->rules[0].flags = 2;
+	expect_bad(t, "an unknown rule flag");
+	t = small_table();
+	t->arch = 2;
+	expect_bad(t, "an unknown architecture");
 	t = small_table();
 	t->first_page = UINT64_MAX >> UNWIND_PAGE_SHIFT;
 	expect_bad(t, "pages past the address space");
@@ -210,6 +217,12 @@ static void test_serialize(const struct unwind_table *libc)
 
 	check_round_trip(t);
 	check_round_trip(libc);
+	/* an aarch64 table keeps its machine and its signed return addresses */
+	t->arch = UNWIND_ARCH_AARCH64;
+	t->rules[0].flags = UNWIND_RULE_RA_SIGNED;
+	check_round_trip(t);
+	t->arch = UNWIND_ARCH_X86_64;
+	t->rules[0].flags = 0;
 
 	CHECK(table_serialize(t, (void **)&buf, &len) == 0);
 	copy = malloc(len + 1);
