@@ -243,6 +243,8 @@ static int held_push(struct proc_rings *r, const struct ring_held *h)
 			return -ENOMEM;
 		r->held = v;
 		r->cap = cap;
+		free(r->merge); /* sized anew when a sort needs it */
+		r->merge = NULL;
 	}
 	r->held[r->nheld++] = *h;
 	return 0;
@@ -304,6 +306,50 @@ static int held_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Where the sorted run of V that starts at I ends (N: the end of V). */
+static size_t run_end(const struct ring_held *v, size_t i, size_t n)
+{
+	for (i++; i < n && held_cmp(&v[i - 1], &v[i]) < 0; i++)
+		;
+	return i;
+}
+
+/*
+ * Sorts R's held records by tsc (then seq).  They come as a few sorted
+ * runs: what the last drain kept, then each ring's records in its order
+ * (a ring's tsc never goes down, on_record sees to it): runs next to each
+ * other are merged, pass after pass, O(n log runs).  qsort cost tens of
+ * ns a record with two threads' rings, which the drain of a busy process
+ * could not afford.  Falls back to qsort without memory for the merge.
+ */
+static void held_sort(struct proc_rings *r)
+{
+	struct ring_held *src = r->held, *dst, *t;
+	size_t n = r->nheld, i, m, a, b, e, k, runs;
+
+	if (run_end(src, 0, n) == n)
+		return; /* one thread's records: sorted already */
+	if (!r->merge && !(r->merge = malloc(r->cap * sizeof(*r->merge)))) {
+		qsort(r->held, r->nheld, sizeof(*r->held), held_cmp);
+		return;
+	}
+	dst = r->merge;
+	do {
+		for (i = 0, runs = 0; i < n; i = e, runs++) {
+			m = run_end(src, i, n); /* [i, m) and [m, e): two runs */
+			e = m < n ? run_end(src, m, n) : n;
+			for (a = i, b = m, k = i; a < m && b < e; k++)
+				dst[k] = held_cmp(&src[b], &src[a]) < 0 ? src[b++] : src[a++];
+			memcpy(dst + k, src + a, (m - a) * sizeof(*src)); /* what is left of one of them */
+			k += m - a;
+			memcpy(dst + k, src + b, (e - b) * sizeof(*src));
+		}
+		t = src, src = dst, dst = t;
+	} while (runs > 1);
+	r->held = src; /* the two arrays trade places: both CAP entries */
+	r->merge = dst;
+}
+
 /* Applies the held records below tsc LIMIT (all of them: ~0) to L, in
  * tsc order, and keeps the rest. */
 static void held_apply(struct proc_rings *r, struct ledger *l, uint64_t limit)
@@ -312,12 +358,7 @@ static void held_apply(struct proc_rings *r, struct ledger *l, uint64_t limit)
 
 	if (!r->nheld)
 		return;
-	/* one thread's records come sorted already (a ring is in tsc order
-	 * but for a signal handler's records) */
-	for (i = 1; i < r->nheld && held_cmp(&r->held[i - 1], &r->held[i]) < 0; i++)
-		;
-	if (i < r->nheld)
-		qsort(r->held, r->nheld, sizeof(*r->held), held_cmp);
+	held_sort(r);
 	for (i = 0; i < r->nheld; i++) {
 		const struct ring_held *h = &r->held[i];
 
@@ -493,6 +534,8 @@ void proc_rings_free(struct proc_rings *r)
 {
 	free(r->blob);
 	free(r->held);
+	free(r->merge);
+	r->merge = NULL;
 	free(r->drain);
 	r->blob = NULL;
 	r->held = NULL;

@@ -71,6 +71,7 @@ struct proc_rings {
 	/* records read, not applied yet, by tsc once sorted */
 	struct ring_held *held;
 	size_t nheld, cap;
+	struct ring_held *merge; /* CAP entries: the sort's other half (NULL until two runs met) */
 	uint64_t seq;
 	/* what each slot's ring had dropped when last read, per owner */
 	uint64_t slot_dropped[WALK_RING_SLOTS];
