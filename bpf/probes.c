@@ -160,6 +160,20 @@ static int sample_gaps_fill(int fd, double n)
 	return 0;
 }
 
+/* MAP (one CPU's slice long in the object: maps.bpf.h's cpu_slot) made
+ * one slice per possible CPU long. */
+static int percpu_slices(struct bpf_map *map)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t n = bpf_map__max_entries(map);
+
+	if (ncpu <= 0)
+		return ncpu < 0 ? ncpu : -EINVAL;
+	if (n * (uint64_t)ncpu > UINT32_MAX)
+		return -E2BIG;
+	return bpf_map__set_max_entries(map, (uint32_t)(n * (uint64_t)ncpu));
+}
+
 /* Rodata, which programs load, and map sizes: everything fixed at load. */
 static int settings_apply(struct probes *p)
 {
@@ -208,6 +222,10 @@ static int settings_apply(struct probes *p)
 	err = err ?: bpf_map__set_max_entries(s->maps.alloc_events, ALLOC_RING_BYTES);
 	p->stacks.cap = p->set.stacks_max ? p->set.stacks_max : STACKS_MAX;
 	err = err ?: bpf_map__set_max_entries(s->maps.stacks, (uint32_t)p->stacks.cap);
+	/* the walker's per-CPU caches: one slice of each array per CPU */
+	err = err ?: percpu_slices(s->maps.rule_cache);
+	err = err ?: percpu_slices(s->maps.walk_memo);
+	err = err ?: percpu_slices(s->maps.stack_seen);
 	return err;
 }
 

@@ -18,7 +18,7 @@
  * DWLEAK_STACK_NOT_STORED when the map was full (counted). */
 static __u64 stack_store(__u64 id, struct stack_trace *st)
 {
-	__u32 i = (__u32)(id >> (64 - STACK_SEEN_BITS));
+	__u32 i = cpu_slot((__u32)(id >> (64 - STACK_SEEN_BITS)), STACK_SEEN_BITS);
 	__u64 *seen = bpf_map_lookup_elem(&stack_seen, &i);
 	long err;
 

@@ -185,7 +185,7 @@ __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
 
 static __always_inline struct rule_cache_slot *rule_cache_get(__u64 pc)
 {
-	__u32 i = (__u32)((pc * 0x9e3779b97f4a7c15ull) >> (64 - RULE_CACHE_BITS));
+	__u32 i = cpu_slot((__u32)((pc * 0x9e3779b97f4a7c15ull) >> (64 - RULE_CACHE_BITS)), RULE_CACHE_BITS);
 
 	return bpf_map_lookup_elem(&rule_cache, &i);
 }
@@ -287,7 +287,8 @@ static __always_inline __u64 uretprobe_trampoline(void)
 
 static __always_inline __u32 walk_memo_idx(__u64 pc, __u64 sp)
 {
-	return (__u32)(((pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS));
+	return cpu_slot((__u32)(((pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS)),
+			WALK_MEMO_BITS);
 }
 
 /* True when the walk remembered in slot IDX started where S does (pc, sp,
