@@ -5,12 +5,15 @@
  * names addresses in it (report/symbolize.c through libdwfl, which maps
  * what it reads: it gets a private copy, fd_snapshot).  Each reader runs
  * in a child, so a SIGBUS shows as the child's death, a failed check.
+ * The copy is another user's file, as a program's debug file would be: a
+ * file only root can write is read as it is (same_file_unless_others_write).
  * Against the old code (libelf and libdwfl mapping the file itself) the
  * children died of SIGBUS. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +109,34 @@ static int symbolize_malloc(const char *path)
 	return symbolize_rounds(path, malloc_addr);
 }
 
+/* True when A and B are descriptors of one file. */
+static bool same_inode(int a, int b)
+{
+	struct stat x, y;
+
+	return !fstat(a, &x) && !fstat(b, &y) && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* A file only root can write is not copied (a system library or debug
+ * file: the copies cost a report tens of ms); one its group can write,
+ * or another user owns, is.  FD: the victim, another user's. */
+static void same_file_unless_others_write(int fd)
+{
+	struct stat st;
+	int copy;
+
+	CHECK(!fstat(fd, &st) && st.st_uid != 0);
+	CHECK(fchown(fd, 0, 0) == 0 && fchmod(fd, 0644) == 0);
+	copy = fd_snapshot(fd);
+	EXPECT(copy >= 0 && same_inode(copy, fd), "root's 0644 file was copied");
+	close(copy);
+	CHECK(fchmod(fd, 0664) == 0);
+	copy = fd_snapshot(fd);
+	EXPECT(copy >= 0 && !same_inode(copy, fd), "root's group-writable file was not copied");
+	close(copy);
+	CHECK(fchown(fd, st.st_uid, st.st_gid) == 0 && fchmod(fd, st.st_mode & 07777) == 0);
+}
+
 /* A snapshot is the file as it was, unchanged by later writes to it. */
 static void test_snapshot(const char *victim, const uint8_t *image, size_t len)
 {
@@ -120,6 +151,7 @@ static void test_snapshot(const char *victim, const uint8_t *image, size_t len)
 	EXPECT(pread(copy, back, len, 0) == (ssize_t)len && !memcmp(back, image, len),
 	       "the snapshot changed with its original");
 	EXPECT(fd_snapshot(open("/dev/null", O_RDONLY | O_CLOEXEC)) == -EINVAL, "a device is no file to copy");
+	same_file_unless_others_write(fd);
 	CHECK(pwrite(fd, image, len, 0) == (ssize_t)len);
 	close(copy);
 	close(fd);
@@ -135,6 +167,9 @@ int main(void)
 	int fd = mkstemp(victim);
 
 	CHECK(fd >= 0 && write(fd, image, len) == (ssize_t)len);
+	/* another user's file, as a traced program's debug file would be
+	 * (root's own are not copied: only root could truncate them) */
+	CHECK(fchown(fd, 65534, 65534) == 0, "chown: %s", strerror(errno));
 	elf_symbols_find(fd, &w, 1);
 	CHECK(w.found, "no malloc in %s", LIBC);
 	malloc_addr = w.vaddr;
