@@ -51,9 +51,12 @@ struct {
 } proc_maps_cur SEC(".maps");
 
 /* rows and rules are sized from user space before load, from the tables
- * it compiled and with room for libraries loaded later. */
+ * it compiled and with room for libraries loaded later; user space maps
+ * them and writes a table's rows in place (a batch update went through
+ * the syscall an element at a time: ~60 ms of a python trace's start). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct unwind_row);
@@ -61,6 +64,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct unwind_rule);

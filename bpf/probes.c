@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +40,13 @@
  * drains it on its own timer anyway. */
 #define ALLOC_RING_BYTES (32u << 20)
 
+/* An array map mapped into dwleak: element I at MEM + I * STRIDE. */
+struct probes_array_mem {
+	void *mem;
+	size_t len;
+	size_t stride;
+};
+
 struct probes {
 	struct dwleak_bpf *skel;
 	struct ring_buffer *rb;
@@ -50,6 +58,8 @@ struct probes {
 	struct probes_info info;
 	bool session; /* allocator entry and return as one uprobe session program */
 	uint32_t rows_cap, rules_cap;
+	/* rows and rules mapped into dwleak (NULL: written by batch updates) */
+	struct probes_array_mem rows_mem, rules_mem;
 	struct probes_stacks_stats stacks; /* moves of the stacks map */
 };
 
@@ -259,6 +269,22 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* MAP (an array made BPF_F_MMAPABLE) mapped into dwleak, into *M; left
+ * unmapped (batch updates then) when the kernel refuses. */
+static void array_mem_map(const struct bpf_map *map, struct probes_array_mem *m)
+{
+	/* an array's elements are 8-byte aligned (the kernel's elem_size) */
+	size_t stride = (bpf_map__value_size(map) + 7) & ~7u, len = stride * bpf_map__max_entries(map);
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem;
+
+	len = (len + page - 1) & ~(size_t)(page - 1);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+	if (mem == MAP_FAILED)
+		return;
+	*m = (struct probes_array_mem){ mem, len, stride };
+}
+
 int probes_open(const struct probes_settings *s, const struct probes_events *ev, struct probes **out)
 {
 	struct probes *p = calloc(1, sizeof(*p));
@@ -277,6 +303,10 @@ int probes_open(const struct probes_settings *s, const struct probes_events *ev,
 	err = err ?: dwleak_bpf__load(p->skel);
 	if (!err && s->sample_bytes)
 		err = sample_gaps_fill(bpf_map__fd(p->skel->maps.sample_gaps), (double)s->sample_bytes);
+	if (!err) {
+		array_mem_map(p->skel->maps.rows, &p->rows_mem);
+		array_mem_map(p->skel->maps.rules, &p->rules_mem);
+	}
 	if (!err) {
 		p->rb = ring_buffer__new(bpf_map__fd(p->skel->maps.events), on_event, p, NULL);
 		if (!p->rb ||
@@ -302,6 +332,10 @@ void probes_unwinder_maps(const struct probes *p, struct unwinder_maps *out)
 		.rules = bpf_map__fd(s->maps.rules),
 		.rows_cap = p->rows_cap,
 		.rules_cap = p->rules_cap,
+		.rows_mem = p->rows_mem.mem,
+		.rows_stride = p->rows_mem.stride,
+		.rules_mem = p->rules_mem.mem,
+		.rules_stride = p->rules_mem.stride,
 		.pages_cap = bpf_map__max_entries(s->maps.pages),
 		.proc_maps = bpf_map__fd(s->maps.proc_maps),
 		.proc_maps_cur = bpf_map__fd(s->maps.proc_maps_cur),
@@ -722,6 +756,10 @@ void probes_close(struct probes *p)
 	bpf_link__destroy(p->mmap_links[1]);
 	bpf_link__destroy(p->exec_link);
 	ring_buffer__free(p->rb);
+	if (p->rows_mem.mem)
+		munmap(p->rows_mem.mem, p->rows_mem.len);
+	if (p->rules_mem.mem)
+		munmap(p->rules_mem.mem, p->rules_mem.len);
 	dwleak_bpf__destroy(p->skel);
 	free(p);
 }

@@ -275,14 +275,21 @@ void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps)
 	u->have_maps = true;
 }
 
-/* Writes N values of SIZE bytes at consecutive array indexes from BASE. */
-static int array_fill(int fd, uint32_t base, const void *vals, uint32_t n)
+/* Writes the N values VALS, of SIZE bytes each, at consecutive indexes
+ * from BASE of the array map FD, or of its mapping MEM (STRIDE bytes an
+ * element) when there is one: the walker reads what is written there. */
+static int array_fill(int fd, void *mem, size_t stride, uint32_t base, const void *vals, size_t size, uint32_t n)
 {
 	uint32_t *keys, i, count = n;
 	int err;
 
 	if (!n)
 		return 0;
+	if (mem) {
+		for (i = 0; i < n; i++)
+			memcpy((char *)mem + (size_t)(base + i) * stride, (const char *)vals + (size_t)i * size, size);
+		return 0;
+	}
 	keys = malloc(n * sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;
@@ -354,9 +361,11 @@ static int object_load(struct unwinder *u, struct unwind_object *o)
 	info.rule_base = (uint32_t)u->rules_used;
 	info.nsegs = o->nsegs;
 	memcpy(info.segs, o->segs, sizeof(info.segs));
-	err = array_fill(u->maps.rows, (uint32_t)u->rows_used, t->rows, t->nrows);
+	err = array_fill(u->maps.rows, u->maps.rows_mem, u->maps.rows_stride, (uint32_t)u->rows_used, t->rows,
+			 sizeof(*t->rows), t->nrows);
 	if (!err)
-		err = array_fill(u->maps.rules, info.rule_base, t->rules, t->nrules);
+		err = array_fill(u->maps.rules, u->maps.rules_mem, u->maps.rules_stride, info.rule_base, t->rules,
+				 sizeof(*t->rules), t->nrules);
 	if (!err)
 		err = pages_fill(u, t, info.table_id, (uint32_t)u->rows_used, &npages);
 	if (err)

@@ -95,6 +95,11 @@ struct unwinder_maps {
 	uint32_t rows_cap;
 	uint32_t rules_cap;
 	uint32_t pages_cap;
+	/* rows and rules mapped into this process (the maps are
+	 * BPF_F_MMAPABLE), element I at I * stride; NULL: written with batch
+	 * updates through the fds */
+	void *rows_mem, *rules_mem;
+	size_t rows_stride, rules_stride;
 };
 
 void unwinder_set_maps(struct unwinder *u, const struct unwinder_maps *maps);
