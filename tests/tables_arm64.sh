@@ -6,15 +6,14 @@
 # row checked against libdw's reading of the same CFI (its aarch64
 # backend): no mismatch, at least 99.9% of CFI-covered code unwindable,
 # libc and libstdc++ no bigger than 6 bytes a row.  Then pointer
-# authentication, which Debian 12 does not build with: a library compiled
-# for aarch64 with -mbranch-protection=standard (clang, linked by lld)
-# marks its return addresses signed exactly from the instruction after
-# each paciasp on (llvm-objdump's disassembly is the oracle: libdw keeps
-# nothing of DW_CFA_AARCH64_negate_ra_state), a leaf without paciasp
-# never; and an arm64 table never reaches the x86 walker (a process maps
-# no arm64 code it can run, but its table would be refused).
+# authentication, which Debian 12 does not build with: testdata's
+# libpac_a64.so, compiled for aarch64 with -mbranch-protection=standard
+# (clang, linked by lld), verifies too and marks its return addresses
+# signed exactly from the instruction after each paciasp on
+# (llvm-objdump's disassembly is the oracle: libdw keeps nothing of
+# DW_CFA_AARCH64_negate_ra_state), a leaf without paciasp never.
 set -uo pipefail
-: "${DWLEAK:?path to the dwleak binary}"
+: "${DWLEAK:?path to the dwleak binary}" "${TESTDATA:?dir of built test programs}"
 
 # shellcheck source=tests/lib_check.sh
 . "$(dirname "$0")/lib_check.sh"
@@ -81,23 +80,16 @@ else
 	pass "libc's arm64 rows: $(grep -Em1 'cfa=sp\+[0-9]+ x29=\[' "$T/libc.rows" | sed 's/^ *//')"
 fi
 
-# pointer authentication
-cat > "$T/pac.c" << 'EOF'
-int leaf(int x) { return x * 3; }
-int callee(int);
-int mid(int x) { return callee(x) + leaf(x) + 1; }
-int outer(int x) { int a[16]; for (int i = 0; i < 16; i++) a[i] = mid(x + i); return a[3] + a[x & 15]; }
-EOF
-if ! clang -target aarch64-linux-gnu -O2 -fPIC -mbranch-protection=standard -fasynchronous-unwind-tables \
-	-c "$T/pac.c" -o "$T/pac.o" 2> "$T/cc.err" || ! ld.lld -shared -o "$T/libpac.so" "$T/pac.o" 2>> "$T/cc.err"; then
-	fail_now "cannot build an aarch64 library with branch protection: $(head -3 "$T/cc.err")"
-fi
-out=$("$DWLEAK" tables --verify "$T/libpac.so" 2>&1)
-grep -q "^verify $T/libpac.so: .* mismatches=0$" <<< "$out" &&
-	pass "libpac.so (-mbranch-protection=standard): $(grep -o 'rows=.*' <<< "$out")" ||
-	fail "libpac.so does not verify: $(tail -3 <<< "$out")"
-"$DWLEAK" tables "$T/libpac.so" > "$T/pac.rows" 2>&1
-llvm-objdump -d --mattr=+pauth "$T/libpac.so" > "$T/pac.dis" 2>&1 || fail_now "llvm-objdump failed: $(head -2 "$T/pac.dis")"
+# pointer authentication: testdata/pac_a64.c, built for aarch64 with
+# -mbranch-protection=standard
+PAC=$TESTDATA/libpac_a64.so
+[ -f "$PAC" ] || fail_now "$PAC is missing (make testdata)"
+out=$("$DWLEAK" tables --verify "$PAC" 2>&1)
+grep -q "^verify $PAC: .* mismatches=0$" <<< "$out" &&
+	pass "libpac_a64.so (-mbranch-protection=standard): $(grep -o 'rows=.*' <<< "$out")" ||
+	fail "libpac_a64.so does not verify: $(tail -3 <<< "$out")"
+"$DWLEAK" tables "$PAC" > "$T/pac.rows" 2>&1
+llvm-objdump -d --mattr=+pauth "$PAC" > "$T/pac.dis" 2>&1 || fail_now "llvm-objdump failed: $(head -2 "$T/pac.dis")"
 python3 - "$T/pac.rows" "$T/pac.dis" << 'PY'
 import re, sys
 rows = []

@@ -35,6 +35,11 @@ for f in seed_O2_stripped seed_O2_nodebug seed_minidebuginfo libdlleak_split.so;
 done
 has_section "$td/seed_O2_nodebug" .gnu_debuglink && fail "seed_O2_nodebug: has a debuglink"
 
+# an aarch64 library whose CFI signs return addresses
+file "$td/libpac_a64.so" | grep -q 'shared object, ARM aarch64' || fail "libpac_a64.so: not an aarch64 shared object"
+readelf --debug-dump=frames "$td/libpac_a64.so" 2>/dev/null | grep -q DW_CFA_AARCH64_negate_ra_state ||
+	fail "libpac_a64.so: its CFI never signs a return address"
+
 # static_run: static (no INTERP, no NEEDED) and without symbols, so no
 # object a process of it maps names malloc; it runs and exits as told.
 has_section "$td/static_run" .symtab && fail "static_run: has .symtab"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the fuzzer's seed corpus in DIR from small real ELF files (test
-# programs, a shared library, a debug file, /bin/true) plus truncated and
+# programs, a shared library, a debug file, an aarch64 library, /bin/true) plus truncated and
 # byte-flipped copies, so mutation starts from well-formed CFI.
 # usage: make_corpus.sh DIR TESTDATA_DIR [MORE_FILES...]
 set -euo pipefail
@@ -11,7 +11,7 @@ mkdir -p "$dir"
 
 srcs=(/bin/true)
 for f in clean threads_clang deep_recursion libdlleak.so seed_O2 seed_O2_nodebug \
-	seed_minidebuginfo seed_O2_stripped.debug seed_clang_O2; do
+	seed_minidebuginfo seed_O2_stripped.debug seed_clang_O2 libpac_a64.so; do
 	[ -f "$td/$f" ] && srcs+=("$td/$f")
 done
 srcs+=("$@")
