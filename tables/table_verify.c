@@ -341,6 +341,16 @@ static bool sigframe_as_assumed(const Dwarf_Op *cfa, size_t ncfa, const struct r
 	       reg_is_expr_breg(rbp, DWREG_RSP, UNWIND_SIGFRAME_RBP);
 }
 
+/* Starts ANS's raw text with libdw's frame: signal or not, its CFA. */
+static void raw_begin(struct oracle_answer *ans, bool signalp, int cfa_rc, const Dwarf_Op *cfa, size_t ncfa)
+{
+	text_append(ans->raw, sizeof(ans->raw), "libdw:%s cfa=", signalp ? " signal" : "");
+	if (cfa_rc != 0 || ncfa == 0)
+		text_append(ans->raw, sizeof(ans->raw), "none");
+	else
+		ops_format(ans->raw, sizeof(ans->raw), cfa, ncfa);
+}
+
 /* Translates the frame libdw found into ANS (already zeroed). */
 static void frame_translate(Dwarf_Frame *frame, struct oracle_answer *ans)
 {
@@ -359,11 +369,7 @@ static void frame_translate(Dwarf_Frame *frame, struct oracle_answer *ans)
 	reg_fetch(frame, DWREG_RBP, &rbp);
 	reg_fetch(frame, DWREG_RBX, &rbx);
 
-	text_append(ans->raw, sizeof(ans->raw), "libdw:%s cfa=", signalp ? " signal" : "");
-	if (cfa_rc != 0 || ncfa == 0)
-		text_append(ans->raw, sizeof(ans->raw), "none");
-	else
-		ops_format(ans->raw, sizeof(ans->raw), cfa, ncfa);
+	raw_begin(ans, signalp, cfa_rc, cfa, ncfa);
 	reg_format(ans->raw, sizeof(ans->raw), "ra", &ra);
 	reg_format(ans->raw, sizeof(ans->raw), "rbp", &rbp);
 	reg_format(ans->raw, sizeof(ans->raw), "rbx", &rbx);
@@ -419,11 +425,7 @@ static void frame_translate_a64(Dwarf_Frame *frame, struct oracle_answer *ans)
 	reg_fetch(frame, DWREG_A64_X30, &ra);
 	reg_fetch(frame, DWREG_A64_X29, &fp);
 
-	text_append(ans->raw, sizeof(ans->raw), "libdw:%s cfa=", signalp ? " signal" : "");
-	if (cfa_rc != 0 || ncfa == 0)
-		text_append(ans->raw, sizeof(ans->raw), "none");
-	else
-		ops_format(ans->raw, sizeof(ans->raw), cfa, ncfa);
+	raw_begin(ans, signalp, cfa_rc, cfa, ncfa);
 	reg_format(ans->raw, sizeof(ans->raw), "x30", &ra);
 	reg_format(ans->raw, sizeof(ans->raw), "x29", &fp);
 
