@@ -678,8 +678,6 @@ static void reg_to_rule(const struct reg_rule *b, uint8_t *type, int32_t *out_of
 	*out_off = (int32_t)off;
 }
 
-/* Translates the interpreter's state into the walker's rule.  Rules are
- * canonical (unused fields zero) so that equal meanings deduplicate. */
 /* aarch64's rule: CFA from sp or x29, x29's rule, the return address's
  * (in x30 or saved at CFA + N), its signing; any other form unsupported
  * (signal frames are the vDSO's there, and not walked yet). */
@@ -709,6 +707,9 @@ static void state_to_rule_a64(const struct frame_state *s, int signal, struct un
 	r->flags = s->ra_signed ? UNWIND_RULE_RA_SIGNED : 0;
 }
 
+/* Translates the interpreter's state into the walker's rule for ARCH.
+ * Rules are canonical (unused fields zero) so that equal meanings
+ * deduplicate. */
 static void state_to_rule(const struct frame_state *s, uint8_t arch, int signal, struct unwind_rule *r)
 {
 	memset(r, 0, sizeof(*r));
