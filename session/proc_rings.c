@@ -318,9 +318,10 @@ static size_t run_end(const struct ring_held *v, size_t i, size_t n)
  * Sorts R's held records by tsc (then seq).  They come as a few sorted
  * runs: what the last drain kept, then each ring's records in its order
  * (a ring's tsc never goes down, on_record sees to it): runs next to each
- * other are merged, pass after pass, O(n log runs).  qsort cost tens of
- * ns a record with two threads' rings, which the drain of a busy process
- * could not afford.  Falls back to qsort without memory for the merge.
+ * other are merged, pass after pass, O(n log runs) with inline compares,
+ * where qsort was O(n log n) with a call per compare (the 2-thread bench
+ * did not move with it: the drain's cost is elsewhere, bench/results.md).
+ * Falls back to qsort without memory for the merge.
  */
 static void held_sort(struct proc_rings *r)
 {
