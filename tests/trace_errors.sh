@@ -18,6 +18,10 @@
 #   g  SIGINT (text report) and SIGTERM (JSON report): final report, exit 0,
 #      the target left running
 #   h  --fail-on-leak: clean program 0, leaking one 1, threshold respected
+#   i  a process maps an aarch64 library executable (testdata's
+#      libpac_a64.so, which it cannot run): its table is refused for the
+#      x86 walker with a warning naming the file and why, and the trace
+#      goes on, the process's leaks reported with rooted stacks
 #
 # Run by tests/run.sh (DWLEAK = the ASan build); by hand:
 #   DWLEAK=build/asan/dwleak TESTDATA=build/testdata bash tests/trace_errors.sh
@@ -478,6 +482,42 @@ if lt_part h; then
 	fail_on_leak "--fail-on-leak, seed --iterations 5" 1 --fail-on-leak -- "$SEED" --iterations 5 --interval-ms 10
 	fail_on_leak "--fail-on-leak=1000000, seed --iterations 5 (under the threshold)" 0 \
 		--fail-on-leak=1000000 -- "$SEED" --iterations 5 --interval-ms 10
+fi
+
+if lt_part i; then
+	PAC=$TESTDATA/libpac_a64.so
+	[ -f "$PAC" ] || fail_now "$PAC is missing (make testdata)"
+	cat > "$tmp/map_a64.py" << 'PY'
+import mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ | mmap.PROT_EXEC, flags=mmap.MAP_PRIVATE)
+import _json  # a dlopen after it: dwleak looks at the process's new mappings
+keep = [bytearray(600) for _ in range(20)]  # past pymalloc's 512 bytes: malloc
+time.sleep(0.2)
+print("mapped", len(m), flush=True)
+os._exit(0)  # no finalization: the bytearrays stay outstanding
+PY
+	"$DWLEAK" --format json -t 0 -o "$tmp/i.json" -- "$LT_PYTHON" "$tmp/map_a64.py" "$PAC" > "$tmp/i.out" 2> "$tmp/i.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "i: dwleak exited $rc: $(tail -3 "$tmp/i.err")"
+	elif ! grep -q "^dwleak: warning: no unwind table for $PAC: an aarch64 object: this walker unwinds x86_64 code" \
+		"$tmp/i.err"; then
+		fail "i: no warning that the aarch64 library's table was refused: $(grep -m3 warning "$tmp/i.err")"
+	else
+		pass "i: $(grep -o 'no unwind table for .*' "$tmp/i.err" | head -1)"
+		lt_check "$tmp/i.json" << 'PY'
+st = [s for s in r["stacks"] if s["bytes"] and s["bytes"] % 601 == 0 and s["bytes"] // 601 == s["allocations"]]
+n = sum(s["allocations"] for s in st)
+rooted = [s for s in st if names(s) and names(s)[-1] == "_start"]
+if n < 20:
+    fail(f"i: {n} blocks of 601 bytes reported, want the 20 bytearrays")
+elif len(rooted) != len(st):
+    fail("i: a stack of the bytearrays is not rooted at _start:\n" + "".join(show(s) for s in st if s not in rooted))
+else:
+    ok(f"i: the 20 bytearrays reported ({n} blocks of 601 B), every stack rooted at _start")
+PY
+	fi
 fi
 
 check_finish
