@@ -125,7 +125,7 @@ static const char *error_advice(int err)
 	case -EIO:
 		return "the file changed or could not be read; retry";
 	case -ENOEXEC:
-		return "give an x86_64 ELF executable or shared library (is it truncated?)";
+		return "give an x86_64 or aarch64 ELF executable or shared library (is it truncated?)";
 	case -ENODATA:
 		return "if a separate debug file has .debug_frame, install it or pass --debug-file PATH";
 	case -ENOMEM:

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include "elf_image.h"
+#include "unwind_format.h"
 
 #ifndef ELFCOMPRESS_ZSTD
 #define ELFCOMPRESS_ZSTD 2
@@ -186,10 +187,22 @@ int elf_image_open_fd(struct elf_image *img, int fd, uint64_t size, const char *
 	return image_parse(img, why);
 }
 
+int elf_machine_arch(unsigned int machine)
+{
+	switch (machine) {
+	case EM_X86_64:
+		return UNWIND_ARCH_X86_64;
+	case EM_AARCH64:
+		return UNWIND_ARCH_AARCH64;
+	default:
+		return -1;
+	}
+}
+
 int elf_image_check_object(const struct elf_image *img, const char **why)
 {
 	*why = "not an x86_64 or aarch64 ELF object";
-	if (img->ehdr.e_machine != EM_X86_64 && img->ehdr.e_machine != EM_AARCH64)
+	if (elf_machine_arch(img->ehdr.e_machine) < 0)
 		return -ENOEXEC;
 	*why = "not an executable or shared object (relocatable and core files have no load addresses)";
 	if (img->ehdr.e_type != ET_EXEC && img->ehdr.e_type != ET_DYN)

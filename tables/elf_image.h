@@ -78,6 +78,11 @@ int elf_image_open_fd(struct elf_image *img, int fd, uint64_t size, const char *
  * its own machine's: unwinder_add checks).  Returns 0 or -ENOEXEC with *WHY. */
 int elf_image_check_object(const struct elf_image *img, const char **why);
 
+/* The enum unwind_arch whose tables the compiler makes from an object of
+ * ELF machine MACHINE, or -1 for a machine it does not read: the one
+ * place that knows which machines those are. */
+int elf_machine_arch(unsigned int machine);
+
 /* Frees the header copies; the image bytes or fd stay the caller's. */
 void elf_image_close(struct elf_image *img);
 

@@ -203,7 +203,7 @@ static int object_read(struct table_input *in)
 
 uint8_t table_input_arch(const struct table_input *in)
 {
-	return in->obj.img.ehdr.e_machine == EM_AARCH64 ? UNWIND_ARCH_AARCH64 : UNWIND_ARCH_X86_64;
+	return (uint8_t)elf_machine_arch(in->obj.img.ehdr.e_machine); /* one elf_image_check_object took */
 }
 
 /* The debug file's part: its headers and .debug_frame, read and closed. */

@@ -15,6 +15,7 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include "elf_image.h"
 #include "table_verify.h"
 
 /* x86_64 DWARF register numbers (System V psABI, figure 3.36). */
@@ -827,12 +828,10 @@ static void result_init(struct table_verify_result *res, const struct unwind_tab
 static int machine_check(const struct libdw_sources *s)
 {
 	GElf_Ehdr eh;
-	uint32_t arch;
 
 	if (!gelf_getehdr(s->elf, &eh))
 		return verify_fail(-EINVAL, "libdw cannot read the ELF header: %s", elf_errmsg(-1));
-	arch = eh.e_machine == EM_AARCH64 ? UNWIND_ARCH_AARCH64 : UNWIND_ARCH_X86_64;
-	if ((eh.e_machine != EM_AARCH64 && eh.e_machine != EM_X86_64) || arch != s->arch)
+	if (elf_machine_arch(eh.e_machine) != (int)s->arch)
 		return verify_fail(-EINVAL, "the table is for another architecture than the file (ELF machine %u)",
 				   eh.e_machine);
 	return 0;
