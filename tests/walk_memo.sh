@@ -9,22 +9,27 @@
 #   malloc <- leaf <- from_left  <- main: 24000 B in 1000 allocations
 #   malloc <- leaf <- from_right <- main: 80000 B in 2000 allocations
 # and --stats must show remembered walks were used (from_right after
-# from_right), so the case is really exercised.
+# from_right), so the case is really exercised.  The kernel walks here
+# (--walk kernel): by default the preload library walks in the process
+# once dwleak hands it the image, and how many calls come before that
+# depends on timing (CI once saw none).
 # shellcheck source=tests/lib_trace.sh
 . "$(dirname "$0")/lib_trace.sh"
 lt_require_bpf
 T=$LT_TMP
 lt_testdata same_depth
 echo "== same_depth --iterations 3000 (-- CMD)"
-timeout -k 5 60 "$DWLEAK" --stats -t 0 --format json -o "$T/memo.json" -- "$PROG" --iterations 3000 \
+timeout -k 5 60 "$DWLEAK" --walk kernel --stats -t 0 --format json -o "$T/memo.json" -- "$PROG" --iterations 3000 \
 	> "$T/memo.out" 2> "$T/memo.err"
 rc=$?
 [ $rc -eq 0 ] || { fail "dwleak exited $rc"; sed 's/^/    /' "$T/memo.err" | tail -n 20; }
 remembered=$(sed -n 's/^dwleak: stats: walks_remembered \([0-9]*\)$/\1/p' "$T/memo.err")
-if [ "${remembered:-0}" -gt 0 ]; then
+# 1000 of the 3000 walks follow a walk from the same place (from_right
+# after from_right); a move to another CPU between two costs one.
+if [ "${remembered:-0}" -ge 500 ]; then
 	pass "walks_remembered $remembered: remembered walks were used"
 else
-	fail "walks_remembered '${remembered}': the memo was never used, the test proves nothing"
+	fail "walks_remembered '${remembered}': the memo was used fewer than 500 times of 1000 it could be"
 fi
 lt_check "$T/memo.json" << 'PY'
 want = {"from_left": (24000, 1000), "from_right": (80000, 2000)}
