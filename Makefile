@@ -148,7 +148,13 @@ FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz
 	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk \
 	$(BUILD)/fuzz/fuzz_walk_ring
 
+# `make ARCH=arm64` builds what of dwleak runs on arm64 today (below:
+# the table compiler and its libdw check); plain `make` the x86_64 tool.
+ifeq ($(ARCH),arm64)
+all: arm64
+else
 all: $(LIBS) $(SKELS) dwleak $(PRELOAD_LIB) $(HEADER_CHECKS)
+endif
 
 # --- Release build ---
 
@@ -508,6 +514,50 @@ check: check-build
 		FUZZ_CACHE_SECONDS=$(FUZZ_CACHE_SECONDS) FUZZ_OBJECTS_SECONDS=$(FUZZ_OBJECTS_SECONDS) \
 		bash tests/run.sh
 
+# --- arm64 (issue 26; README "arm64") ---
+# What of dwleak runs on arm64 today: the tables/ layer, with a driver that
+# compiles and verifies tables against libdw natively in the arm64 guest.
+# Cross-compiled with Debian's gcc-aarch64-linux-gnu against the arm64
+# -dev packages (multiarch; vm/arm64.sh deps installs them).  The walker, the
+# probes and the preload library are x86_64's still.
+ARM64 := $(BUILD)/arm64
+ARM64_CC ?= aarch64-linux-gnu-gcc
+ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+ARM64_PKGS := libelf libdw libzstd zlib nettle
+$(ARM64)/tables_verify: vm/tables_verify.c $(TABLES_SRCS) $(wildcard tables/*.h base/*.h)
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(INC_tables) $$($(ARM64_PKG_CONFIG) --cflags $(ARM64_PKGS)) $(CFLAGS) -o $@ \
+		$< $(TABLES_SRCS) $$($(ARM64_PKG_CONFIG) --libs $(ARM64_PKGS))
+
+# The aarch64 walk step through ptrace, checked against gdb in the guest.
+$(ARM64)/walk_a64: vm/walk_a64.c bpf/abi/unwind_step_a64.h $(TABLES_SRCS) $(wildcard tables/*.h base/*.h)
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(INC_tables) -I bpf/abi $$($(ARM64_PKG_CONFIG) --cflags $(ARM64_PKGS)) $(CFLAGS) -o $@ \
+		$< $(TABLES_SRCS) $$($(ARM64_PKG_CONFIG) --libs $(ARM64_PKGS))
+
+# A program that stops itself deep in a call chain through libc (qsort's
+# callback), built as Debian builds: no frame pointers.
+$(ARM64)/stop_deep: vm/stop_deep.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror -o $@ $<
+
+# The same with its return addresses signed (paciasp/autiasp): the guest
+# CPU (qemu -cpu max) has pointer authentication, so the saved ones carry
+# codes the walk must strip.
+$(ARM64)/stop_deep_pac: vm/stop_deep.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -mbranch-protection=standard \
+		-Wall -Wextra -Werror -o $@ $<
+
+arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac
+
+# Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
+# the machine, ~15 minutes) and runs vm/check_arm64.sh there.
+check-arm64:
+	vm/arm64.sh deps
+	+$(MAKE) ARCH=arm64 arm64
+	vm/arm64.sh run 'bash vm/check_arm64.sh'
+
 # --- Benchmarks ---
 
 $(BUILD)/bench/bench_tables: bench/bench_tables.c $(BUILD)/libdwleak_tables.a
@@ -703,7 +753,7 @@ deb:
 demo: all testdata
 	./dwleak -t 3 -- $(BUILD)/testdata/seed_O2 --iterations 30 --interval-ms 50
 
-.PHONY: FORCE all man install uninstall deb bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
+.PHONY: FORCE all arm64 check-arm64 man install uninstall deb bpf-insns testdata fuzz-build fuzz-smoke check-build check bench-tables bench clean demo
 .DELETE_ON_ERROR:
 # Keep intermediates (BPF objects, vmlinux.h) instead of deleting them.
 .SECONDARY:

@@ -1,0 +1,140 @@
+/* One frame of the DWARF walk over dwleak's compact unwind tables on
+ * aarch64 (issue 26), the counterpart of unwind_step.h's x86_64 step:
+ * the CFA from sp or x29, the caller's x29, the return address from the
+ * link register (x30) in the innermost frame only, or from where the
+ * prologue saved it, stripped of its pointer authentication code.  The
+ * rule fields' aarch64 meanings are base/unwind_format.h's.  Header-only,
+ * fixed-width types, no libc; reads go through the build's hook, as in
+ * unwind_step.h.  Used by vm/walk_a64.c in the arm64 guest so far. */
+#ifndef DWLEAK_UNWIND_STEP_A64_H
+#define DWLEAK_UNWIND_STEP_A64_H
+
+#include "dwleak.h"	   /* enum walk_end */
+#include "unwind_format.h" /* base/: rules */
+
+#define UNWIND_A64_INLINE inline __attribute__((always_inline))
+
+/*
+ * A frame's registers.  pc: the frame's pc; sp: its sp (the CFA of the
+ * frame below); fp: x29, meaningful while fp_ok; lr: x30, meaningful only
+ * while lr_ok, which is true of the innermost frame alone (a call
+ * overwrites it, so in a caller it holds nothing of the caller's).
+ * exact_pc: pc is not a return address (the first frame), so its rule is
+ * looked up at pc, not at the call instruction 4 bytes before it.
+ * pac_mask: the bits of a code address that hold a pointer authentication
+ * code (ptrace's NT_ARM_PAC_MASK insn_mask; 0 without PAuth), cleared
+ * from every return address recovered, whether or not the rule says it
+ * was signed (a code where none is expected is still not an address).
+ */
+struct unwind_regs_a64 {
+	__u64 pc;
+	__u64 sp;
+	__u64 fp;
+	__u64 lr;
+	__u64 pac_mask;
+	__u32 fp_ok;
+	__u32 lr_ok;
+	__u32 exact_pc;
+	__u32 pac_stripped; /* return addresses that carried a code, so far */
+};
+
+/* Where a frame's rule is looked up: a return address follows its bl. */
+static UNWIND_A64_INLINE __u64 unwind_a64_lookup_pc(const struct unwind_regs_a64 *r)
+{
+	return r->exact_pc ? r->pc : r->pc - 4;
+}
+
+/* A code address with its pointer authentication code cleared: user
+ * addresses have bit 55 clear, so the mask's bits are zero in the real
+ * address (the kernel's ptrauth_strip_insn_pac does the same). */
+static UNWIND_A64_INLINE __u64 unwind_a64_strip(__u64 addr, __u64 pac_mask)
+{
+	return addr & ~pac_mask;
+}
+
+/* read: stores the u64 at ADDR in *DST; returns 0 or an enum walk_end
+ * (never WALK_END_OK) saying why the walk cannot go on. */
+struct unwind_step_a64_ops {
+	int (*read)(void *arg, __u64 *dst, __u64 addr);
+};
+
+/*
+ * Steps R, the registers of a frame whose rule is RULE (looked up at
+ * unwind_a64_lookup_pc(R) in an aarch64 table), to its caller's.
+ * Returns 0 (R is the caller's frame) or 1 with *END set: the outermost
+ * frame (WALK_END_OK), a return address of 0 (WALK_END_ZERO_RA), or why
+ * the walk cannot go on (WALK_ERR_*).
+ */
+static UNWIND_A64_INLINE int unwind_step_a64(struct unwind_regs_a64 *r, const struct unwind_rule *rule, __u32 *end,
+					     const struct unwind_step_a64_ops *ops, void *arg)
+{
+	__u64 cfa, ra, fp = r->fp;
+	__u32 fp_ok = r->fp_ok;
+	int err;
+
+	switch (rule->cfa_type) {
+	case UNWIND_CFA_RSP:
+		cfa = r->sp + rule->cfa_off;
+		break;
+	case UNWIND_CFA_RBP:
+		if (!r->fp_ok) {
+			*end = WALK_ERR_RBP_UNKNOWN;
+			return 1;
+		}
+		cfa = r->fp + rule->cfa_off;
+		break;
+	case UNWIND_CFA_END:
+		*end = WALK_END_OK;
+		return 1;
+	case UNWIND_CFA_NONE:
+		*end = WALK_ERR_NO_FDE;
+		return 1;
+	default:
+		*end = WALK_ERR_UNSUPPORTED;
+		return 1;
+	}
+	/* the return address: in x30 still (true of the innermost frame
+	 * only), or saved at CFA + off */
+	if (rule->rbx_type == UNWIND_RBP_SAME) {
+		if (!r->lr_ok) {
+			*end = WALK_ERR_UNSUPPORTED;
+			return 1;
+		}
+		ra = r->lr;
+	} else if (rule->rbx_type == UNWIND_RBP_CFA) {
+		err = ops->read(arg, &ra, cfa + rule->rbx_off);
+		if (err) {
+			*end = (__u32)err;
+			return 1;
+		}
+	} else {
+		*end = WALK_ERR_UNSUPPORTED;
+		return 1;
+	}
+	/* the caller's x29 */
+	if (rule->rbp_type == UNWIND_RBP_CFA) {
+		err = ops->read(arg, &fp, cfa + rule->rbp_off);
+		if (err) {
+			*end = (__u32)err;
+			return 1;
+		}
+		fp_ok = 1;
+	} else if (rule->rbp_type != UNWIND_RBP_SAME) {
+		fp_ok = 0;
+	}
+	r->fp = fp;
+	r->fp_ok = fp_ok;
+	r->sp = cfa;
+	r->pc = unwind_a64_strip(ra, r->pac_mask);
+	if (r->pc != ra)
+		r->pac_stripped++;
+	r->lr_ok = 0;
+	r->exact_pc = 0;
+	if (!r->pc) {
+		*end = WALK_END_ZERO_RA;
+		return 1;
+	}
+	return 0;
+}
+
+#endif
