@@ -31,6 +31,8 @@ packages=(
 	help2man man-db					# dwleak(1) from --help (make man); man renders it in tests/man_page.sh
 	bash-completion					# what completion/dwleak runs in (tests/completion.sh)
 	debhelper dpkg-dev lintian			# make deb: dpkg-buildpackage with dh, then lintian
+	gcc-aarch64-linux-gnu				# make ARCH=arm64 (tests/arm64_build.sh), with the arm64 -dev packages below
+	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64
 )
 
 # Packages the tests need as files, not installed: busybox-static conflicts
@@ -79,9 +81,14 @@ debs_fetch() {
 }
 
 missing=()
+native=$(dpkg --print-architecture)
 for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-	[ "$status" = "install ok installed" ] || missing+=("$p")
+	# a name without :ARCH means the native package (or an arch-all one):
+	# with multiarch, dpkg-query lists every architecture's instance of it
+	want=$native
+	[[ $p == *:* ]] && want=${p#*:}
+	dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
+		grep -Eqx "install ok installed ($want|all)" || missing+=("$p")
 done
 missing_debs=()
 for d in "${debs[@]}"; do
@@ -102,6 +109,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# an arm64 package needs the architecture added first (multiarch)
+if [[ " ${missing[*]}" == *:arm64* ]]; then
+	arm64_enable
+fi
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
 debs_fetch
