@@ -102,6 +102,8 @@ walk_check() {
 }
 if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	walk_check stop_deep "$BUILD/arm64/stop_deep"
+	# stopped in a signal handler: through the kernel's signal frame
+	walk_check stop_deep_signal "$BUILD/arm64/stop_deep" signal
 	# built with -mbranch-protection=standard: its saved return addresses
 	# carry pointer authentication codes, which the walk must have stripped
 	walk_check stop_deep_pac "$BUILD/arm64/stop_deep_pac"

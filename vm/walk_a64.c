@@ -195,6 +195,13 @@ static uint32_t walk(struct unwind_regs_a64 *r)
 		uint64_t addr;
 
 		printf("pc %#" PRIx64 "\n", (uint64_t)r->pc);
+		/* a signal handler's return: the vdso's trampoline, no table */
+		switch (unwind_a64_signal(r, &end, &read_ops, NULL)) {
+		case 0:
+			continue;
+		case 1:
+			return end;
+		}
 		m = map_of(r->pc);
 		if (!m)
 			return WALK_ERR_NO_MAPPING;

@@ -59,6 +59,55 @@ struct unwind_step_a64_ops {
 };
 
 /*
+ * A signal handler returns into the kernel's sigreturn trampoline (the
+ * vdso's __kernel_rt_sigreturn; glibc sets no restorer on aarch64), which
+ * has no CFI in Debian's kernel: like libgcc and gdb, the walk knows it
+ * by its two instructions, `mov x8, #139` (rt_sigreturn) and `svc #0`.
+ * The interrupted context is then the rt_sigframe at sp: its siginfo (128
+ * bytes), then the ucontext, whose uc_mcontext (at 176 in it) holds
+ * fault_address, x0-x30, sp and pc.
+ */
+#define UNWIND_A64_SIGRETURN_INSNS 0xd4000001d2801168ull /* svc #0 << 32 | mov x8, #139 */
+#define UNWIND_A64_SIGFRAME_X0 (128 + 176 + 8)
+#define UNWIND_A64_SIGFRAME_X29 (UNWIND_A64_SIGFRAME_X0 + 29 * 8)
+#define UNWIND_A64_SIGFRAME_X30 (UNWIND_A64_SIGFRAME_X0 + 30 * 8)
+#define UNWIND_A64_SIGFRAME_SP (UNWIND_A64_SIGFRAME_X0 + 31 * 8)
+#define UNWIND_A64_SIGFRAME_PC (UNWIND_A64_SIGFRAME_X0 + 32 * 8)
+
+/*
+ * When R's pc is the sigreturn trampoline (read through OPS), steps R to
+ * the interrupted context, every register of which is known again (x30
+ * too: the interrupted function may be a leaf), its pc not a return
+ * address; returns 0.  Returns 1 with *END set when the context cannot
+ * be read, and -1 (R unchanged) when pc is not the trampoline.
+ */
+static UNWIND_A64_INLINE int unwind_a64_signal(struct unwind_regs_a64 *r, __u32 *end,
+					       const struct unwind_step_a64_ops *ops, void *arg)
+{
+	__u64 insns, pc, sp, fp, lr, frame = r->sp;
+	int err;
+
+	if (ops->read(arg, &insns, r->pc) || insns != UNWIND_A64_SIGRETURN_INSNS)
+		return -1;
+	err = ops->read(arg, &pc, frame + UNWIND_A64_SIGFRAME_PC);
+	err = err ?: ops->read(arg, &sp, frame + UNWIND_A64_SIGFRAME_SP);
+	err = err ?: ops->read(arg, &fp, frame + UNWIND_A64_SIGFRAME_X29);
+	err = err ?: ops->read(arg, &lr, frame + UNWIND_A64_SIGFRAME_X30);
+	if (err) {
+		*end = (__u32)err;
+		return 1;
+	}
+	r->pc = pc;
+	r->sp = sp;
+	r->fp = fp;
+	r->fp_ok = 1;
+	r->lr = unwind_a64_strip(lr, r->pac_mask);
+	r->lr_ok = 1;
+	r->exact_pc = 1;
+	return 0;
+}
+
+/*
  * Steps R, the registers of a frame whose rule is RULE (looked up at
  * unwind_a64_lookup_pc(R) in an aarch64 table), to its caller's.
  * Returns 0 (R is the caller's frame) or 1 with *END set: the outermost
