@@ -549,7 +549,18 @@ $(ARM64)/stop_deep_pac: vm/stop_deep.c
 	$(ARM64_CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -mbranch-protection=standard \
 		-Wall -Wextra -Werror -o $@ $<
 
-arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac
+# The seed built as testdata's seed_O2 (-O2 -fomit-frame-pointer), and a
+# preload library whose malloc stops it at the seed's 40-byte new int[10].
+ARM64_CXX ?= aarch64-linux-gnu-g++
+$(ARM64)/seed_O2: testdata/seed_main.cpp testdata/seed_leak_lib.cpp testdata/seed_leak_lib.h
+	@mkdir -p $(@D)
+	$(ARM64_CXX) -Wall -Wextra -Werror -O2 -g -fomit-frame-pointer -o $@ testdata/seed_main.cpp testdata/seed_leak_lib.cpp
+$(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
+
+arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
+	$(ARM64)/stop_at_malloc.so
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
 # the machine, ~15 minutes) and runs vm/check_arm64.sh there.

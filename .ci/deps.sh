@@ -31,7 +31,7 @@ packages=(
 	help2man man-db					# dwleak(1) from --help (make man); man renders it in tests/man_page.sh
 	bash-completion					# what completion/dwleak runs in (tests/completion.sh)
 	debhelper dpkg-dev lintian			# make deb: dpkg-buildpackage with dh, then lintian
-	gcc-aarch64-linux-gnu				# make ARCH=arm64 (tests/arm64_build.sh), with the arm64 -dev packages below
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu	# make ARCH=arm64 (tests/arm64_build.sh), with the arm64 -dev packages below
 	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64
 )
 

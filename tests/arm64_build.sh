@@ -23,7 +23,7 @@ if ! make -s -C "$ROOT" ARCH=arm64 BUILD="$T/build" arm64 > "$T/make.out" 2>&1; 
 	sed 's/^/    /' "$T/make.out" | tail -20
 	fail_now "make ARCH=arm64 failed"
 fi
-for exe in tables_verify walk_a64 stop_deep stop_deep_pac; do
+for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 stop_at_malloc.so; do
 	f=$T/build/arm64/$exe
 	if [ ! -x "$f" ]; then
 		fail "$exe: not built"

@@ -51,7 +51,7 @@ die() {
 # What the host needs for the machine and for `make ARCH=arm64`: qemu,
 # debootstrap, and Debian's cross compiler with the arm64 -dev packages of
 # the libraries tables/ links (multiarch).  Installed when missing.
-HOST_PACKAGES="qemu-system-arm debootstrap cpio e2fsprogs gcc-aarch64-linux-gnu pkg-config
+HOST_PACKAGES="qemu-system-arm debootstrap cpio e2fsprogs gcc-aarch64-linux-gnu g++-aarch64-linux-gnu pkg-config
 	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64"
 
 deps() {

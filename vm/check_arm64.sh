@@ -113,6 +113,15 @@ if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	else
 		fail "walk stop_deep_pac: $stripped return addresses were signed, want >= 3 (compare, level2, stop_here): PAC not exercised"
 	fi
+	# the seed (-O2 -fomit-frame-pointer) stopped in malloc at its first
+	# new int[10] (40 bytes): through operator new in Debian's arm64
+	# libstdc++, which has no frame pointers
+	walk_check seed_O2 env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
+		"$BUILD/arm64/seed_O2" --iterations 1 --interval-ms 0
+	for fn in 'operator new' 'LeakLib::slowMemoryLeak' 'main'; do
+		grep -q "^pc 0x[0-9a-f]* $fn" /tmp/gdb.seed_O2 ||
+			fail "walk seed_O2: no frame $fn in gdb's stack: $(cut -d' ' -f3- /tmp/gdb.seed_O2 | paste -sd'|')"
+	done
 	walk_check python3.11 python3.11 -c 'import os, signal
 def inner(): os.kill(os.getpid(), signal.SIGSTOP)
 def outer(): inner()
