@@ -264,6 +264,14 @@ static int stack_build(const struct build_opts *o, const struct build_proc *bp, 
 		rs->allocator = kind_name(ALLOC_NEW);
 	rs->truncated = end == WALK_END_TRUNCATED;
 	rs->unwind_error = end_reason(end);
+	/* The walker knew no mapping at the last pc, yet that pc lies in an
+	 * object the report names: one mapped after the walker's view of the
+	 * process was made (the preload library's image is handed over a
+	 * moment after a dlopen, the kernel's mapping cache is filled as
+	 * dwleak hears of it).  The walk lacked that object's table; only a
+	 * pc in no object is JIT or anonymous code. */
+	if (end == WALK_ERR_NO_MAPPING && span[0].n && fr[span[0].n - 1].module && fr[span[0].n - 1].module[0] == '/')
+		rs->unwind_error = end_reason(WALK_ERR_NO_TABLE);
 	/* the dynamic linker runs initializers from _dl_start_user, hand-written
 	 * code without CFI: the root of those stacks, not a lost frame */
 	if (end == WALK_ERR_NO_FDE && span[0].n && fr[span[0].n - 1].function &&

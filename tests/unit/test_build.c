@@ -22,7 +22,8 @@ struct fake_walk {
 
 /* Names: 0x100 -> "malloc", 0x200 -> "operator new(unsigned long)", 0x900
  * -> "_dl_start_user", any other pc -> "fn_<hex>"; frames of pcs at or
- * above 0xf000 have no symbol. */
+ * above 0xf000 have no symbol, those in [0xe000, 0xf000) no symbol and no
+ * module (anonymous code). */
 static const struct fake_walk walks[] = {
 	{ 11, WALK_END_OK, 4, { 0x100, 0x200, 0x300, 0x400 } },
 	{ 12, WALK_ERR_NO_FDE, 3, { 0x100, 0x500, 0x900 } },
@@ -31,6 +32,8 @@ static const struct fake_walk walks[] = {
 	{ 15, WALK_ERR_READ, 2, { 0x100, 0xf100 } },
 	{ 21, WALK_END_OK, 3, { 0x100, 0x200, 0x400 } }, /* an FP walk of 11 */
 	{ 16, WALK_END_OK, 1, { 0x100 } },		   /* "complete" in malloc */
+	{ 17, WALK_ERR_NO_MAPPING, 2, { 0x100, 0xa00 } },  /* the walker knew no mapping: /app's */
+	{ 18, WALK_ERR_NO_MAPPING, 2, { 0x100, 0xe100 } }, /* ... nor does anyone: JIT code */
 };
 
 static char names[64][32];
@@ -64,6 +67,8 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 	f->address = pc;
 	f->elf_address = pc;
 	f->module = pc < 0x300 ? "/lib/libc.so.6" : "/app";
+	if (pc >= 0xe000 && pc < 0xf000)
+		f->module = NULL;
 	if (pc == 0x100)
 		snprintf(names[k], sizeof(names[k]), "malloc");
 	else if (pc == 0x200)
@@ -72,7 +77,7 @@ static int name_of(void *ctx, struct frame_arena *a, uint64_t pc, bool return_ad
 		snprintf(names[k], sizeof(names[k]), "_dl_start_user");
 	else
 		snprintf(names[k], sizeof(names[k]), "fn_%llx", (unsigned long long)pc);
-	f->function = pc >= 0xf000 ? NULL : names[k];
+	f->function = pc >= 0xe000 ? NULL : names[k];
 	return frame_arena_add_copies(a, f, 1);
 }
 
@@ -188,6 +193,36 @@ static void test_frames_and_ends(void)
 	       "a walk complete in malloc: %s", s->unwind_error ? s->unwind_error : "(no error)");
 	/* read error, walker busy, lost, ended in malloc, not stored */
 	EXPECT(b.r.totals.unwind_errors == 6, "%llu unwind errors", (unsigned long long)b.r.totals.unwind_errors);
+	build_free(&b);
+}
+
+/* A walk that found no mapping at a pc the report places in an object
+ * (mapped after the walker's view of the process was made: the preload
+ * library's image is handed over a moment after a dlopen) lacked that
+ * object's table; only a pc in no object is JIT or anonymous code. */
+static void test_no_mapping_ends(void)
+{
+	struct ledger_stack slot[4] = { 0 };
+	struct ledger_stacks t = { slot, 4, 0 };
+	struct build_opts o = opts_at(3.0);
+	const struct report_stack *s;
+	struct built b;
+
+	stacks_add(&t, 17, 0, 24, 1, ALLOC_MALLOC);
+	stacks_add(&t, 18, 0, 48, 2, ALLOC_MALLOC);
+	ncalls = 0;
+	CHECK(build_one(&t, &o, &b) == 0);
+	s = stack_with(&b.r, "fn_a00");
+	CHECK(s, "the stack into /app is missing");
+	EXPECT(s->unwind_error && !strcmp(s->unwind_error, "no unwind table for this object"),
+	       "a pc in /app the walker had no mapping for: %s", s->unwind_error ? s->unwind_error : "(none)");
+	s = NULL;
+	for (size_t i = 0; i < b.r.nstacks; i++)
+		if (b.r.stacks[i].bytes == 48)
+			s = &b.r.stacks[i];
+	CHECK(s);
+	EXPECT(s->unwind_error && strstr(s->unwind_error, "no file-backed mapping"),
+	       "a pc in no object: %s", s->unwind_error ? s->unwind_error : "(none)");
 	build_free(&b);
 }
 
@@ -339,6 +374,7 @@ static void test_merge_kinds(void)
 int main(void)
 {
 	test_frames_and_ends();
+	test_no_mapping_ends();
 	test_exact_frames();
 	test_estimates_growth_suppressions();
 	test_fp_both();
