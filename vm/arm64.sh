@@ -134,6 +134,11 @@ if [ -e /debootstrap/debootstrap ]; then
 fi
 mount -o remount,rw /
 mkdir -p /dev/pts /dev/shm
+# what udev would make: bash's <(...) needs /dev/fd
+ln -sfn /proc/self/fd /dev/fd
+ln -sfn /proc/self/fd/0 /dev/stdin
+ln -sfn /proc/self/fd/1 /dev/stdout
+ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t devpts devpts /dev/pts
 mount -t tmpfs shm /dev/shm
 mount -t tmpfs tmp /tmp

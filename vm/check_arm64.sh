@@ -100,8 +100,33 @@ walk_check() {
 			"$(grep '^pc ' /tmp/gdb.$name | cut -d' ' -f3 | paste -sd' ')"
 	fi
 }
+# What frame pointers lose (dwleak's --unwind both, here through
+# walk_a64's second walk): the x29 chain's pcs must be frames of the
+# DWARF walk, in its order (it may skip some, never invent one); prints
+# how many of the DWARF walk's frames it found and which it lost.
+fp_check() {
+	local name=$1 lost
+	grep '^pc ' /tmp/walk.$name | cut -d' ' -f2 > /tmp/fp.$name.dwarf
+	grep '^fp 0x' /tmp/walk.$name | cut -d' ' -f2 > /tmp/fp.$name.fp
+	if [ ! -s /tmp/fp.$name.fp ]; then
+		fail "fp $name: walk_a64 printed no frame-pointer walk"
+		return
+	fi
+	# a subsequence: each fp pc found in the DWARF list after the last one
+	if ! awk 'NR == FNR { d[++nd] = $1; next } { while (++i <= nd && d[i] != $1); if (i > nd) { bad = $1; exit 1 } }
+		END { if (bad) print bad }' /tmp/fp.$name.dwarf /tmp/fp.$name.fp > /tmp/fp.$name.bad; then
+		fail "fp $name: the frame-pointer walk gave $(cat /tmp/fp.$name.bad), not a frame of the DWARF walk"
+		paste /tmp/fp.$name.dwarf /tmp/fp.$name.fp | sed 's/^/    /'
+		return
+	fi
+	lost=$(grep '^pc ' /tmp/gdb.$name | cut -d' ' -f2- | grep -v -w -F -f /tmp/fp.$name.fp | cut -d' ' -f2 | paste -sd' ')
+	pass "fp $name: frame pointers find $(wc -l < /tmp/fp.$name.fp) of the $(wc -l < /tmp/fp.$name.dwarf) frames" \
+		"($(grep '^fp_end' /tmp/walk.$name | cut -d' ' -f2)); lost: ${lost:-none}"
+}
+
 if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	walk_check stop_deep "$BUILD/arm64/stop_deep"
+	fp_check stop_deep
 	# stopped in a signal handler: through the kernel's signal frame
 	walk_check stop_deep_signal "$BUILD/arm64/stop_deep" signal
 	# built with -mbranch-protection=standard: its saved return addresses
@@ -118,6 +143,7 @@ if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	# libstdc++, which has no frame pointers
 	walk_check seed_O2 env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
 		"$BUILD/arm64/seed_O2" --iterations 1 --interval-ms 0
+	fp_check seed_O2
 	for fn in 'operator new' 'LeakLib::slowMemoryLeak' 'main'; do
 		grep -q "^pc 0x[0-9a-f]* $fn" /tmp/gdb.seed_O2 ||
 			fail "walk seed_O2: no frame $fn in gdb's stack: $(cut -d' ' -f3- /tmp/gdb.seed_O2 | paste -sd'|')"

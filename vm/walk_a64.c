@@ -4,7 +4,8 @@
  * (vm/check_arm64.sh) before the probes that will feed it exist there.
  * Usage: walk_a64 PID   (PID stopped, e.g. by SIGSTOP; left stopped)
  * Prints "pc 0x..." lines, outermost last, then "end REASON" and how
- * many return addresses carried a pointer authentication code.  Exit 0
+ * many return addresses carried a pointer authentication code; then the
+ * frame-pointer walk of the same stack, "fp 0x..." lines and "fp_end".  Exit 0
  * when the walk reached the outermost frame, 1 when it stopped short, 2
  * when it could not start. */
 #define _GNU_SOURCE
@@ -219,8 +220,10 @@ static uint32_t walk(struct unwind_regs_a64 *r)
 
 int main(int argc, char **argv)
 {
-	struct unwind_regs_a64 r = { 0 };
+	struct unwind_regs_a64 r = { 0 }, fp_start;
 	struct { uint64_t data_mask, insn_mask; } pac = { 0, 0 };
+	uint32_t fp_end = WALK_END_OK;
+	int n;
 	struct a64_regs regs;
 	struct iovec iov;
 	char name[64];
@@ -267,9 +270,17 @@ int main(int argc, char **argv)
 	r.lr_ok = 1;
 	r.exact_pc = 1;
 	r.pac_mask = pac.insn_mask;
+	fp_start = r;
 	end = walk(&r);
 	printf("end %s\n", end_name(end));
 	printf("pac_stripped %u\n", r.pac_stripped);
+	/* the frame-pointer walk of the same stack, for --unwind both's
+	 * comparison: "fp 0x..." lines */
+	r = fp_start;
+	printf("fp %#" PRIx64 "\n", (uint64_t)r.pc);
+	for (n = 1; n < MAX_FRAMES && !unwind_step_a64_fp(&r, &fp_end, &read_ops, NULL); n++)
+		printf("fp %#" PRIx64 "\n", (uint64_t)r.pc);
+	printf("fp_end %s\n", end_name(n == MAX_FRAMES ? WALK_END_TRUNCATED : fp_end));
 	/* left stopped, for gdb to see the same stack */
 	ptrace(PTRACE_DETACH, pid, 0, (void *)(long)SIGSTOP);
 	return end == WALK_END_OK || end == WALK_END_ZERO_RA ? 0 : 1;

@@ -186,4 +186,46 @@ static UNWIND_A64_INLINE int unwind_step_a64(struct unwind_regs_a64 *r, const st
 	return 0;
 }
 
+/*
+ * One step of the frame-pointer walk, for comparison with the DWARF walk
+ * (what frame pointers lose on arm64): x29 points at the frame record
+ * {the caller's x29, the return address} of the newest function that made
+ * one; a function built without frame pointers makes none, so its caller
+ * is skipped.  Steps R to the frame the record names and returns 0, or
+ * returns 1 with *END set: x29 is 0 (the psABI's end of the chain,
+ * WALK_END_OK), or does not point higher up the stack (WALK_ERR_READ: a
+ * register used for something else), or the record cannot be read.
+ */
+static UNWIND_A64_INLINE int unwind_step_a64_fp(struct unwind_regs_a64 *r, __u32 *end,
+						const struct unwind_step_a64_ops *ops, void *arg)
+{
+	__u64 fp, ra;
+	int err;
+
+	if (!r->fp_ok || !r->fp) {
+		*end = WALK_END_OK;
+		return 1;
+	}
+	if (r->fp < r->sp || (r->fp & 7)) {
+		*end = WALK_ERR_READ;
+		return 1;
+	}
+	err = ops->read(arg, &fp, r->fp);
+	err = err ?: ops->read(arg, &ra, r->fp + 8);
+	if (err) {
+		*end = (__u32)err;
+		return 1;
+	}
+	r->sp = r->fp + 16;
+	r->fp = fp;
+	r->pc = unwind_a64_strip(ra, r->pac_mask);
+	r->lr_ok = 0;
+	r->exact_pc = 0;
+	if (!r->pc) {
+		*end = WALK_END_ZERO_RA;
+		return 1;
+	}
+	return 0;
+}
+
 #endif
