@@ -179,6 +179,29 @@ static void ends(void)
 	printf("ok: the outermost frame, no FDE, a zero return address\n");
 }
 
+/* The frame-pointer walk: the x29 chain of frame records, x29 0 ends it,
+ * a chain pointing down the stack stops it. */
+static void fp_chain(void)
+{
+	struct unwind_regs_a64 r = { .pc = 0x400000, .sp = STACK_BASE, .fp = STACK_BASE + 64, .fp_ok = 1,
+				     .pac_mask = PAC_MASK };
+	__u32 end = 0;
+
+	memset(stack, 0, sizeof(stack));
+	stack_put(STACK_BASE + 64, STACK_BASE + 256);		 /* record 1: the next x29 */
+	stack_put(STACK_BASE + 72, 0x0033aaaa00000300ull);	 /* signed return address */
+	stack_put(STACK_BASE + 256, 0);				 /* record 2: the end */
+	stack_put(STACK_BASE + 264, 0x0000aaaa00000400ull);
+	EXPECT(!unwind_step_a64_fp(&r, &end, &ops, NULL));
+	EXPECT(r.pc == 0x0000aaaa00000300ull && r.sp == STACK_BASE + 80 && r.fp == STACK_BASE + 256,
+	       "pc %#llx", (unsigned long long)r.pc);
+	EXPECT(!unwind_step_a64_fp(&r, &end, &ops, NULL) && r.pc == 0x0000aaaa00000400ull);
+	EXPECT(unwind_step_a64_fp(&r, &end, &ops, NULL) && end == WALK_END_OK, "x29 0: end %u", end);
+	r.fp = STACK_BASE + 8; /* below sp now: not a frame record */
+	EXPECT(unwind_step_a64_fp(&r, &end, &ops, NULL) && end == WALK_ERR_READ, "end %u", end);
+	printf("ok: the x29 chain, its end, a chain going down the stack\n");
+}
+
 int main(void)
 {
 	const char *td = getenv("TESTDATA");
@@ -191,5 +214,6 @@ int main(void)
 	fp_rule();
 	signal_frame();
 	ends();
+	fp_chain();
 	return check_status();
 }
