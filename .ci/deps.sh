@@ -53,12 +53,9 @@ deb_glob() {
 	esac
 }
 
-# arm64's package lists, once: the architecture added, then an update.
-arm64_enable() {
-	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
-	dpkg --add-architecture arm64
-	apt-get update -q
-}
+# pkg_installed, arm64_enable
+# shellcheck source=.ci/apt_lib.sh
+. "$(dirname "$0")/apt_lib.sh"
 
 # Downloads each of debs into DEB_DIR unless a .deb of it is there.
 debs_fetch() {
@@ -81,14 +78,8 @@ debs_fetch() {
 }
 
 missing=()
-native=$(dpkg --print-architecture)
 for p in "${packages[@]}"; do
-	# a name without :ARCH means the native package (or an arch-all one):
-	# with multiarch, dpkg-query lists every architecture's instance of it
-	want=$native
-	[[ $p == *:* ]] && want=${p#*:}
-	dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2>/dev/null |
-		grep -Eqx "install ok installed ($want|all)" || missing+=("$p")
+	pkg_installed "$p" || missing+=("$p")
 done
 missing_debs=()
 for d in "${debs[@]}"; do

@@ -55,13 +55,9 @@ HOST_PACKAGES="qemu-system-arm debootstrap cpio e2fsprogs gcc-aarch64-linux-gnu 
 	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64"
 
 deps() {
-	local p want missing=()
+	local p missing=()
 	for p in $HOST_PACKAGES; do
-		# as .ci/deps.sh: a name without :ARCH is the native package
-		want=$(dpkg --print-architecture)
-		[[ $p == *:* ]] && want=${p#*:}
-		dpkg-query -W -f='${Status} ${Architecture}\n' "$p" 2> /dev/null |
-			grep -Eqx "install ok installed ($want|all)" || missing+=("$p")
+		pkg_installed "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] || die "missing ${missing[*]}; run as root to install them"
@@ -81,12 +77,9 @@ need_host_tools() {
 		die "missing ${missing[*]}: run vm/arm64.sh deps"
 }
 
-# arm64's package lists, once: the architecture added, then an update.
-arm64_enable() {
-	dpkg --print-foreign-architectures | grep -qx arm64 && return 0
-	dpkg --add-architecture arm64
-	apt-get update -q
-}
+# pkg_installed, arm64_enable (shared with .ci/deps.sh)
+# shellcheck source=.ci/apt_lib.sh
+. "$here/.ci/apt_lib.sh"
 
 # DIR/kernel/{vmlinuz,modules}: the image linux-image-arm64 depends on.
 kernel_fetch() {
