@@ -524,30 +524,26 @@ ARM64 := $(BUILD)/arm64
 ARM64_CC ?= aarch64-linux-gnu-gcc
 ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 ARM64_PKGS := libelf libdw libzstd zlib nettle
-$(ARM64)/tables_verify: vm/tables_verify.c $(TABLES_SRCS) $(wildcard tables/*.h base/*.h)
-	@mkdir -p $(@D)
-	$(ARM64_CC) $(INC_tables) $$($(ARM64_PKG_CONFIG) --cflags $(ARM64_PKGS)) $(CFLAGS) -o $@ \
-		$< $(TABLES_SRCS) $$($(ARM64_PKG_CONFIG) --libs $(ARM64_PKGS))
-
-# The aarch64 walk step through ptrace, checked against gdb in the guest.
-$(ARM64)/walk_a64: vm/walk_a64.c bpf/abi/unwind_step_a64.h $(TABLES_SRCS) $(wildcard tables/*.h base/*.h)
+# vm/'s programs over the tables/ layer: tables_verify, and walk_a64 (the
+# aarch64 walk step through ptrace, checked against gdb in the guest).
+$(ARM64)/tables_verify $(ARM64)/walk_a64: $(ARM64)/%: vm/%.c bpf/abi/unwind_step_a64.h $(TABLES_SRCS) \
+		$(wildcard tables/*.h base/*.h)
 	@mkdir -p $(@D)
 	$(ARM64_CC) $(INC_tables) -I bpf/abi $$($(ARM64_PKG_CONFIG) --cflags $(ARM64_PKGS)) $(CFLAGS) -o $@ \
 		$< $(TABLES_SRCS) $$($(ARM64_PKG_CONFIG) --libs $(ARM64_PKGS))
 
 # A program that stops itself deep in a call chain through libc (qsort's
-# callback), built as Debian builds: no frame pointers.
+# callback), built as Debian builds: no frame pointers; and the same with
+# its return addresses signed (paciasp/autiasp): the guest CPU (qemu -cpu
+# max) has pointer authentication, so the saved ones carry codes the walk
+# must strip.
+ARM64_STOP_CFLAGS := -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror
 $(ARM64)/stop_deep: vm/stop_deep.c
 	@mkdir -p $(@D)
-	$(ARM64_CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -Wall -Wextra -Werror -o $@ $<
-
-# The same with its return addresses signed (paciasp/autiasp): the guest
-# CPU (qemu -cpu max) has pointer authentication, so the saved ones carry
-# codes the walk must strip.
+	$(ARM64_CC) $(ARM64_STOP_CFLAGS) -o $@ $<
 $(ARM64)/stop_deep_pac: vm/stop_deep.c
 	@mkdir -p $(@D)
-	$(ARM64_CC) -O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables -mbranch-protection=standard \
-		-Wall -Wextra -Werror -o $@ $<
+	$(ARM64_CC) $(ARM64_STOP_CFLAGS) -mbranch-protection=standard -o $@ $<
 
 # The seed built as testdata's seed_O2 (-O2 -fomit-frame-pointer), and a
 # preload library whose malloc stops it at the seed's 40-byte new int[10].
