@@ -180,17 +180,37 @@ fi
 dw_timeout=${ORACLE_TIMEOUT:-300}
 
 # --- memcheck ---
+# memcheck runs in a time namespace whose monotonic clock reads about 116
+# days.  Why: its leak check is conservative (any word whose value lies
+# inside a block keeps it), and valgrind lays the client's heap out at the
+# same low addresses in every run (oracle_sizes' 3 MB blocks at about
+# 87-94 million), where milliseconds of uptime also land: mimalloc keeps its
+# start time (CLOCK_MONOTONIC in ms, mi_process_start) in its statics, so on
+# a machine up 24.2-26.2 hours memcheck called a 3 MB block possibly lost in
+# every run (CI's and a fresh root's, 2026-11-27; reproduced with unshare
+# --time --monotonic=87000).  At 10^7 s the clock reads 10^10 ms, above 4
+# GiB, where no client block of these programs lies.  Without time
+# namespaces (CONFIG_TIME_NS) memcheck runs as before, with a note.
+vg_clock=()
+if unshare --fork --time --monotonic=10000000 true 2> /dev/null; then
+	vg_clock=(unshare --fork --time --monotonic=10000000)
+else
+	echo "oracle_compare: note: no time namespace (unshare --time): memcheck sees the machine's uptime in ms" >&2
+fi
 vg_opts=(--tool=memcheck --leak-check=full --show-leak-kinds=all --run-libc-freeres=no
 	--run-cxx-freeres=no --default-suppressions=no --xml=yes --xml-file="$tmp/memcheck.xml")
 [ -n "$synonym" ] && vg_opts+=(--soname-synonyms=somalloc="$synonym")
-env ${vg_ld:+LD_PRELOAD=$vg_ld} "${envs[@]}" timeout -k 5 300 valgrind "${vg_opts[@]}" "$@" \
+"${vg_clock[@]}" env ${vg_ld:+LD_PRELOAD=$vg_ld} "${envs[@]}" timeout -k 5 300 valgrind "${vg_opts[@]}" "$@" \
 	< "$stdin" > "$tmp/memcheck.out" 2> "$tmp/memcheck.err"
 vg_rc=$?
 [ -s "$tmp/memcheck.xml" ] || die "memcheck wrote no XML (exit $vg_rc): $(tail -3 "$tmp/memcheck.err")"
 if [ $attach = 1 ]; then
 	# the baseline: CMD --wait told to exit at the attach point
 	vg_opts[${#vg_opts[@]} - 1]=--xml-file=$tmp/memcheck_base.xml
-	(exec env ${vg_ld:+LD_PRELOAD=$vg_ld} "${envs[@]}" valgrind "${vg_opts[@]}" "$@" --wait \
+	# valgrind's process is CMD's; under unshare --fork it is unshare's
+	# child, which writes its pid before it becomes valgrind
+	(exec "${vg_clock[@]}" bash -c 'echo $$ > "$0"; exec "$@"' "$tmp/memcheck_base.pid" \
+		env ${vg_ld:+LD_PRELOAD=$vg_ld} "${envs[@]}" valgrind "${vg_opts[@]}" "$@" --wait \
 		< "$stdin" > "$tmp/memcheck_base.out" 2> "$tmp/memcheck_base.err") &
 	vp=$!
 	pids+=("$vp")
@@ -200,7 +220,9 @@ if [ $attach = 1 ]; then
 	done
 	grep -q waiting "$tmp/memcheck_base.out" ||
 		die "$1 --wait under memcheck never wrote 'waiting': $(tail -3 "$tmp/memcheck_base.err")"
-	kill -USR2 "$vp" # valgrind's process is CMD's
+	vg_pid=$(cat "$tmp/memcheck_base.pid")
+	pids+=("$vg_pid")
+	kill -USR2 "$vg_pid"
 	for ((i = 0; i < 1200; i++)); do
 		kill -0 "$vp" 2> /dev/null || break
 		sleep 0.05
