@@ -6,6 +6,7 @@
 #ifndef DWLEAK_CALLS_BPF_H
 #define DWLEAK_CALLS_BPF_H
 
+#include "arch.bpf.h"
 #include "maps.bpf.h"
 #include "guard.bpf.h"
 #include "snap.bpf.h"
@@ -230,8 +231,7 @@ static __always_inline int alloc_enter(struct pt_regs *ctx, __u64 cookie, __u64 
 	sn.want = ts->snap_hint;
 	/* unsampled calls are not walked: they need no walker buffers */
 	own = !sample_bytes && walker_enter();
-	if (own ? snap_take(&sn, sp) || snap_copy(&sn, &ra, sp) : read_u64(&ra, sp))
-		ra = 0;
+	arch_entry_ra(ctx, &sn, own, &ra);
 	pending_prune(ts, sp, ra);
 	d = ts->depth;
 	if (d >= DWLEAK_MAX_PENDING) {
@@ -334,7 +334,7 @@ static __always_inline int alloc_return(struct pt_regs *ctx, __u64 ret)
 
 		if (i >= d)
 			break;
-		if (ts->calls[k].ra_addr + 8 != sp)
+		if (ARCH_RETURN_SP(ts->calls[k].ra_addr) != sp)
 			continue;
 		c = ts->calls[k];
 		ts->depth = d - 1 - i;

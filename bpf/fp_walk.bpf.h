@@ -1,10 +1,11 @@
-/* The frame-pointer walk (--unwind fp/both): the rbp chain, as
+/* The frame-pointer walk (--unwind fp/both): the rbp (x29) chain, as
  * frame-pointer tools walk it, for comparison with the DWARF walk.
  * Part of dwleak.bpf.c's one translation unit (see there). */
 #ifndef DWLEAK_FP_WALK_BPF_H
 #define DWLEAK_FP_WALK_BPF_H
 
 #include "constants.h"
+#include "arch.bpf.h"
 #include "maps.bpf.h"
 #include "snap.bpf.h"
 #include "stacks.bpf.h"
@@ -41,6 +42,7 @@ static long fp_step(__u64 i, struct fp_ctx *f)
 		f->end = WALK_ERR_READ;
 		return 1;
 	}
+	ra = ARCH_CODE_ADDR(ra);
 	if (!ra) {
 		f->end = WALK_END_ZERO_RA;
 		return 1;
@@ -68,17 +70,17 @@ static long fp_step(__u64 i, struct fp_ctx *f)
  * IMAGE, as stack_walk's), or DWLEAK_STACK_NOT_STORED. */
 static __noinline __u64 fp_walk(struct pt_regs *ctx, __u32 kind, __u32 image, struct snap_ctx *sn)
 {
-	struct fp_ctx f = { .bp = ctx->bp, .hash = DWLEAK_FP_STACK_ID_SEED ^ kind ^ ((__u64)image << 32), .n = 2,
+	struct fp_ctx f = { .bp = ARCH_FP(ctx), .hash = DWLEAK_FP_STACK_ID_SEED ^ kind ^ ((__u64)image << 32), .n = 2,
 			    .snap = *sn };
 	struct stack_trace *st;
 	__u32 zero = 0;
-	__u64 ra = 0;
+	__u64 ra;
 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
 	st->pcs[0] = PT_REGS_IP(ctx);
-	snap_read(&f.snap, &ra, PT_REGS_SP(ctx));
+	ra = arch_fp_entry_ra(ctx, &f.snap);
 	st->pcs[1] = ra;
 	f.hash = ((f.hash ^ st->pcs[0]) * FNV64_PRIME ^ ra) * FNV64_PRIME;
 	f.end = WALK_END_TRUNCATED;

@@ -8,6 +8,7 @@
 #ifndef DWLEAK_MMAP_BPF_H
 #define DWLEAK_MMAP_BPF_H
 
+#include "arch.bpf.h"
 #include "maps.bpf.h"
 #include "guard.bpf.h"
 #include "snap.bpf.h"
@@ -17,10 +18,6 @@
 #include "calls.bpf.h"
 #include "preload.h"
 
-#define NR_MMAP 9		 /* x86_64 syscall numbers */
-#define NR_MUNMAP 11
-#define NR_BRK 12
-#define NR_MREMAP 25
 #define MAP_ANONYMOUS 0x20
 
 /*
@@ -42,7 +39,7 @@ static __always_inline bool preload_call_pending(const struct proc_info *pi)
 										 depth_tls))) ||
 	    !off)
 		return false;
-	if (bpf_probe_read_user(&depth, sizeof(depth), (void *)(task->thread.fsbase + (__s64)off)))
+	if (bpf_probe_read_user(&depth, sizeof(depth), (void *)(ARCH_THREAD_POINTER(task) + (__s64)off)))
 		return false;
 	return depth != 0;
 }
@@ -75,14 +72,14 @@ static __always_inline int mmap_syscall_enter(struct pt_regs *regs, long id)
 	ts->sc.nr = 0;
 	sn.limit = stack_limit(ts, regs->sp);
 	pending_prune(ts, regs->sp, 0);
-	flags = regs->r10;
+	flags = ARCH_SYSCALL_ARG4(regs);
 	/* a file mapping is never the allocator's memory nor a leak */
 	if (id == NR_MMAP && !(flags & MAP_ANONYMOUS))
 		return 0;
 	in_alloc = ts->depth || preload_call_pending(pi);
-	ts->sc.addr = regs->di;
-	ts->sc.len = regs->si;
-	ts->sc.new_len = regs->dx;
+	ts->sc.addr = ARCH_SYSCALL_ARG1(regs);
+	ts->sc.len = ARCH_SYSCALL_ARG2(regs);
+	ts->sc.new_len = ARCH_SYSCALL_ARG3(regs);
 	ts->sc.stack_id = 0;
 	ts->sc.fp_stack_id = 0;
 	if (in_alloc) {

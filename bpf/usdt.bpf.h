@@ -10,6 +10,7 @@
 #ifndef DWLEAK_USDT_BPF_H
 #define DWLEAK_USDT_BPF_H
 
+#include "arch.bpf.h"
 #include "maps.bpf.h"
 #include "guard.bpf.h"
 #include "snap.bpf.h"
@@ -51,9 +52,7 @@ static __always_inline int site_alloc(struct pt_regs *ctx)
 	own = walker_enter();
 	regs = own ? bpf_map_lookup_elem(&site_regs, &zero) : NULL;
 	if (regs) {
-		regs->ip = real;
-		regs->sp = sp;
-		regs->bp = ctx->bp;
+		arch_site_regs(regs, ctx, real, sp);
 		sn.limit = stack_limit(ts, sp);
 		sn.want = ts->snap_hint;
 		snap_take(&sn, sp);

@@ -1,0 +1,186 @@
+/* The DWARF walk on aarch64 (issue 26): frame by frame from the probe's
+ * registers with bpf/abi/unwind_step_a64.h's step (the one vm/walk_a64.c
+ * walks stopped processes with in the arm64 guest, against gdb), each
+ * frame's rule from the rule cache and tables x86_64's walk uses
+ * (walk_rule.bpf.h), the words from the stack snapshot.  The kernel's
+ * sigreturn trampoline, which has no CFI there, is known by its
+ * instructions.  No walk_memo yet: every walk is made.
+ * Included by walk.bpf.h when built for arm64; part of dwleak.bpf.c's one
+ * translation unit (see there). */
+#ifndef DWLEAK_WALK_A64_BPF_H
+#define DWLEAK_WALK_A64_BPF_H
+
+#include "arch.bpf.h"
+#include "constants.h"
+#include "maps.bpf.h"
+#include "snap.bpf.h"
+#include "stacks.bpf.h"
+#include "walk_ctx.bpf.h"
+#include "walk_rule.bpf.h"
+
+/* The step's reads: stack words from the snapshot (else a new one); the
+ * only other address it reads is the frame's pc, for the sigreturn
+ * trampoline's instructions, which are code, never in the snapshot. */
+static __always_inline int walk_a64_read(void *arg, __u64 *dst, __u64 addr)
+{
+	struct walk_ctx *w = arg;
+
+	if (addr == w->r.pc)
+		return read_u64(dst, addr) ? WALK_ERR_READ : 0;
+	return snap_read(&w->snap, dst, addr) ? WALK_ERR_READ : 0;
+}
+
+static const struct unwind_step_a64_ops walk_a64_ops = { walk_a64_read };
+
+/*
+ * A return address the walk recovered that is the uretprobe trampoline:
+ * arm64's uretprobes replace x30 at the probed call's entry, so the callee
+ * saved the trampoline where its caller's return address would be, at a
+ * place the entry could not know.  The pending calls (thread_state.calls,
+ * outermost first) each hid one, and the walk meets them innermost first:
+ * the K-th trampoline met is the (depth - 1 - K)-th pending call's.
+ */
+static __noinline int walk_a64_unhide(struct walk_ctx *w)
+{
+	struct thread_state *ts;
+	__u32 k;
+
+	if (!w)
+		return WALK_ERR_TRAMPOLINE;
+	ts = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, 0);
+	if (!ts || w->tramps >= ts->depth || ts->depth > DWLEAK_MAX_PENDING)
+		return WALK_ERR_TRAMPOLINE;
+	k = (ts->depth - 1 - w->tramps) & (DWLEAK_MAX_PENDING - 1);
+	w->r.pc = ts->calls[k].ra;
+	w->tramps++;
+	count(CNT_TRAMPOLINE_FIXED);
+	return w->r.pc ? 0 : WALK_END_ZERO_RA;
+}
+
+/* Steps the walk by RULE, or through a signal frame when RULE is NULL (no
+ * rule at pc: the sigreturn trampoline, or the walk ends with the reason
+ * rule_search gave).  Returns 1 to stop.  Global: verified once. */
+__noinline int walk_a64_apply(struct walk_ctx *w, struct unwind_rule *rule)
+{
+	__u32 why;
+	int ret;
+
+	if (!w)
+		return 1;
+	if (!rule) {
+		why = w->end;
+		ret = unwind_a64_signal(&w->r, &w->end, &walk_a64_ops, w);
+		if (ret < 0)
+			w->end = why; /* not a signal frame: rule_search's reason */
+		return ret != 0;
+	}
+	if (unwind_step_a64(&w->r, rule, &w->end, &walk_a64_ops, w))
+		return 1;
+	if (w->tramp && w->r.pc == w->tramp) {
+		ret = walk_a64_unhide(w);
+		if (ret) {
+			w->end = (__u32)ret;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* One frame: record pc, find its rule (the cache, else the tables), step
+ * to the caller. */
+static long walk_a64_frame(__u64 i, struct walk_ctx *w)
+{
+	struct rule_cache_slot *cs;
+	struct unwind_rule rule;
+	struct stack_trace *st;
+	__u32 zero = 0, n = w->n, gen = rule_gen;
+	__u64 lookup;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 1;
+	if (n >= DWLEAK_MAX_FRAMES) {
+		w->end = WALK_END_TRUNCATED;
+		return 1;
+	}
+	st->pcs[n] = w->r.pc | (n && w->r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
+	w->n = n + 1;
+	w->hash = (w->hash ^ w->r.pc) * FNV64_PRIME;
+	lookup = unwind_a64_lookup_pc(&w->r);
+	cs = rule_cache_get(lookup);
+	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
+		rule = cs->rule;
+		return walk_a64_apply(w, &rule);
+	}
+	w->misses++;
+	if (rule_search(w, lookup, &rule))
+		return walk_a64_apply(w, NULL);
+	if (cs) {
+		cs->pc = lookup;
+		cs->gen = gen;
+		cs->tgid = w->tgid;
+		cs->rule = rule;
+	}
+	return walk_a64_apply(w, &rule);
+}
+
+/* Walks the user stack from S and stores it.  Returns the stack id, or
+ * DWLEAK_STACK_NOT_STORED. */
+static __noinline __u64 stack_walk_a64(const struct walk_start *s, __u32 kind, struct snap_ctx *sn)
+{
+	struct walk_ctx w = {};
+	struct stack_trace *st;
+	__u32 zero = 0, image;
+
+	if (!s || !sn)
+		return 0;
+	image = s->image;
+	w.r.pc = s->pc;
+	w.r.sp = s->sp;
+	w.r.fp = s->bp;
+	w.r.fp_ok = 1;
+	w.r.lr = s->lr & ~pac_mask;
+	w.r.lr_ok = 1;
+	w.r.pac_mask = pac_mask;
+	w.r.exact_pc = 1;
+	w.sp0 = w.r.sp;
+	w.tgid = s->tgid;
+	w.pslot = s->pslot;
+	w.hash = FNV64_OFFSET ^ kind ^ ((__u64)image << 32);
+	w.tramp = uretprobe_trampoline();
+	w.end = WALK_END_TRUNCATED;
+	w.snap = *sn;
+	bpf_loop(DWLEAK_MAX_FRAMES + 1, walk_a64_frame, &w, 0);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->nframes = w.n;
+	st->end = w.end;
+	st->kind = kind;
+	st->fp = 0;
+	st->image = image;
+	w.hash = (w.hash ^ w.end) * FNV64_PRIME;
+	w.hash ^= w.hash >> 29;
+	count(CNT_WALKS);
+	count_n(CNT_FRAMES, w.n);
+	if (w.misses)
+		count_n(CNT_RULE_CACHE_MISSES, w.misses);
+	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
+	*sn = w.snap;
+	sn->want = w.r.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
+	return stack_store(w.hash, st);
+}
+
+/* Walks the user stack at a probe (an allocator's entry, a memory system
+ * call) and stores it.  Returns the stack id (a hash of its frames, kind
+ * and end, seeded with the process's IMAGE), or DWLEAK_STACK_NOT_STORED. */
+static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, __u32 pslot,
+					__u32 image, struct snap_ctx *sn)
+{
+	struct walk_start s = { PT_REGS_IP(ctx), PT_REGS_SP(ctx), ARCH_FP(ctx), tgid, pslot, image, 0,
+				ARCH_LR(ctx) };
+
+	return stack_walk_a64(&s, kind, sn);
+}
+
+#endif
