@@ -31,6 +31,20 @@ endif
 CLANG ?= clang
 BPFTOOL ?= bpftool
 AR ?= ar
+PKG_CONFIG := pkg-config
+# The kernel program's target (libbpf's __TARGET_ARCH_*).
+BPF_ARCH := x86
+
+# CROSS=arm64: dwleak itself built for arm64 with Debian's cross compiler
+# against the arm64 -dev packages (multiarch), its kernel program against
+# the BTF of Debian's arm64 kernel (issue 26).  `make ARCH=arm64` runs
+# this build in build/arm64/tool; vm/check_arm64.sh runs what it makes in
+# the arm64 guest.
+ifeq ($(CROSS),arm64)
+CC := aarch64-linux-gnu-gcc
+PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+BPF_ARCH := arm64
+endif
 
 BUILD := build
 ASAN := $(BUILD)/asan
@@ -60,11 +74,11 @@ export SOURCE_DATE_EPOCH
 # lookups libdwfl makes through it (report/symbolize.c).  libbpf joins once
 # installed (it is after .ci/deps.sh).
 # libmicrohttpd: the agent's HTTP server (agent/http.c).
-PKGS := libelf libdw libzstd zlib nettle libdebuginfod libmicrohttpd $(shell pkg-config --exists libbpf 2>/dev/null && echo libbpf)
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKGS := libelf libdw libzstd zlib nettle libdebuginfod libmicrohttpd $(shell $(PKG_CONFIG) --exists libbpf 2>/dev/null && echo libbpf)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS))
 # libiberty (a static archive, libiberty-dev): cplus_demangle for the C++
 # and Rust names in reports.
-LDLIBS := $(shell pkg-config --libs $(PKGS)) -liberty -lpthread -lm
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(PKGS)) -liberty -lpthread -lm
 
 # The flags a distribution's build passes in the environment (dpkg-buildflags:
 # -ffile-prefix-map, -fstack-protector-strong, _FORTIFY_SOURCE, -z relro -z now)
@@ -115,7 +129,14 @@ INC_preload := -I preload -I bpf/abi $(INC_base)
 LINK_LAYERS := cli agent session bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
-SRCS_target := $(wildcard target/*.c) $(wildcard target/*.S)
+# Sources for one machine: x86_64's code that runs inside a process
+# (loading the library into it, its copy-on-write snapshot), and what an
+# arm64 build has instead (answers that it is not there yet).
+X86_64_ONLY_SRCS := target/inject.c target/cave.c target/inject_safe.c target/snapshot.c target/inject_cave.S \
+	target/snapshot_cave.S
+ARM64_ONLY_SRCS := target/arch_fallback_arm64.c
+OTHER_ARCH_SRCS := $(if $(filter arm64,$(CROSS)),$(X86_64_ONLY_SRCS),$(ARM64_ONLY_SRCS))
+SRCS_target := $(filter-out $(OTHER_ARCH_SRCS),$(wildcard target/*.c) $(wildcard target/*.S))
 SRCS_unwinder := $(wildcard unwinder/*.c)
 SRCS_bpf := $(filter-out %.bpf.c,$(wildcard bpf/*.c))
 SRCS_report := $(wildcard report/*.c)
@@ -127,7 +148,7 @@ TABLES_SRCS := $(SRCS_tables)
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 # The kernel program: its parts, the ABI and base/ (the unwind tables'
 # format is base/unwind_format.h: it reaches no user-side layer).
-BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_x86 -I $(BUILD) -I bpf -I bpf/abi $(INC_base)
+BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I $(BUILD) -I bpf -I bpf/abi $(INC_base)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 # The preload library (see its rules below).
 PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
@@ -178,7 +199,9 @@ $(1)/libdwleak_$(2).a: $$(call objs,$(1),$$(SRCS_$(2)))
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_lib,$(BUILD),$(l)))$(eval $(call layer_lib,$(ASAN),$(l))))
 
-dwleak: $(BUILD)/cli/main.o $(LIBS)
+# the tool: ./dwleak, or BUILD/dwleak when cross-built
+DWLEAK_BIN := $(if $(CROSS),$(BUILD)/dwleak,dwleak)
+$(DWLEAK_BIN): $(BUILD)/cli/main.o $(LIBS)
 	$(CC) $(CFLAGS) $(ENV_CFLAGS) $(HARDEN_LDFLAGS) $(ENV_LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # --- Generated sources ---
@@ -254,10 +277,29 @@ $(PRELOAD_LIB): $(PRELOAD_OBJS)
 
 # --- BPF: vmlinux.h from the running kernel, objects, skeletons ---
 
+ifeq ($(CROSS),arm64)
+# The arm64 kernel's types, from the BTF inside Debian's arm64 kernel image
+# (the linux-image-*-arm64 package .ci/deps.sh downloads), found there by
+# vm/btf_extract.c: the same bytes the booted kernel has in
+# /sys/kernel/btf/vmlinux, so no arm64 machine is needed to build.
+ARM64_KERNEL_DEB ?= $(lastword $(sort $(wildcard /var/cache/dwleak/debs/linux-image-*-arm64_*_arm64.deb)))
+HOSTCC ?= gcc
+$(BUILD)/vmlinux.btf: vm/btf_extract.c $(ARM64_KERNEL_DEB)
+	@mkdir -p $(@D)
+	@test -n "$(ARM64_KERNEL_DEB)" || { echo "no arm64 kernel package in /var/cache/dwleak/debs: run .ci/deps.sh"; exit 1; }
+	$(HOSTCC) -O2 -Wall -Wextra -Werror -o $(BUILD)/btf_extract $<
+	dpkg-deb --fsys-tarfile $(ARM64_KERNEL_DEB) | tar -xO --wildcards './boot/vmlinuz-*' > $@.image
+	$(BUILD)/btf_extract $@.image $@
+	rm -f $@.image
+$(BUILD)/vmlinux.h: $(BUILD)/vmlinux.btf
+	$(BPFTOOL) btf dump file $< format c > $@.tmp
+	mv $@.tmp $@
+else
 $(BUILD)/vmlinux.h:
 	@mkdir -p $(@D)
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp
 	mv $@.tmp $@
+endif
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h
 	$(CLANG) $(BPF_CFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
@@ -555,8 +597,13 @@ $(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
 
+# dwleak itself for arm64: the same Makefile with CROSS=arm64, in a build
+# tree of its own (the kernel program against the arm64 kernel's BTF).
+$(ARM64)/tool/dwleak: FORCE
+	+$(MAKE) CROSS=arm64 BUILD=$(ARM64)/tool $@
+
 arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
-	$(ARM64)/stop_at_malloc.so
+	$(ARM64)/stop_at_malloc.so $(ARM64)/tool/dwleak
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
 # the machine, ~15 minutes) and runs vm/check_arm64.sh there.

@@ -33,6 +33,7 @@ packages=(
 	debhelper dpkg-dev lintian			# make deb: dpkg-buildpackage with dh, then lintian
 	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu	# make ARCH=arm64 (tests/arm64_build.sh), with the arm64 -dev packages below
 	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64
+	libbpf-dev:arm64 libmicrohttpd-dev:arm64 libdebuginfod-dev:arm64 libiberty-dev:arm64	# dwleak itself for arm64
 )
 
 # Packages the tests need as files, not installed: busybox-static conflicts
@@ -75,6 +76,10 @@ debs_fetch() {
 		compgen -G "$(deb_glob "$d")" > /dev/null || { echo "deps: cannot download $d" >&2; exit 2; }
 		echo "deps: downloaded $d into $DEB_DIR"
 	done
+	if ! compgen -G "$DEB_DIR/linux-image-*-arm64_*_arm64.deb" > /dev/null; then
+		d=$(arm64_kernel_deb "$DEB_DIR") || { echo "deps: cannot download the arm64 kernel package" >&2; exit 2; }
+		echo "deps: downloaded $(basename "$d") into $DEB_DIR"
+	fi
 }
 
 missing=()
@@ -85,6 +90,9 @@ missing_debs=()
 for d in "${debs[@]}"; do
 	compgen -G "$(deb_glob "$d")" > /dev/null || missing_debs+=("$d")
 done
+# the arm64 kernel image (its BTF: the arm64 build's vmlinux.h; the guest
+# of make check-arm64 boots it), whose name changes with each kernel
+compgen -G "$DEB_DIR/linux-image-*-arm64_*_arm64.deb" > /dev/null || missing_debs+=(linux-image-arm64)
 if [ ${#missing[@]} -eq 0 ] && [ ${#missing_debs[@]} -eq 0 ]; then
 	echo "deps: all ${#packages[@]} packages already installed, ${#debs[@]} .deb files in $DEB_DIR"
 	exit 0

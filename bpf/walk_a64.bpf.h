@@ -87,9 +87,14 @@ __noinline int walk_a64_apply(struct walk_ctx *w, struct unwind_rule *rule)
 }
 
 /* One frame: record pc, find its rule (the cache, else the tables), step
- * to the caller. */
-static long walk_a64_frame(__u64 i, struct walk_ctx *w)
+ * to the caller.  bpf_loop's callback: returns 0 (go on) or 1 (stop), and
+ * nothing else (Linux 6.1's verifier checks the range: a global
+ * function's int is not known to be in it).  LOOP_CTX holds the walk's
+ * state: bpf_loop's context must be on the stack there, the state is in
+ * walk_a64_state. */
+static long walk_a64_frame(__u64 i, struct walk_ctx **loop_ctx)
 {
+	struct walk_ctx *w = *loop_ctx;
 	struct rule_cache_slot *cs;
 	struct unwind_rule rule;
 	struct stack_trace *st;
@@ -110,65 +115,83 @@ static long walk_a64_frame(__u64 i, struct walk_ctx *w)
 	cs = rule_cache_get(lookup);
 	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
 		rule = cs->rule;
-		return walk_a64_apply(w, &rule);
+		return walk_a64_apply(w, &rule) ? 1 : 0;
 	}
 	w->misses++;
 	if (rule_search(w, lookup, &rule))
-		return walk_a64_apply(w, NULL);
+		return walk_a64_apply(w, NULL) ? 1 : 0;
 	if (cs) {
 		cs->pc = lookup;
 		cs->gen = gen;
 		cs->tgid = w->tgid;
 		cs->rule = rule;
 	}
-	return walk_a64_apply(w, &rule);
+	return walk_a64_apply(w, &rule) ? 1 : 0;
 }
 
-/* Walks the user stack from S and stores it.  Returns the stack id, or
- * DWLEAK_STACK_NOT_STORED. */
-static __noinline __u64 stack_walk_a64(const struct walk_start *s, __u32 kind, struct snap_ctx *sn)
-{
-	struct walk_ctx w = {};
-	struct stack_trace *st;
-	__u32 zero = 0, image;
+/* The walk's state, one per CPU (walker_enter lets one walk run on a CPU
+ * at a time): BPF's 512 bytes of stack are shared by a program and the
+ * functions it calls, and the walk's state with its mapping cache is most
+ * of them (Linux 6.1 refused the allocator's entry program with it on the
+ * stack: 576 bytes). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk_ctx);
+} walk_a64_state SEC(".maps");
 
-	if (!s || !sn)
+/* Walks the user stack from the registers CTX and stores it: WHO is the
+ * process's tgid << 32 | its proc_maps slot.  Returns the stack id, or
+ * DWLEAK_STACK_NOT_STORED. */
+static __noinline __u64 stack_walk_a64(struct pt_regs *ctx, __u32 kind, __u64 who, __u32 image,
+				       struct snap_ctx *sn)
+{
+	struct stack_trace *st;
+	struct walk_ctx *w;
+	__u32 zero = 0;
+	__u64 hash;
+
+	if (!ctx || !sn)
 		return 0;
-	image = s->image;
-	w.r.pc = s->pc;
-	w.r.sp = s->sp;
-	w.r.fp = s->bp;
-	w.r.fp_ok = 1;
-	w.r.lr = s->lr & ~pac_mask;
-	w.r.lr_ok = 1;
-	w.r.pac_mask = pac_mask;
-	w.r.exact_pc = 1;
-	w.sp0 = w.r.sp;
-	w.tgid = s->tgid;
-	w.pslot = s->pslot;
-	w.hash = FNV64_OFFSET ^ kind ^ ((__u64)image << 32);
-	w.tramp = uretprobe_trampoline();
-	w.end = WALK_END_TRUNCATED;
-	w.snap = *sn;
+	w = bpf_map_lookup_elem(&walk_a64_state, &zero);
+	if (!w)
+		return 0;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->r.pc = PT_REGS_IP(ctx);
+	w->r.sp = PT_REGS_SP(ctx);
+	w->r.fp = ARCH_FP(ctx);
+	w->r.fp_ok = 1;
+	w->r.lr = ARCH_LR(ctx) & ~pac_mask;
+	w->r.lr_ok = 1;
+	w->r.pac_mask = pac_mask;
+	w->r.exact_pc = 1;
+	w->sp0 = w->r.sp;
+	w->tgid = (__u32)(who >> 32);
+	w->pslot = (__u32)who;
+	w->hash = FNV64_OFFSET ^ kind ^ ((__u64)image << 32);
+	w->tramp = uretprobe_trampoline();
+	w->end = WALK_END_TRUNCATED;
+	w->snap = *sn;
 	bpf_loop(DWLEAK_MAX_FRAMES + 1, walk_a64_frame, &w, 0);
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	st->nframes = w.n;
-	st->end = w.end;
+	st->nframes = w->n;
+	st->end = w->end;
 	st->kind = kind;
 	st->fp = 0;
 	st->image = image;
-	w.hash = (w.hash ^ w.end) * FNV64_PRIME;
-	w.hash ^= w.hash >> 29;
+	hash = (w->hash ^ w->end) * FNV64_PRIME;
+	hash ^= hash >> 29;
 	count(CNT_WALKS);
-	count_n(CNT_FRAMES, w.n);
-	if (w.misses)
-		count_n(CNT_RULE_CACHE_MISSES, w.misses);
-	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
-	*sn = w.snap;
-	sn->want = w.r.sp - w.sp0; /* the last frame's CFA: as far as the walk read, about */
-	return stack_store(w.hash, st);
+	count_n(CNT_FRAMES, w->n);
+	if (w->misses)
+		count_n(CNT_RULE_CACHE_MISSES, w->misses);
+	count(CNT_WALK_END_BASE + (w->end < WALK_END_COUNT ? w->end : WALK_ERR_READ));
+	*sn = w->snap;
+	sn->want = w->r.sp - w->sp0; /* the last frame's CFA: as far as the walk read, about */
+	return stack_store(hash, st);
 }
 
 /* Walks the user stack at a probe (an allocator's entry, a memory system
@@ -177,10 +200,7 @@ static __noinline __u64 stack_walk_a64(const struct walk_start *s, __u32 kind, s
 static __always_inline __u64 stack_walk(struct pt_regs *ctx, __u32 kind, __u32 tgid, __u32 pslot,
 					__u32 image, struct snap_ctx *sn)
 {
-	struct walk_start s = { PT_REGS_IP(ctx), PT_REGS_SP(ctx), ARCH_FP(ctx), tgid, pslot, image, 0,
-				ARCH_LR(ctx) };
-
-	return stack_walk_a64(&s, kind, sn);
+	return stack_walk_a64(ctx, kind, (__u64)tgid << 32 | pslot, image, sn);
 }
 
 #endif

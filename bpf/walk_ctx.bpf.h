@@ -39,9 +39,6 @@ struct walk_start {
 	__u32 pslot; /* the process's proc_maps slot (thread_proc_slot), or DWLEAK_NO_SLOT */
 	__u32 image; /* its proc_info.image: the stack id's seed */
 	__u32 pad;
-#if defined(__TARGET_ARCH_arm64)
-	__u64 lr; /* x30: the innermost frame's return address */
-#endif
 };
 
 /* The shared step (bpf/abi/unwind_step.h) is given r; its hooks find the

@@ -8,8 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
-#include <sys/user.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "constants.h"
 #include "leak_scan.h"
 #include "snapshot.h"
+#include "thread_regs.h"
 #include "proc_rings.h"
 
 static double now_ms(void)
@@ -246,42 +246,38 @@ static int allocator_memory(const struct ledger *l, const struct alloc_state *st
 	return err;
 }
 
-#define NR_EXIT 60 /* x86_64 */
-#define NR_EXIT_GROUP 231
-
 /* The general registers of stopped thread TID as roots, and its stack and
  * TLS pointers into *T; EXITING: the thread stopped in the process's
  * exit, if any (see struct leak_scan_exit). */
 static int registers_scan(struct leakcheck *lc, struct reg_words *rw, pid_t tid,
 			       const struct leak_scan_exit *exiting, struct proc_mem_thread *t)
 {
-	struct user_regs_struct r;
-	const unsigned long long *w = (const unsigned long long *)&r;
+	struct thread_regs r;
 	size_t i, before = rw ? rw->n : 0, want = 0;
+	int err;
 
-	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
-		return -errno;
-	t->sp = r.rsp;
-	t->tls = r.fs_base;
+	err = thread_regs_read(tid, &r);
+	if (err)
+		return err;
+	t->sp = r.sp;
+	t->tls = r.tls;
 	if (exiting && exiting->tid == tid &&
-	    (exiting->sp || r.orig_rax == NR_EXIT || r.orig_rax == NR_EXIT_GROUP)) {
+	    (exiting->sp || r.syscall_nr == SYS_exit || r.syscall_nr == SYS_exit_group)) {
 		/* at exit()'s entry or in the syscall that ends the process:
 		 * only what a callee must keep is live */
-		const unsigned long long live[] = { r.rbx, r.rbp, r.r12, r.r13, r.r14, r.r15 };
-
-		for (i = 0; i < sizeof(live) / sizeof(*live); i++)
-			register_value(lc, rw, live[i]);
+		for (i = 0; i < r.nsaved; i++)
+			register_value(lc, rw, r.saved[i]);
 		if (exiting->sp)
 			t->sp = exiting->sp;
 		t->no_red_zone = true;
-		want = sizeof(live) / sizeof(*live);
+		want = r.nsaved;
 	} else {
 		/* every register may hold a pointer (a value kept in a register
 		 * of a spinning thread is a root, as for memcheck and
 		 * LeakSanitizer) */
-		for (i = 0; i < sizeof(r) / sizeof(*w); i++)
-			register_value(lc, rw, w[i]);
-		want = sizeof(r) / sizeof(*w);
+		for (i = 0; i < r.nall; i++)
+			register_value(lc, rw, r.all[i]);
+		want = r.nall;
 	}
 	/* a root not kept would make its blocks lost: no verdict rather */
 	return lc || rw->n - before == want ? 0 : -ENOMEM;

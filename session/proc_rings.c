@@ -21,13 +21,22 @@
 #define ARENA_IMAGES 4
 
 /* The invariant TSC, as the library's records carry it (rdtscp: after the
- * instructions before it, as there). */
+ * instructions before it, as there).  arm64's counterpart is the virtual
+ * counter (CNTVCT_EL0, after an isb), which the library's arm64 build,
+ * not written yet, would stamp its records with. */
 static uint64_t tsc_now(void)
 {
+#if defined(__aarch64__)
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+#else
 	uint32_t lo, hi, aux;
 
 	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
 	return (uint64_t)hi << 32 | lo;
+#endif
 }
 
 /* The directory's STOPPED word as R->stopped keeps it (the process wrote

@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "stop_signal.h"
+#include "thread_regs.h"
 #include "tracee.h"
 
 enum thread_state {
@@ -351,11 +351,9 @@ static int on_event_stop(struct thread *t, int sig)
  * thread alone ends), not exit_group nor killed by a signal. */
 static bool thread_in_exit_syscall(pid_t tid)
 {
-	long nr;
+	int64_t nr;
 
-	errno = 0;
-	nr = ptrace(PTRACE_PEEKUSER, tid, offsetof(struct user_regs_struct, orig_rax), 0);
-	return !errno && nr == SYS_exit;
+	return !thread_regs_syscall(tid, &nr) && nr == SYS_exit;
 }
 
 /* One wait status of thread TID.  Returns 1 with a process-level event in

@@ -20,6 +20,14 @@
 #include "table_image.h"
 #include "unwinder.h"
 
+/* The machine whose code is walked: the one dwleak is built for (the
+ * kernel program's walk and the tables it is handed must agree). */
+#if defined(__aarch64__)
+#define UNWIND_HOST_ARCH UNWIND_ARCH_AARCH64
+#else
+#define UNWIND_HOST_ARCH UNWIND_ARCH_X86_64
+#endif
+
 /* One mapping-table slot of the walker: whose, which of its two buffers
  * is in use, and what it holds (to skip republishing the same). */
 struct pm_slot {
@@ -172,11 +180,13 @@ static void object_compile(struct unwinder *u, struct unwind_object *o)
 		o->error_msg = strdup(table_last_error());
 		return;
 	}
-	if (o->table->arch != UNWIND_ARCH_X86_64) { /* another machine's code, mapped as data */
+	if (o->table->arch != UNWIND_HOST_ARCH) { /* another machine's code, mapped as data */
 		table_free(o->table);
 		o->table = NULL;
 		o->error = -ENOEXEC;
-		o->error_msg = strdup("an aarch64 object: this walker unwinds x86_64 code");
+		o->error_msg = strdup(UNWIND_HOST_ARCH == UNWIND_ARCH_X86_64
+					      ? "an aarch64 object: this walker unwinds x86_64 code"
+					      : "an x86_64 object: this walker unwinds aarch64 code");
 		return;
 	}
 	o->rows = o->table->nrows;

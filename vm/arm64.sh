@@ -28,12 +28,15 @@ TIMEOUT=${DWLEAK_ARM64_TIMEOUT:-3600}
 SRC=${DWLEAK_ARM64_SRC:-$here}
 # What the guest's root holds beyond a minimal system: what the tests run
 # there need (gdb is the oracle for stacks; python3.11 a traced program).
-# libdw1, libelf1, libnettle8: what build/arm64/tables_verify links.
+# libdw1, libelf1, libnettle8: what build/arm64/tables_verify links;
+# libbpf1, libmicrohttpd12, libdebuginfod1 too: dwleak itself, built for arm64.
 # libboost-regex1.74.0: it provides the virtual package gdb's
 # libsource-highlight4v5 depends on, which debootstrap does not resolve.
-PACKAGES=gdb,libboost-regex1.74.0,python3.11-minimal,libstdc++6,procps,kmod,libdw1,libelf1,libnettle8,libzstd1,zlib1g
-# The guest's kernel: Debian's bookworm arm64 image (BTF on, uprobes on).
-KERNEL_PKG=linux-image-arm64
+PACKAGES=gdb,libboost-regex1.74.0,python3.11-minimal,libstdc++6,procps,kmod,libdw1,libelf1,libnettle8,libzstd1,zlib1g,libbpf1,libmicrohttpd12,libdebuginfod1
+# The guest's kernel: Debian's bookworm arm64 image (BTF on, uprobes on),
+# the package linux-image-arm64 depends on, kept with .ci/deps.sh's .debs
+# (the arm64 build takes the kernel's BTF out of the same file).
+DEB_DIR=${DWLEAK_DEB_DIR:-/var/cache/dwleak/debs}
 # Modules the initramfs loads, in order: the ext4 root on virtio-blk, 9p
 # over virtio for /src and /job (Debian builds every virtio driver as a
 # module).  The root is not 9p: qemu's 9p server refuses to open device
@@ -52,7 +55,8 @@ die() {
 # debootstrap, and Debian's cross compiler with the arm64 -dev packages of
 # the libraries tables/ links (multiarch).  Installed when missing.
 HOST_PACKAGES="qemu-system-arm debootstrap cpio e2fsprogs gcc-aarch64-linux-gnu g++-aarch64-linux-gnu pkg-config
-	libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64"
+	clang bpftool libelf-dev:arm64 libdw-dev:arm64 libzstd-dev:arm64 zlib1g-dev:arm64 nettle-dev:arm64
+	libbpf-dev:arm64 libmicrohttpd-dev:arm64 libdebuginfod-dev:arm64 libiberty-dev:arm64"
 
 deps() {
 	local p missing=()
@@ -85,18 +89,13 @@ need_host_tools() {
 kernel_fetch() {
 	local dep deb
 	[ -s "$DIR/kernel/vmlinuz" ] && return 0
-	arm64_enable
-	mkdir -p "$DIR/kernel/deb"
-	dep=$(apt-cache depends "$KERNEL_PKG:arm64" | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-arm64\).*/\1/p' | head -1)
-	[ -n "$dep" ] || die "cannot tell which kernel $KERNEL_PKG:arm64 depends on (apt-get update?)"
-	(cd "$DIR/kernel/deb" && apt-get download -q "$dep:arm64" 2>&1) | grep -v '^W: Download is performed unsandboxed' || true
-	deb=$(ls "$DIR/kernel/deb/${dep}"_*_arm64.deb 2> /dev/null | head -1 || true)
-	[ -n "$deb" ] || die "cannot download $dep:arm64"
+	deb=$(arm64_kernel_deb "$DEB_DIR") || die "no arm64 kernel package"
+	mkdir -p "$DIR/kernel"
 	rm -rf "$DIR/kernel/x"
 	dpkg-deb -x "$deb" "$DIR/kernel/x"
 	cp "$DIR"/kernel/x/boot/vmlinuz-* "$DIR/kernel/vmlinuz.new"
 	mv "$DIR/kernel/vmlinuz.new" "$DIR/kernel/vmlinuz"
-	say "kernel: $dep"
+	say "kernel: $(basename "$deb")"
 }
 
 # The guest's PID 1 after the initramfs, copied into the root at each boot
@@ -250,7 +249,7 @@ boot() {
 		-device virtio-9p-pci,fsdev=src,mount_tag=src \
 		-fsdev local,id=job,path="$job",security_model=passthrough \
 		-device virtio-9p-pci,fsdev=job,mount_tag=job \
-		-netdev user,id=net0 -device virtio-net-pci,netdev=net0 < /dev/null
+		-netdev user,id=net0 -device virtio-net-pci,netdev=net0,romfile= < /dev/null # no option ROM: the kernel is booted directly (and ipxe-qemu, which has it, may be missing)
 }
 
 run() {
