@@ -593,6 +593,22 @@ ARM64_CXX ?= aarch64-linux-gnu-g++
 $(ARM64)/seed_O2: testdata/seed_main.cpp testdata/seed_leak_lib.cpp testdata/seed_leak_lib.h
 	@mkdir -p $(@D)
 	$(ARM64_CXX) -Wall -Wextra -Werror -O2 -g -fomit-frame-pointer -o $@ testdata/seed_main.cpp testdata/seed_leak_lib.cpp
+# the same with its return addresses signed (pointer authentication)
+$(ARM64)/seed_O2_pac: testdata/seed_main.cpp testdata/seed_leak_lib.cpp testdata/seed_leak_lib.h
+	@mkdir -p $(@D)
+	$(ARM64_CXX) -Wall -Wextra -Werror -O2 -g -fomit-frame-pointer -mbranch-protection=standard -o $@ \
+		testdata/seed_main.cpp testdata/seed_leak_lib.cpp
+# seed_O2 split as testdata splits it: stripped, its symbols in a debug
+# file found by .gnu_debuglink (the frames must resolve through it)
+$(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_stripped.debug &: $(ARM64)/seed_O2
+	aarch64-linux-gnu-objcopy --only-keep-debug $< $(ARM64)/seed_O2_stripped.debug
+	aarch64-linux-gnu-strip --strip-all -o $(ARM64)/seed_O2_stripped $<
+	cd $(ARM64) && aarch64-linux-gnu-objcopy --add-gnu-debuglink=seed_O2_stripped.debug seed_O2_stripped
+# testdata's leak_kinds as x86_64's is built (testdata/Makefile): every
+# leak kind at a site of its own, for --leak-check in the guest
+$(ARM64)/leak_kinds: testdata/leak_kinds.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o $@ $<
 $(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
@@ -603,7 +619,7 @@ $(ARM64)/tool/dwleak: FORCE
 	+$(MAKE) CROSS=arm64 BUILD=$(ARM64)/tool $@
 
 arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
-	$(ARM64)/stop_at_malloc.so $(ARM64)/tool/dwleak
+	$(ARM64)/stop_at_malloc.so $(ARM64)/leak_kinds $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_pac $(ARM64)/tool/dwleak
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
 # the machine, ~15 minutes) and runs vm/check_arm64.sh there.

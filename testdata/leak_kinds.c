@@ -12,8 +12,8 @@
  *   site_interior     1 x 112 B  only a pointer into its middle: possibly lost
  *   site_list         4 x 128 B  a list whose head is a global: reachable
  *   site_other_stack  1 x 144 B  only on another thread's stack: reachable
- *   site_register     1 x 160 B  only in a register (r15) of a spinning
- *                                thread: reachable
+ *   site_register     1 x 160 B  only in a register (r15; x28 on arm64) of
+ *                                a spinning thread: reachable
  *   site_tls          1 x 176 B  only in a thread's __thread variable: reachable
  *   site_anon         1 x 192 B  only in an anonymous mapping: reachable
  *   site_before       1 x 224 B  made first; with --wait, before dwleak
@@ -187,7 +187,7 @@ static void *tls_thread(void *arg)
 	return NULL;
 }
 
-/* Keeps site_register's block only in r15, spinning. */
+/* Keeps site_register's block only in r15 (arm64: x28), spinning. */
 static void *register_thread(void *arg)
 {
 	void *p;
@@ -195,6 +195,16 @@ static void *register_thread(void *arg)
 	(void)arg;
 	p = site_register();
 	scrub_stack();
+#if defined(__aarch64__)
+	__asm__ volatile("mov x28, %0\n\t"
+			 "mov %0, xzr\n"
+			 "1:\n\t"
+			 "yield\n\t"
+			 "b 1b"
+			 : "+r"(p)
+			 :
+			 : "x28", "memory");
+#else
 	__asm__ volatile("mov %0, %%r15\n\t"
 			 "xor %0, %0\n"
 			 "1:\n\t"
@@ -203,6 +213,7 @@ static void *register_thread(void *arg)
 			 : "+r"(p)
 			 :
 			 : "r15", "memory");
+#endif
 	return NULL;
 }
 

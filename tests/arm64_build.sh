@@ -1,9 +1,10 @@
 #!/bin/bash
-# `make ARCH=arm64` on this x86 host (issue 26): what of dwleak builds for
-# arm64 today compiles with Debian's cross compiler, warnings as errors,
-# into aarch64 executables (vm/check_arm64.sh runs them in the arm64
-# guest, `make check-arm64`, which CI does not run: it takes ~25 minutes
-# the first time).  The branch-protected test program really signs its
+# `make ARCH=arm64` on this x86 host (issue 26): dwleak itself and the
+# guest's test programs compile with Debian's cross compiler, warnings as
+# errors, into aarch64 executables, and dwleak's kernel program for arm64
+# against the BTF of Debian's arm64 kernel (vm/check_arm64.sh runs them
+# in the arm64 guest, `make check-arm64`, which CI does not run: it takes
+# ~15 minutes the first time).  The branch-protected test program really signs its
 # return addresses (paciasp in its code), and dwleak's table for it, made
 # here, marks the rows after each paciasp signed: the case the guest's
 # walk must strip is there.
@@ -19,11 +20,12 @@ command -v aarch64-linux-gnu-gcc > /dev/null ||
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-if ! make -s -C "$ROOT" ARCH=arm64 BUILD="$T/build" arm64 > "$T/make.out" 2>&1; then
+if ! make -s -j2 -C "$ROOT" ARCH=arm64 BUILD="$T/build" arm64 > "$T/make.out" 2>&1; then
 	sed 's/^/    /' "$T/make.out" | tail -20
 	fail_now "make ARCH=arm64 failed"
 fi
-for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 stop_at_malloc.so; do
+for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 seed_O2_pac seed_O2_stripped stop_at_malloc.so \
+	leak_kinds tool/dwleak; do
 	f=$T/build/arm64/$exe
 	if [ ! -x "$f" ]; then
 		fail "$exe: not built"
@@ -47,5 +49,26 @@ if [ "$signed" -ge 3 ]; then
 	pass "stop_deep_pac: dwleak's table marks $signed rows' return addresses signed"
 else
 	fail "stop_deep_pac: $signed rows signed in dwleak's table, want >= 3: $(head -3 "$T/tables.err")"
+fi
+# the kernel program built for arm64: its pt_regs are arm64's (x0-x30,
+# sp, pc, pstate), read by the aarch64 walk (walk_a64.bpf.h)
+bo=$T/build/arm64/tool/dwleak.bpf.o
+if [ ! -s "$bo" ]; then
+	fail "dwleak.bpf.o: not built for arm64"
+elif ! bpftool btf dump file "$bo" 2> /dev/null | grep -A 12 "STRUCT 'user_pt_regs'" | grep -q "'pstate'"; then
+	fail "dwleak.bpf.o: its BTF has no arm64 user_pt_regs (built for x86_64?)"
+elif ! llvm-objdump -t "$bo" | grep -q ' walk_a64_apply$'; then
+	fail "dwleak.bpf.o: no walk_a64_apply: the aarch64 walk is not in it"
+else
+	pass "dwleak.bpf.o: an arm64 kernel program ($(llvm-objdump -t "$bo" | grep -c ' F ') functions), the aarch64 walk in it"
+fi
+# the stripped seed: no symbols of its own, a link to its debug file
+st=$T/build/arm64/seed_O2_stripped
+if readelf -S "$st" | grep -q '\.symtab'; then
+	fail "seed_O2_stripped: still has .symtab"
+elif ! readelf -S "$st" | grep -q '\.gnu_debuglink'; then
+	fail "seed_O2_stripped: no .gnu_debuglink"
+else
+	pass "seed_O2_stripped: stripped, .gnu_debuglink to its debug file"
 fi
 check_finish

@@ -140,20 +140,152 @@ if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	fi
 	# the seed (-O2 -fomit-frame-pointer) stopped in malloc at its first
 	# new int[10] (40 bytes): through operator new in Debian's arm64
-	# libstdc++, which has no frame pointers
-	walk_check seed_O2 env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
+	# libstdc++, which has no frame pointers.  ASLR off (setarch -R): the
+	# same pcs as dwleak's run of it below
+	walk_check seed_O2 setarch -R env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
 		"$BUILD/arm64/seed_O2" --iterations 1 --interval-ms 0
 	fp_check seed_O2
 	for fn in 'operator new' 'LeakLib::slowMemoryLeak' 'main'; do
 		grep -q "^pc 0x[0-9a-f]* $fn" /tmp/gdb.seed_O2 ||
 			fail "walk seed_O2: no frame $fn in gdb's stack: $(cut -d' ' -f3- /tmp/gdb.seed_O2 | paste -sd'|')"
 	done
+	walk_check seed_O2_pac setarch -R env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
+		"$BUILD/arm64/seed_O2_pac" --iterations 1 --interval-ms 0
 	walk_check python3.11 python3.11 -c 'import os, signal
 def inner(): os.kill(os.getpid(), signal.SIGSTOP)
 def outer(): inner()
 outer()'
 else
 	fail "walk: $BUILD/arm64/walk_a64 or gdb missing"
+fi
+
+# --- dwleak itself, cross-built (make ARCH=arm64: build/arm64/tool), with
+# uprobes and the kernel's walk (its preload library is x86_64's still)
+D=$BUILD/arm64/tool/dwleak
+# The first stack of REPORT (JSON) that BYTES are outstanding in: its
+# frames' addresses, one a line, consecutive repeats (inlined frames) once;
+# FIELD: frames or fp_frames.
+stack_addrs() {
+	jq -r --argjson b "$2" --arg f "$3" '[.stacks[] | select(.bytes == $b)][0][$f][]? | "\(.address) \(.function // "??")"' "$1" |
+		awk '$1 != last { print } { last = $1 }'
+}
+if [ ! -x "$D" ] || ! command -v jq > /dev/null; then
+	fail "dwleak: $D is not built (make ARCH=arm64 on the host) or jq is missing"
+else
+	# The seed's 5 x new int[10] as dwleak reports them, against gdb's walk
+	# of the same program stopped in malloc at that allocation (above): ASLR
+	# off in both runs and the same library preloaded (stop_at_malloc.so
+	# stops only gdb's run), so each return address is the same number in
+	# both, and from operator new outwards every one must be gdb's, to
+	# _start.  NAME: walk_check's name of gdb's walk; the program
+	# BUILD/arm64/NAME; OPTS: dwleak's.
+	dwleak_seed_check() {
+		local name=$1 rc
+		shift
+		setarch -R "$D" --no-preload "$@" -t 0 --format json -o /tmp/dw.$name.json -- \
+			env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" "$BUILD/arm64/$name" --iterations 5 --interval-ms 10 \
+			> /tmp/dw.$name.out 2>&1
+		rc=$?
+		stack_addrs /tmp/dw.$name.json 200 frames > /tmp/dw.$name.frames
+		sed -n '/ operator new/,$p' /tmp/dw.$name.frames | cut -d' ' -f1 > /tmp/dw.$name.ours
+		grep '^pc ' /tmp/gdb.$name 2> /dev/null | cut -d' ' -f2- | sed -n '/ operator new/,$p' | cut -d' ' -f1 |
+			awk '$1 != last { print } { last = $1 }' > /tmp/dw.$name.gdb
+		if [ $rc -ne 0 ] || [ ! -s /tmp/dw.$name.ours ]; then
+			fail "dwleak $name: exit $rc, no 200-byte stack through operator new: $(tail -5 /tmp/dw.$name.out)"
+		elif [ ! -s /tmp/dw.$name.gdb ]; then
+			fail "dwleak $name: no gdb stack to compare with (walk $name above)"
+		elif ! cmp -s /tmp/dw.$name.ours /tmp/dw.$name.gdb; then
+			fail "dwleak $name: its stack is not gdb's, from operator new outwards"
+			paste /tmp/dw.$name.ours /tmp/dw.$name.gdb | sed 's/^/    /'
+			sed 's/^/    /' /tmp/dw.$name.frames
+		elif [ "$(tail -1 /tmp/dw.$name.frames | cut -d' ' -f2)" != _start ]; then
+			fail "dwleak $name: the stack ends at $(tail -1 /tmp/dw.$name.frames), not _start"
+		else
+			pass "dwleak $name: 200 B in 5 allocations, $(wc -l < /tmp/dw.$name.frames) frames, each return" \
+				"address gdb's from operator new to _start: $(cut -d' ' -f2- /tmp/dw.$name.frames | sed 's/(.*//' | paste -sd'|')"
+		fi
+	}
+	dwleak_seed_check seed_O2 --unwind both
+	# built -mbranch-protection=standard: the seed's own functions sign the
+	# return addresses they save, which the kernel's walk must strip
+	dwleak_seed_check seed_O2_pac
+	# --unwind both: what frame pointers lose on arm64.  The x29 walk's
+	# pcs must be frames of the DWARF walk, in order (a subsequence: it may
+	# skip frames, never invent one).
+	stack_addrs /tmp/dw.seed_O2.json 200 fp_frames | cut -d' ' -f1 > /tmp/dw.seed.fp
+	cut -d' ' -f1 /tmp/dw.seed_O2.frames > /tmp/dw.seed.dwarf
+	if [ ! -s /tmp/dw.seed.fp ]; then
+		fail "dwleak seed_O2 --unwind both: no frame-pointer stack in the report"
+	elif ! awk 'NR == FNR { d[++nd] = $1; next } { while (++i <= nd && d[i] != $1); if (i > nd) exit 1 }' \
+		/tmp/dw.seed.dwarf /tmp/dw.seed.fp; then
+		fail "dwleak seed_O2 --unwind both: a frame-pointer frame that is no frame of the DWARF walk"
+		paste /tmp/dw.seed.dwarf /tmp/dw.seed.fp | sed 's/^/    /'
+	else
+		lost=$(grep -v -w -F -f /tmp/dw.seed.fp /tmp/dw.seed_O2.frames | cut -d' ' -f2- | sed 's/(.*//' | paste -sd'|')
+		pass "dwleak seed_O2 --unwind both: frame pointers find $(wc -l < /tmp/dw.seed.fp) of" \
+			"$(wc -l < /tmp/dw.seed.dwarf) frames; lost: ${lost:-none}"
+	fi
+
+	# the seed stripped (no .symtab), its symbols in a debug file found by
+	# its .gnu_debuglink: the program's frames must be named from it
+	"$D" --no-preload -t 0 --format json -o /tmp/dw.strip.json -- "$BUILD/arm64/seed_O2_stripped" \
+		--iterations 3 --interval-ms 10 > /tmp/dw.strip.out 2>&1
+	rc=$?
+	names=$(jq -r '[.stacks[] | select(.bytes == 120)][0].frames | map(select(.module | endswith("seed_O2_stripped")) | .function // "??") | join("|")' \
+		/tmp/dw.strip.json 2> /dev/null)
+	case "$names" in
+	*LeakLib::slowMemoryLeak*caller*main*_start) pass "dwleak seed_O2_stripped: its frames named through its debug file: $names" ;;
+	*) fail "dwleak seed_O2_stripped: exit $rc, its frames: '$names' (want LeakLib::slowMemoryLeak, caller, main, _start): $(tail -3 /tmp/dw.strip.out)" ;;
+	esac
+
+	# --leak-check on testdata's leak_kinds (cross-built as testdata builds
+	# it): each site's kind, to the byte, as the program's header states it
+	# (x86_64's tests/leak_check.sh holds the same against memcheck)
+	lk=$BUILD/arm64/leak_kinds
+	"$D" --leak-check --no-preload -t 0 --format json -o /tmp/dw.lk.json -- "$lk" > /tmp/dw.lk.out 2>&1
+	rc=$?
+	jq -r '[.stacks[] | ([.frames[].function | select(. != null and startswith("site_"))][0]) as $s
+		| select($s != null) | .leak_kinds | to_entries[] | select(.value.bytes > 0)
+		| {s: $s, k: .key, b: .value.bytes}] | group_by(.s + " " + .k)
+		| map("\(.[0].s) \(.[0].k) \(map(.b) | add)") | .[]' /tmp/dw.lk.json > /tmp/dw.lk.got 2> /tmp/dw.lk.err
+	cat > /tmp/dw.lk.want << 'EOF'
+site_anon reachable 192
+site_before reachable 224
+site_cycle definitely_lost 80
+site_cycle indirectly_lost 80
+site_interior possibly_lost 112
+site_list reachable 512
+site_lost definitely_lost 96
+site_other_stack reachable 144
+site_register reachable 160
+site_tls reachable 176
+site_tree_child indirectly_lost 96
+site_tree_root definitely_lost 64
+site_via_before reachable 208
+EOF
+	if [ $rc -ne 0 ] || ! cmp -s /tmp/dw.lk.got /tmp/dw.lk.want; then
+		fail "dwleak --leak-check leak_kinds: exit $rc; each site's kind (got, want):"
+		diff /tmp/dw.lk.got /tmp/dw.lk.want | sed 's/^/    /'
+		tail -3 /tmp/dw.lk.out /tmp/dw.lk.err | sed 's/^/    /'
+	else
+		pass "dwleak --leak-check leak_kinds: all 13 sites' kinds to the byte; totals" \
+			"$(jq -c '.totals.leak_check | {d: .definitely_lost.bytes, i: .indirectly_lost.bytes, p: .possibly_lost.bytes, r: .reachable.bytes, pause_ms}' /tmp/dw.lk.json)"
+	fi
+
+	# python3.11 (Debian's, stripped): every stack rooted, none cut short
+	"$D" --no-preload -t 0 --format json -o /tmp/dw.py.json -- python3.11 -c 'import json
+keep = [json.dumps({"k": i}) for i in range(2000)]' > /tmp/dw.py.out 2>&1
+	rc=$?
+	read -r nst nok maxf bytes <<< "$(jq -r '[.stacks | length, (map(select(.unwind_error == null and .truncated == false)) | length),
+		(map(.frames | length) | max), .[0].bytes] | @tsv' /tmp/dw.py.json 2> /dev/null)"
+	if [ $rc -ne 0 ] || [ -z "${nst:-}" ] || [ "$nst" = 0 ]; then
+		fail "dwleak python3.11: exit $rc, no stacks: $(tail -3 /tmp/dw.py.out)"
+	elif [ "$nok" != "$nst" ]; then
+		fail "dwleak python3.11: $((nst - nok)) of $nst stacks not rooted: $(jq -c '[.stacks[] | select(.unwind_error != null) | .unwind_error] | unique' /tmp/dw.py.json)"
+	else
+		pass "dwleak python3.11: all $nst stacks rooted (to the outermost frame), the deepest $maxf frames," \
+			"the largest $bytes B: $(jq -r '.stacks[0].frames | map(.function // "??") | .[0:6] | join("|")' /tmp/dw.py.json)|..."
+	fi
 fi
 
 echo "$passed passed, $failed failed"
