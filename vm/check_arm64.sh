@@ -226,6 +226,25 @@ else
 			"$(wc -l < /tmp/dw.seed.dwarf) frames; lost: ${lost:-none}"
 	fi
 
+	# -p: attached to the seed already running (uprobes: loading the
+	# library into a process is x86_64's so far, and dwleak says so), its
+	# allocations made after the attach, each through operator new to _start
+	"$BUILD/arm64/seed_O2" --iterations 0 --interval-ms 200 > /dev/null 2>&1 &
+	sp=$!
+	sleep 1
+	"$D" -p $sp -d 3 -t 0 --format json -o /tmp/dw.p.json > /tmp/dw.p.out 2>&1
+	rc=$?
+	kill $sp 2> /dev/null
+	wait $sp 2> /dev/null
+	read -r pb pn <<< "$(jq -r '[.stacks[] | select(any(.frames[]; (.function // "") | startswith("LeakLib::slowMemoryLeak")))][0] | [.bytes, (.frames | length)] | @tsv' /tmp/dw.p.json 2> /dev/null)"
+	last=$(jq -r '[.stacks[] | select(any(.frames[]; (.function // "") | startswith("LeakLib::slowMemoryLeak")))][0].frames[-1].function' /tmp/dw.p.json 2> /dev/null)
+	if [ $rc -ne 0 ] || [ -z "${pb:-}" ] || [ "$pb" = null ] || [ $((pb % 40)) -ne 0 ] || [ "$pb" -lt 40 ] || [ "$last" != _start ]; then
+		fail "dwleak -p seed_O2: exit $rc, stack '${pb:-none} B, $pn frames, to $last': $(tail -3 /tmp/dw.p.out)"
+	else
+		pass "dwleak -p seed_O2 (running 1 s before): $pb B in $((pb / 40)) new int[10] made while attached, $pn frames to _start;" \
+			"$(grep -o 'uprobes[^;.]*' /tmp/dw.p.out | head -1)"
+	fi
+
 	# the seed stripped (no .symtab), its symbols in a debug file found by
 	# its .gnu_debuglink: the program's frames must be named from it
 	"$D" --no-preload -t 0 --format json -o /tmp/dw.strip.json -- "$BUILD/arm64/seed_O2_stripped" \
