@@ -609,6 +609,11 @@ $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_stripped.debug &: $(ARM64)/seed_O2
 $(ARM64)/leak_kinds: testdata/leak_kinds.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -pthread -o $@ $<
+# testdata's mmap_ledger (its own anonymous mappings, for --mmap: the
+# memory system calls' probe, arm64's numbers and registers)
+$(ARM64)/mmap_ledger: testdata/mmap_ledger.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -Wall -Wextra -Werror -O2 -g -fno-optimize-sibling-calls -o $@ $<
 $(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
@@ -619,7 +624,8 @@ $(ARM64)/tool/dwleak: FORCE
 	+$(MAKE) CROSS=arm64 BUILD=$(ARM64)/tool $@
 
 arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
-	$(ARM64)/stop_at_malloc.so $(ARM64)/leak_kinds $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_pac $(ARM64)/tool/dwleak
+	$(ARM64)/stop_at_malloc.so $(ARM64)/leak_kinds $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_pac $(ARM64)/mmap_ledger \
+	$(ARM64)/tool/dwleak
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
 # the machine, ~15 minutes) and runs vm/check_arm64.sh there.

@@ -196,38 +196,16 @@ __noinline int walk_apply(struct walk_ctx *w, struct unwind_rule *rule)
  * record inside made five of them a frame; the others in walk_apply. */
 static long walk_step(__u64 i, struct walk_ctx *w)
 {
-	struct rule_cache_slot *cs;
 	struct unwind_rule rule;
 	struct stack_trace *st;
-	__u32 zero = 0, n = w->n, gen = rule_gen;
-	__u64 lookup;
+	__u32 n;
 	int ret;
 
-	st = bpf_map_lookup_elem(&scratch, &zero);
+	st = walk_frame_record(w, &n);
 	if (!st)
 		return 1;
-	if (n >= DWLEAK_MAX_FRAMES) {
-		w->end = WALK_END_TRUNCATED;
+	if (walk_rule_get(w, unwind_lookup_pc(&w->r), &rule))
 		return 1;
-	}
-	st->pcs[n] = w->r.pc | (n && w->r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
-	w->n = n + 1;
-	w->hash = (w->hash ^ w->r.pc) * FNV64_PRIME;
-	lookup = unwind_lookup_pc(&w->r);
-	cs = rule_cache_get(lookup);
-	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
-		rule = cs->rule;
-	} else {
-		w->misses++;
-		if (rule_search(w, lookup, &rule))
-			return 1;
-		if (cs) {
-			cs->pc = lookup;
-			cs->gen = gen;
-			cs->tgid = w->tgid;
-			cs->rule = rule;
-		}
-	}
 	if (rule.cfa_type == UNWIND_CFA_SIGNAL)
 		st->pcs[n] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
 	ret = unwind_step_try(&w->r, &rule, &w->end, &walk_try_ops);

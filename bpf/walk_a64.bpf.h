@@ -95,37 +95,13 @@ __noinline int walk_a64_apply(struct walk_ctx *w, struct unwind_rule *rule)
 static long walk_a64_frame(__u64 i, struct walk_ctx **loop_ctx)
 {
 	struct walk_ctx *w = *loop_ctx;
-	struct rule_cache_slot *cs;
 	struct unwind_rule rule;
-	struct stack_trace *st;
-	__u32 zero = 0, n = w->n, gen = rule_gen;
-	__u64 lookup;
+	__u32 n;
 
-	st = bpf_map_lookup_elem(&scratch, &zero);
-	if (!st)
+	if (!walk_frame_record(w, &n))
 		return 1;
-	if (n >= DWLEAK_MAX_FRAMES) {
-		w->end = WALK_END_TRUNCATED;
-		return 1;
-	}
-	st->pcs[n] = w->r.pc | (n && w->r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
-	w->n = n + 1;
-	w->hash = (w->hash ^ w->r.pc) * FNV64_PRIME;
-	lookup = unwind_a64_lookup_pc(&w->r);
-	cs = rule_cache_get(lookup);
-	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
-		rule = cs->rule;
-		return walk_a64_apply(w, &rule) ? 1 : 0;
-	}
-	w->misses++;
-	if (rule_search(w, lookup, &rule))
+	if (walk_rule_get(w, unwind_a64_lookup_pc(&w->r), &rule))
 		return walk_a64_apply(w, NULL) ? 1 : 0;
-	if (cs) {
-		cs->pc = lookup;
-		cs->gen = gen;
-		cs->tgid = w->tgid;
-		cs->rule = rule;
-	}
 	return walk_a64_apply(w, &rule) ? 1 : 0;
 }
 

@@ -49,6 +49,52 @@ __noinline int rule_search(struct walk_ctx *w, __u64 lookup, struct unwind_rule 
 	return 0;
 }
 
+/* A frame's pc into the stack being stored (scratch) and the walk's hash:
+ * both walks' first part of a frame.  Returns the stack, its *N-th pc
+ * written, or NULL to stop (no scratch; or the stack is full: W->end). */
+static __always_inline struct stack_trace *walk_frame_record(struct walk_ctx *w, __u32 *n_out)
+{
+	struct stack_trace *st;
+	__u32 zero = 0, n = w->n;
+
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return NULL;
+	if (n >= DWLEAK_MAX_FRAMES) {
+		w->end = WALK_END_TRUNCATED;
+		return NULL;
+	}
+	st->pcs[n] = w->r.pc | (n && w->r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
+	w->n = n + 1;
+	w->hash = (w->hash ^ w->r.pc) * FNV64_PRIME;
+	*n_out = n;
+	return st;
+}
+
+/* The rule for runtime address LOOKUP into *RULE: from the per-CPU rule
+ * cache, else searched in the tables (and cached).  Returns 0, or -1 with
+ * w->end set (rule_search's reason). */
+static __always_inline int walk_rule_get(struct walk_ctx *w, __u64 lookup, struct unwind_rule *rule)
+{
+	__u32 gen = rule_gen;
+	struct rule_cache_slot *cs = rule_cache_get(lookup);
+
+	if (cs && cs->pc == lookup && cs->gen == gen && cs->tgid == w->tgid) {
+		*rule = cs->rule;
+		return 0;
+	}
+	w->misses++;
+	if (rule_search(w, lookup, rule))
+		return -1;
+	if (cs) {
+		cs->pc = lookup;
+		cs->gen = gen;
+		cs->tgid = w->tgid;
+		cs->rule = *rule;
+	}
+	return 0;
+}
+
 /* Direct loads through the task's BTF pointers (the verifier guards them),
  * not BPF_CORE_READ: each of its bpf_probe_read_kernel calls costs ~40 ns. */
 static __always_inline __u64 uretprobe_trampoline(void)

@@ -11,21 +11,27 @@
 
 #include "thread_regs.h"
 
+/* OUT cleared, then the N words at W as its every register. */
+static void regs_all_fill(struct thread_regs *out, const uint64_t *w, size_t n)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < n && i < THREAD_REGS_MAX; i++)
+		out->all[i] = w[i];
+	out->nall = i;
+}
+
 #if defined(__x86_64__)
 
 int thread_regs_read(pid_t tid, struct thread_regs *out)
 {
 	struct user_regs_struct r;
-	const unsigned long long *w = (const unsigned long long *)&r;
-	size_t i;
 
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r))
 		return -errno;
-	_Static_assert(sizeof(r) / sizeof(*w) <= THREAD_REGS_MAX, "every register kept");
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < sizeof(r) / sizeof(*w); i++)
-		out->all[i] = w[i];
-	out->nall = i;
+	_Static_assert(sizeof(r) / sizeof(uint64_t) <= THREAD_REGS_MAX, "every register kept");
+	regs_all_fill(out, (const uint64_t *)&r, sizeof(r) / sizeof(uint64_t));
 	out->saved[0] = r.rbx;
 	out->saved[1] = r.rbp;
 	out->saved[2] = r.r12;
@@ -71,25 +77,19 @@ int thread_regs_read(pid_t tid, struct thread_regs *out)
 	struct user_regs_struct r; /* x0-x30, sp, pc, pstate */
 	uint64_t tp = 0;
 	struct iovec io = { &r, sizeof(r) }, tio = { &tp, sizeof(tp) };
-	const uint64_t *w = (const uint64_t *)&r;
 	size_t i;
-	int err;
 
 	if (ptrace(PTRACE_GETREGSET, tid, NT_PRSTATUS, &io) || ptrace(PTRACE_GETREGSET, tid, NT_ARM_TLS, &tio))
 		return -errno;
-	_Static_assert(sizeof(r) / sizeof(*w) <= THREAD_REGS_MAX, "every register kept");
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < sizeof(r) / sizeof(*w); i++)
-		out->all[i] = w[i];
-	out->nall = i;
+	_Static_assert(sizeof(r) / sizeof(uint64_t) <= THREAD_REGS_MAX, "every register kept");
+	regs_all_fill(out, (const uint64_t *)&r, sizeof(r) / sizeof(uint64_t));
 	/* AAPCS64: x19-x28 and the frame pointer x29 are the callee's to keep */
 	for (i = 0; i < 11; i++)
 		out->saved[i] = r.regs[19 + i];
 	out->nsaved = 11;
 	out->sp = r.sp;
 	out->tls = tp;
-	err = thread_regs_syscall(tid, &out->syscall_nr);
-	return err;
+	return thread_regs_syscall(tid, &out->syscall_nr);
 }
 
 #else

@@ -25,7 +25,7 @@ if ! make -s -j2 -C "$ROOT" ARCH=arm64 BUILD="$T/build" arm64 > "$T/make.out" 2>
 	fail_now "make ARCH=arm64 failed"
 fi
 for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 seed_O2_pac seed_O2_stripped stop_at_malloc.so \
-	leak_kinds tool/dwleak; do
+	leak_kinds mmap_ledger tool/dwleak; do
 	f=$T/build/arm64/$exe
 	if [ ! -x "$f" ]; then
 		fail "$exe: not built"

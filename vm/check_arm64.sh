@@ -291,6 +291,25 @@ EOF
 			"$(jq -c '.totals.leak_check | {d: .definitely_lost.bytes, i: .indirectly_lost.bytes, p: .possibly_lost.bytes, r: .reachable.bytes, pause_ms}' /tmp/dw.lk.json)"
 	fi
 
+	# --mmap on testdata's mmap_ledger: the memory system calls (arm64's
+	# numbers and argument registers) accounted per site as the program's
+	# own ledger says, its big mallocs once, as malloc
+	"$D" --mmap --no-preload -t 0 --format json -o /tmp/dw.mm.json -- "$BUILD/arm64/mmap_ledger" \
+		--ledger /tmp/dw.mm.ledger > /tmp/dw.mm.out 2>&1
+	rc=$?
+	got=$(jq -r --slurpfile l /tmp/dw.mm.ledger '$l[0] | keys[] as $site | [$site, ($l[0][$site] | map(tostring) | join(" "))] | @tsv' \
+		/tmp/dw.mm.json 2> /dev/null | while IFS=$'\t' read -r site want; do
+		have=$(jq -r --arg s "$site" '[.stacks[] | select(any(.frames[]; .function == $s))] | "\(map(.bytes) | add // 0) \(map(.allocations) | add // 0)"' /tmp/dw.mm.json)
+		[ "$have" = "$want" ] || echo "$site: dwleak $have, the program $want"
+	done)
+	if [ $rc -ne 0 ] || [ ! -s /tmp/dw.mm.ledger ]; then
+		fail "dwleak --mmap mmap_ledger: exit $rc: $(tail -3 /tmp/dw.mm.out)"
+	elif [ -n "$got" ]; then
+		fail "dwleak --mmap mmap_ledger: $got"
+	else
+		pass "dwleak --mmap mmap_ledger: every site's bytes and regions as its ledger: $(tr -d '\n' < /tmp/dw.mm.ledger)"
+	fi
+
 	# python3.11 (Debian's, stripped): every stack rooted, none cut short
 	"$D" --no-preload -t 0 --format json -o /tmp/dw.py.json -- python3.11 -c 'import json
 keep = [json.dumps({"k": i}) for i in range(2000)]' > /tmp/dw.py.out 2>&1
