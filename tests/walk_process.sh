@@ -119,9 +119,13 @@ if lt_part c; then
 	both dlopen -- "$TESTDATA/dlopen_main" --iterations 100 --interval-ms 1
 fi
 if lt_part d; then
-	# python's and perl's own caches of objects at exit: many stacks
-	both python -- "$LT_PYTHON" -c 'import json; d=[json.dumps({"k": i}) for i in range(2000)]; leak=[bytearray(100) for _ in range(10)]'
-	both perl -- perl -e 'my %h; $h{$_} = "x" x $_ for 1..500; our @keep = map { [$_] } 1..100;'
+	# python's and perl's own caches of objects at exit: many stacks.
+	# Each sleeps 1 s first: the process walks itself once dwleak has
+	# handed it the unwind image, which a busy machine may not have done
+	# before a run of a few ms ended (CI once: perl walked nothing, "image
+	# 0 installed")
+	both python -- "$LT_PYTHON" -c 'import json, time; time.sleep(1); d=[json.dumps({"k": i}) for i in range(2000)]; leak=[bytearray(100) for _ in range(10)]'
+	both perl -- perl -e 'select(undef, undef, undef, 1); my %h; $h{$_} = "x" x $_ for 1..500; our @keep = map { [$_] } 1..100;'
 fi
 if lt_part e; then
 	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 200 --interval-ms 1
