@@ -29,7 +29,7 @@ for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 seed_O2_pac se
 	f=$T/build/arm64/$exe
 	if [ ! -x "$f" ]; then
 		fail "$exe: not built"
-	elif readelf -h "$f" | grep -q '^ *Machine: *AArch64$'; then
+	elif readelf -h "$f" | grep '^ *Machine: *AArch64$' > /dev/null; then
 		pass "$exe: an aarch64 $(readelf -h "$f" | sed -n 's/^ *Type: *\([A-Z]*\).*/\1/p') object"
 	else
 		fail "$exe: not an aarch64 object: $(readelf -h "$f" | grep Machine)"
@@ -52,21 +52,25 @@ else
 fi
 # the kernel program built for arm64: its pt_regs are arm64's (x0-x30,
 # sp, pc, pstate), read by the aarch64 walk (walk_a64.bpf.h)
+# (each tool's output in a file first: under pipefail, grep -q ending the
+# pipe early would make the writer's SIGPIPE the pipeline's failure)
 bo=$T/build/arm64/tool/dwleak.bpf.o
+bpftool btf dump file "$bo" > "$T/bo.btf" 2>&1
+llvm-objdump -t "$bo" > "$T/bo.syms" 2>&1
 if [ ! -s "$bo" ]; then
 	fail "dwleak.bpf.o: not built for arm64"
-elif ! bpftool btf dump file "$bo" 2> /dev/null | grep -A 12 "STRUCT 'user_pt_regs'" | grep -q "'pstate'"; then
+elif ! grep -A 12 "STRUCT 'user_pt_regs'" "$T/bo.btf" | grep "'pstate'" > /dev/null; then
 	fail "dwleak.bpf.o: its BTF has no arm64 user_pt_regs (built for x86_64?)"
-elif ! llvm-objdump -t "$bo" | grep -q ' walk_a64_apply$'; then
+elif ! grep -q ' walk_a64_apply$' "$T/bo.syms"; then
 	fail "dwleak.bpf.o: no walk_a64_apply: the aarch64 walk is not in it"
 else
-	pass "dwleak.bpf.o: an arm64 kernel program ($(llvm-objdump -t "$bo" | grep -c ' F ') functions), the aarch64 walk in it"
+	pass "dwleak.bpf.o: an arm64 kernel program ($(grep -c ' F ' "$T/bo.syms") functions), the aarch64 walk in it"
 fi
 # the stripped seed: no symbols of its own, a link to its debug file
 st=$T/build/arm64/seed_O2_stripped
-if readelf -S "$st" | grep -q '\.symtab'; then
+if readelf -S "$st" | grep '\.symtab' > /dev/null; then
 	fail "seed_O2_stripped: still has .symtab"
-elif ! readelf -S "$st" | grep -q '\.gnu_debuglink'; then
+elif ! readelf -S "$st" | grep '\.gnu_debuglink' > /dev/null; then
 	fail "seed_O2_stripped: no .gnu_debuglink"
 else
 	pass "seed_O2_stripped: stripped, .gnu_debuglink to its debug file"
