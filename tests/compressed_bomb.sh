@@ -51,7 +51,7 @@ as_user bash -c '
 		dd of=bomb.so bs=1 seek=$((shoff + idx * 64 + 8)) conv=notrunc status=none
 ' _ "$tmp/u" "$CLAIM" || fail_now "cannot build the bomb"
 bomb=$tmp/u/bomb.so
-readelf -SW "$bomb" | grep -q '\.debug_frame .* C ' || fail "the bomb's .debug_frame is not SHF_COMPRESSED"
+readelf -SW "$bomb" | grep '\.debug_frame .* C ' > /dev/null || fail "the bomb's .debug_frame is not SHF_COMPRESSED"
 echo "bomb: $(stat -c %s "$bomb") bytes, .debug_frame claims $CLAIM"
 
 # run NAME FILE: `dwleak tables FILE` under /usr/bin/time; sets rc, kb, secs.
