@@ -40,9 +40,13 @@ BPF_ARCH := x86
 # the BTF of Debian's arm64 kernel (issue 26).  `make ARCH=arm64` runs
 # this build in build/arm64/tool; vm/check_arm64.sh runs what it makes in
 # the arm64 guest.
+# Debian's cross compilers and the arm64 -dev packages' pkg-config files.
+ARM64_CC ?= aarch64-linux-gnu-gcc
+ARM64_CXX ?= aarch64-linux-gnu-g++
+ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 ifeq ($(CROSS),arm64)
-CC := aarch64-linux-gnu-gcc
-PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
+CC := $(ARM64_CC)
+PKG_CONFIG := $(ARM64_PKG_CONFIG)
 BPF_ARCH := arm64
 endif
 
@@ -563,8 +567,6 @@ check: check-build
 # -dev packages (multiarch; vm/arm64.sh deps installs them).  The walker, the
 # probes and the preload library are x86_64's still.
 ARM64 := $(BUILD)/arm64
-ARM64_CC ?= aarch64-linux-gnu-gcc
-ARM64_PKG_CONFIG := PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig pkg-config
 ARM64_PKGS := libelf libdw libzstd zlib nettle
 # vm/'s programs over the tables/ layer: tables_verify, and walk_a64 (the
 # aarch64 walk step through ptrace, checked against gdb in the guest).
@@ -589,7 +591,6 @@ $(ARM64)/stop_deep_pac: vm/stop_deep.c
 
 # The seed built as testdata's seed_O2 (-O2 -fomit-frame-pointer), and a
 # preload library whose malloc stops it at the seed's 40-byte new int[10].
-ARM64_CXX ?= aarch64-linux-gnu-g++
 $(ARM64)/seed_O2: testdata/seed_main.cpp testdata/seed_leak_lib.cpp testdata/seed_leak_lib.h
 	@mkdir -p $(@D)
 	$(ARM64_CXX) -Wall -Wextra -Werror -O2 -g -fomit-frame-pointer -o $@ testdata/seed_main.cpp testdata/seed_leak_lib.cpp

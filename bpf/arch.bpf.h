@@ -94,6 +94,9 @@ static __always_inline void arch_site_regs(struct pt_regs *regs, const struct pt
  * below 2^48. */
 const volatile __u64 pac_mask = 0x007f000000000000ull;
 
+/* A code address read from the stack or x30, its pointer code cleared. */
+#define ARCH_CODE_ADDR(a) ((a) & ~pac_mask)
+
 /* The return address at an allocator's entry, into *RA: x30 (no code on
  * it yet: the callee signs it in its prologue).  The snapshot is taken
  * for the walk (OWN). */
@@ -101,18 +104,15 @@ static __always_inline void arch_entry_ra(struct pt_regs *ctx, struct snap_ctx *
 {
 	if (own)
 		snap_take(sn, PT_REGS_SP(ctx));
-	*ra = ARCH_LR(ctx) & ~pac_mask;
+	*ra = ARCH_CODE_ADDR(ARCH_LR(ctx));
 }
-
-/* A code address read from the stack, its pointer code cleared. */
-#define ARCH_CODE_ADDR(a) ((a) & ~pac_mask)
 
 /* The frame-pointer walk's first return address at a function's entry:
  * x30. */
 static __always_inline __u64 arch_fp_entry_ra(struct pt_regs *ctx, struct snap_ctx *sn)
 {
 	(void)sn;
-	return ARCH_LR(ctx) & ~pac_mask;
+	return ARCH_CODE_ADDR(ARCH_LR(ctx));
 }
 
 /* A preload library site's registers as the real allocator's entry would

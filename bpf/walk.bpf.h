@@ -286,18 +286,7 @@ static __noinline __u64 stack_walk_full(const struct walk_start *s, __u32 kind, 
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	st->nframes = w.n;
-	st->end = w.end;
-	st->kind = kind;
-	st->fp = 0;
-	st->image = s->image;
-	w.hash = (w.hash ^ w.end) * FNV64_PRIME;
-	w.hash ^= w.hash >> 29;
-	count(CNT_WALKS);
-	count_n(CNT_FRAMES, w.n); /* once a walk, not a map lookup per frame */
-	if (w.misses)
-		count_n(CNT_RULE_CACHE_MISSES, w.misses);
-	count(CNT_WALK_END_BASE + (w.end < WALK_END_COUNT ? w.end : WALK_ERR_READ));
+	walk_finish(&w, st, kind, s->image);
 	id = stack_store(w.hash, st);
 	if (id == w.hash && w.rec && w.nrec <= WALK_MEMO_WORDS && m &&
 	    (w.end == WALK_END_OK || w.end == WALK_END_ZERO_RA || w.end == WALK_END_TRUNCATED)) {

@@ -126,7 +126,6 @@ static __noinline __u64 stack_walk_a64(struct pt_regs *ctx, __u32 kind, __u64 wh
 	struct stack_trace *st;
 	struct walk_ctx *w;
 	__u32 zero = 0;
-	__u64 hash;
 
 	if (!ctx || !sn)
 		return 0;
@@ -138,7 +137,7 @@ static __noinline __u64 stack_walk_a64(struct pt_regs *ctx, __u32 kind, __u64 wh
 	w->r.sp = PT_REGS_SP(ctx);
 	w->r.fp = ARCH_FP(ctx);
 	w->r.fp_ok = 1;
-	w->r.lr = ARCH_LR(ctx) & ~pac_mask;
+	w->r.lr = ARCH_CODE_ADDR(ARCH_LR(ctx));
 	w->r.lr_ok = 1;
 	w->r.pac_mask = pac_mask;
 	w->r.exact_pc = 1;
@@ -153,21 +152,10 @@ static __noinline __u64 stack_walk_a64(struct pt_regs *ctx, __u32 kind, __u64 wh
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st)
 		return 0;
-	st->nframes = w->n;
-	st->end = w->end;
-	st->kind = kind;
-	st->fp = 0;
-	st->image = image;
-	hash = (w->hash ^ w->end) * FNV64_PRIME;
-	hash ^= hash >> 29;
-	count(CNT_WALKS);
-	count_n(CNT_FRAMES, w->n);
-	if (w->misses)
-		count_n(CNT_RULE_CACHE_MISSES, w->misses);
-	count(CNT_WALK_END_BASE + (w->end < WALK_END_COUNT ? w->end : WALK_ERR_READ));
+	walk_finish(w, st, kind, image);
 	*sn = w->snap;
 	sn->want = w->r.sp - w->sp0; /* the last frame's CFA: as far as the walk read, about */
-	return stack_store(hash, st);
+	return stack_store(w->hash, st);
 }
 
 /* Walks the user stack at a probe (an allocator's entry, a memory system

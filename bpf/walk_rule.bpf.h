@@ -95,6 +95,25 @@ static __always_inline int walk_rule_get(struct walk_ctx *w, __u64 lookup, struc
 	return 0;
 }
 
+/* A finished walk W into the stack ST being stored (its KIND, the
+ * process's IMAGE): the frames' count, its end, the walk counters; its
+ * hash made final in W->hash, the stack's id.  Both walks' last part. */
+static __always_inline void walk_finish(struct walk_ctx *w, struct stack_trace *st, __u32 kind, __u32 image)
+{
+	st->nframes = w->n;
+	st->end = w->end;
+	st->kind = kind;
+	st->fp = 0;
+	st->image = image;
+	w->hash = (w->hash ^ w->end) * FNV64_PRIME;
+	w->hash ^= w->hash >> 29;
+	count(CNT_WALKS);
+	count_n(CNT_FRAMES, w->n); /* once a walk, not a map lookup per frame */
+	if (w->misses)
+		count_n(CNT_RULE_CACHE_MISSES, w->misses);
+	count(CNT_WALK_END_BASE + (w->end < WALK_END_COUNT ? w->end : WALK_ERR_READ));
+}
+
 /* Direct loads through the task's BTF pointers (the verifier guards them),
  * not BPF_CORE_READ: each of its bpf_probe_read_kernel calls costs ~40 ns. */
 static __always_inline __u64 uretprobe_trampoline(void)
