@@ -20,14 +20,19 @@ static __u64 stack_store(__u64 id, struct stack_trace *st)
 {
 	__u32 i = cpu_slot((__u32)(id >> (64 - STACK_SEEN_BITS)), STACK_SEEN_BITS);
 	__u64 *seen = bpf_map_lookup_elem(&stack_seen, &i);
-	long err;
+	int err;
 
 	if (seen && *seen == id)
 		return id;
 	/* -EEXIST: another CPU stored it, or this one before its cache
 	 * forgot; an id user space moved out is stored again, and user space
 	 * takes the second copy for the one it has */
-	err = bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST);
+	/* the low 32 bits: before Linux 6.4 (d7ba4cc900bf, "bpf: return long
+	 * from bpf_map_ops funcs") the map's own update, which the verifier
+	 * calls in the helper's place, returns an int, and on arm64 its upper
+	 * half comes back unextended: -EEXIST read as 4294967279 made every
+	 * stack another CPU had stored look like a full map (6.1, the guest) */
+	err = (int)bpf_map_update_elem(&stacks, &id, st, BPF_NOEXIST);
 	if (!err) {
 		count(CNT_STACKS_STORED);
 	} else if (err != -EEXIST) {
