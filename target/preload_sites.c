@@ -252,7 +252,8 @@ uint64_t preload_file_addr(pid_t pid, const struct preload_sites *s, uint64_t of
 	for (i = 0; i < n && !addr; i++) {
 		const struct proc_map *m = &maps[i];
 
-		if (m->ino == st.st_ino && m->dev == dev && off >= m->offset && off - m->offset + len <= m->end - m->start)
+		if (m->ino == st.st_ino && m->dev == dev && m->readable && off >= m->offset &&
+		    off - m->offset + len <= m->end - m->start)
 			addr = m->start + (off - m->offset);
 	}
 	proc_maps_free(maps, n);

@@ -58,7 +58,11 @@ int preload_sites_find_injected(char *const *paths, char *const *names, size_t n
 int preload_route_request(pid_t pid, const struct preload_sites *s);
 
 /* The address at which process PID maps LEN bytes at file offset OFF of
- * the library S describes (a semaphore, the control block), or 0. */
+ * the library S describes (a semaphore, the control block: data the
+ * process can read), or 0.  A mapping of the file without access is not
+ * it: on arm64 the loader keeps the hole between a library's 64 KiB
+ * aligned segments as such a mapping, whose file offsets cover the data
+ * segment's (the data itself is mapped elsewhere). */
 uint64_t preload_file_addr(pid_t pid, const struct preload_sites *s, uint64_t off, size_t len);
 
 /*
