@@ -134,11 +134,12 @@ LINK_LAYERS := cli agent session bpf unwinder report leakcheck target tables
 
 SRCS_tables := $(wildcard tables/*.c)
 # Sources for one machine: x86_64's code that runs inside a process
-# (loading the library into it, its copy-on-write snapshot), and what an
-# arm64 build has instead (answers that it is not there yet).
+# (loading the library into it, its copy-on-write snapshot, the library's
+# routing of a process it was loaded into late), and what an arm64 build
+# has instead (answers that it is not there yet).
 X86_64_ONLY_SRCS := target/inject.c target/cave.c target/inject_safe.c target/snapshot.c target/inject_cave.S \
-	target/snapshot_cave.S
-ARM64_ONLY_SRCS := target/arch_fallback_arm64.c
+	target/snapshot_cave.S preload/route.c preload/route_dl.S
+ARM64_ONLY_SRCS := target/arch_fallback_arm64.c preload/route_fallback_arm64.c
 OTHER_ARCH_SRCS := $(if $(filter arm64,$(CROSS)),$(X86_64_ONLY_SRCS),$(ARM64_ONLY_SRCS))
 SRCS_target := $(filter-out $(OTHER_ARCH_SRCS),$(wildcard target/*.c) $(wildcard target/*.S))
 SRCS_unwinder := $(wildcard unwinder/*.c)
@@ -156,7 +157,7 @@ BPF_CFLAGS := -O2 -g -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I $(
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 # The preload library (see its rules below).
 PRELOAD_LIB := $(BUILD)/libdwleak-preload.so
-PRELOAD_SRCS := $(wildcard preload/*.c) $(wildcard preload/*.S)
+PRELOAD_SRCS := $(filter-out $(OTHER_ARCH_SRCS),$(wildcard preload/*.c) $(wildcard preload/*.S))
 PRELOAD_OBJS := $(patsubst preload/%,$(BUILD)/preload/%.o,$(PRELOAD_SRCS))
 
 # Every header but the kernel program's parts, each checked alone (below).
@@ -173,8 +174,8 @@ FUZZERS := $(BUILD)/fuzz/fuzz_tables $(BUILD)/fuzz/fuzz_cache $(BUILD)/fuzz/fuzz
 	$(BUILD)/fuzz/fuzz_agent $(BUILD)/fuzz/fuzz_seccomp $(BUILD)/fuzz/fuzz_blockset $(BUILD)/fuzz/fuzz_walk \
 	$(BUILD)/fuzz/fuzz_walk_ring
 
-# `make ARCH=arm64` builds what of dwleak runs on arm64 today (below:
-# the table compiler and its libdw check); plain `make` the x86_64 tool.
+# `make ARCH=arm64` builds dwleak for arm64 and the arm64 guest's programs
+# (below); plain `make` the x86_64 tool.
 ifeq ($(ARCH),arm64)
 all: arm64
 else
@@ -261,7 +262,10 @@ $(BUILD)/headers/%.ok: %.h
 # the malloc of the programs it is loaded into; its sampler and set are
 # unit-tested with them (test_preload_*).
 
-PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden -ffixed-rbp \
+# On arm64 x29 is the frame pointer the walks start from: kept the same
+# way (GCC allocates x29 to nothing there; the flags make it certain).
+PRELOAD_FP_FLAGS := $(if $(filter arm64,$(CROSS)),-ffixed-x29 -fomit-frame-pointer,-ffixed-rbp)
+PRELOAD_CFLAGS := -O2 -g -Wall -Wextra -Werror -std=gnu11 -fPIC -fvisibility=hidden $(PRELOAD_FP_FLAGS) \
 	-fno-plt -fasynchronous-unwind-tables $(INC_preload)
 # The sampler, the sets and the symbol lookup, which need nothing of the
 # rest of the library, also linked into their unit tests.
@@ -561,11 +565,12 @@ check: check-build
 		bash tests/run.sh
 
 # --- arm64 (issue 26; README "arm64") ---
-# What of dwleak runs on arm64 today: the tables/ layer, with a driver that
-# compiles and verifies tables against libdw natively in the arm64 guest.
+# dwleak for arm64 (below: build/arm64/tool, dwleak and its preload library),
+# the tables/ layer with a driver that compiles and verifies tables against
+# libdw natively in the arm64 guest, and the guest's test programs.
 # Cross-compiled with Debian's gcc-aarch64-linux-gnu against the arm64
-# -dev packages (multiarch; vm/arm64.sh deps installs them).  The walker, the
-# probes and the preload library are x86_64's still.
+# -dev packages (multiarch; vm/arm64.sh deps installs them).  What runs
+# x86_64 code inside a process (injection, the snapshot) is x86_64's still.
 ARM64 := $(BUILD)/arm64
 ARM64_PKGS := libelf libdw libzstd zlib nettle
 # vm/'s programs over the tables/ layer: tables_verify, and walk_a64 (the
@@ -615,18 +620,26 @@ $(ARM64)/leak_kinds: testdata/leak_kinds.c
 $(ARM64)/mmap_ledger: testdata/mmap_ledger.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -Wall -Wextra -Werror -O2 -g -fno-optimize-sibling-calls -o $@ $<
+# testdata's ledger (4 threads, the whole malloc family and the C++
+# operators from 19 sites, its own ledger of what is outstanding): the
+# preload library's exact ledgers in the guest, under four allocators
+$(ARM64)/ledger: testdata/ledger.cpp
+	@mkdir -p $(@D)
+	$(ARM64_CXX) -Wall -Wextra -Werror -std=c++17 -O2 -g -fomit-frame-pointer -pthread -o $@ $< -ldl
 $(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
 
-# dwleak itself for arm64: the same Makefile with CROSS=arm64, in a build
-# tree of its own (the kernel program against the arm64 kernel's BTF).
-$(ARM64)/tool/dwleak: FORCE
-	+$(MAKE) CROSS=arm64 BUILD=$(ARM64)/tool $@
+# dwleak itself for arm64 and its preload library: the same Makefile with
+# CROSS=arm64, in a build tree of its own (the kernel program against the
+# arm64 kernel's BTF).
+$(ARM64)/tool/dwleak $(ARM64)/tool/libdwleak-preload.so &: FORCE
+	+$(MAKE) CROSS=arm64 BUILD=$(ARM64)/tool $(ARM64)/tool/dwleak $(ARM64)/tool/libdwleak-preload.so
 
 arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
 	$(ARM64)/stop_at_malloc.so $(ARM64)/leak_kinds $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_pac $(ARM64)/mmap_ledger \
-	$(ARM64)/tool/dwleak
+	$(ARM64)/ledger \
+	$(ARM64)/tool/dwleak $(ARM64)/tool/libdwleak-preload.so
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds
 # the machine, ~15 minutes) and runs vm/check_arm64.sh there.

@@ -116,15 +116,15 @@ static __always_inline __u64 arch_fp_entry_ra(struct pt_regs *ctx, struct snap_c
 }
 
 /* A preload library site's registers as the real allocator's entry would
- * have them: pc REAL, sp the caller's, the frame register unchanged.  The
- * return address belongs in x30; the library's arm64 sites are not built
- * yet, so it is 0 here (the walk ends after the allocator's frame). */
+ * have them: pc REAL, sp the caller's, the frame register unchanged, x30
+ * the return address into the caller, which the site's sixth argument
+ * (x5) carries: the library's own calls have overwritten x30 since. */
 static __always_inline void arch_site_regs(struct pt_regs *regs, const struct pt_regs *ctx, __u64 real, __u64 sp)
 {
 	regs->pc = real;
 	regs->sp = sp;
 	regs->regs[29] = ctx->regs[29];
-	regs->regs[30] = 0;
+	regs->regs[30] = ctx->regs[5];
 }
 
 #else

@@ -32,7 +32,8 @@ struct {
 } site_regs SEC(".maps");
 
 /* dwleak:alloc fired: ptr, size, kind, the function forwarded to, the
- * caller's rsp (arguments 1-5). */
+ * caller's stack pointer (arguments 1-5; the sixth, the return address
+ * into the caller, is read by arch_site_regs where it is not at [sp]). */
 static __always_inline int site_alloc(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx), ptr = PT_REGS_PARM1(ctx), size = PT_REGS_PARM2(ctx);

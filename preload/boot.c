@@ -148,7 +148,11 @@ static void depth_tls_publish(void)
 {
 	uintptr_t tp;
 
+#if defined(__x86_64__)
 	__asm__("mov %%fs:0, %0" : "=r"(tp)); /* the TCB's pointer to itself */
+#else
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp)); /* the TCB's address (the kernel's tp_value) */
+#endif
 	__atomic_store_n(&ctl.depth_tls, (int32_t)((uintptr_t)&alloc_depth - tp), __ATOMIC_RELAXED);
 }
 
@@ -271,6 +275,10 @@ static void on_fork_child(void)
  * mapped without touching it. */
 static bool site_stale(const volatile uint8_t *code)
 {
+#if defined(__aarch64__)
+	(void)code; /* arm64's uprobes are traps: the site stays a `nop` or a BRK */
+	return false;
+#else
 	uintptr_t target;
 	unsigned char v;
 	int32_t rel;
@@ -282,6 +290,7 @@ static bool site_stale(const volatile uint8_t *code)
 		return false;
 	target = (uintptr_t)code + 5 + (intptr_t)rel;
 	return mincore((void *)DWLEAK_PAGE_DOWN(target), DWLEAK_PAGE_SIZE, &v) && errno == ENOMEM;
+#endif
 }
 
 bool sites_check(uint32_t gen)

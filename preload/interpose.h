@@ -196,8 +196,8 @@ static inline bool sites_usable(uint32_t gen)
 
 /* The calling thread's sampler.  Every thread-local variable of the
  * library is initial-exec (tests/preload_no_hang.sh checks that the
- * library imports no __tls_get_addr): an access is an offset from %fs,
- * set up with the thread, whereas a dynamic-TLS access may call
+ * library imports no __tls_get_addr): an access is an offset from the
+ * thread pointer, set up with the thread, whereas a dynamic-TLS access may call
  * __tls_get_addr, which allocates the thread's block on first use (malloc
  * inside malloc) and can take the loader's TLS lock.  The cost: the
  * block comes from the static TLS surplus glibc keeps for objects
@@ -232,13 +232,15 @@ extern struct ptrset *set_levels[];
  * One allocator call's decision, made before it runs: fire dwleak:alloc
  * for what it returns (sampled, when sampling; not nested; sites usable),
  * or record it into the rings (the same, the sites not needed).
- * SIZE is what it asks for; CFA the wrapper's canonical frame address:
- * the caller's return address is just below it.
+ * SIZE is what it asks for; CFA the wrapper's canonical frame address
+ * (the caller's stack pointer at its call, CALLER_SP gives the one the
+ * walks start from), RA the return address into the caller.
  */
 struct call {
 	int f;
 	uint64_t size;
 	uintptr_t cfa;
+	uintptr_t ra;
 	uint32_t gen;
 	bool sampling;
 	bool drawn;	/* the wrapper drew already: sampled */
@@ -259,10 +261,10 @@ bool call_fires(struct call *c);
 void call_done(const struct call *c, void *p);
 
 /* P (not NULL) is released by a call of KIND (enum alloc_kind) that
- * returns into the caller at CFA - 8; HOW: enum dwleak_preload_free.
+ * returns into the caller at RA; HOW: enum dwleak_preload_free.
  * Takes it out of the block index, and fires dwleak:free (or records the
  * free into the thread's ring) when it should. */
-void release(void *p, uintptr_t cfa, uint64_t how, uint32_t kind);
+void release(void *p, uintptr_t ra, uint64_t how, uint32_t kind);
 
 /* --- rings.c: the walk in the process (bpf/abi/preload.h, rings_request) --- */
 
@@ -357,7 +359,23 @@ static inline bool free_on(void)
 	return unlikely(dwleak_free_semaphore != 0);
 }
 
+/* In a wrapper: its canonical frame address, the caller's stack pointer
+ * before its call instruction, and the return address into the caller
+ * (x86_64: the word at CFA - 8; aarch64: x30 at the entry, which no stack
+ * slot the caller knows holds: so both are passed down). */
 #define CFA() ((uintptr_t)__builtin_dwarf_cfa())
+#define RA() ((uintptr_t)__builtin_return_address(0))
+
+/* The stack pointer a walk of the wrapper's caller starts from, as at the
+ * entry of the function the wrapper forwards to: x86_64's holds the return
+ * address (CFA - 8), aarch64's is the caller's own (bl pushes nothing). */
+#if defined(__x86_64__)
+#define CALLER_SP(cfa) ((cfa) - 8)
+#elif defined(__aarch64__)
+#define CALLER_SP(cfa) (cfa)
+#else
+#error "the preload library is built for x86_64 or aarch64"
+#endif
 
 /*
  * While a tracer is attached, the real function is called, never jumped

@@ -34,10 +34,10 @@ static __attribute__((noinline)) void *boot_alloc(int f, size_t size, size_t ali
 }
 
 /* DRAWN: the caller drew for this call, and it is sampled. */
-static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool drawn)
+static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, uintptr_t ra, bool drawn)
 {
 	malloc_fn fn = next_of(F_MALLOC);
-	struct call c = { F_MALLOC, n, cfa, 0, false, drawn, false, false, 0 };
+	struct call c = { F_MALLOC, n, cfa, ra, 0, false, drawn, false, false, 0 };
 	bool fire;
 	void *p;
 
@@ -54,7 +54,7 @@ static __attribute__((noinline)) void *malloc_slow(size_t n, uintptr_t cfa, bool
 
 /* Traced: a call not sampled costs a subtraction and a call here; out of
  * line, so that the idle wrapper needs no frame. */
-static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
+static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa, uintptr_t ra)
 {
 	malloc_fn fn = NEXT(F_MALLOC, malloc_fn);
 	void *p;
@@ -65,7 +65,7 @@ static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
 		 * may be nested: looked at in full, drawn again) */
 		if (index_on()) {
 			if (unlikely(alloc_depth))
-				return malloc_slow(n, cfa, false);
+				return malloc_slow(n, cfa, ra, false);
 			p = FORWARDED(fn(n));
 			KEPT(p);
 			if (p)
@@ -76,7 +76,7 @@ static __attribute__((noinline)) void *malloc_on(size_t n, uintptr_t cfa)
 		KEPT(p);
 		return p;
 	}
-	return malloc_slow(n, cfa, fn != NULL);
+	return malloc_slow(n, cfa, ra, fn != NULL);
 }
 
 VISIBLE void *malloc(size_t n)
@@ -85,13 +85,13 @@ VISIBLE void *malloc(size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return malloc_on(n, CFA());
+	return malloc_on(n, CFA(), RA());
 }
 
-static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t cfa)
+static __attribute__((noinline)) void *calloc_slow(size_t a, size_t b, uintptr_t cfa, uintptr_t ra)
 {
 	calloc_fn fn = next_of(F_CALLOC);
-	struct call c = { F_CALLOC, mul_sat(a, b), cfa, 0, false, false, false, false, 0 };
+	struct call c = { F_CALLOC, mul_sat(a, b), cfa, ra, 0, false, false, false, false, 0 };
 	bool fire;
 	void *p;
 
@@ -116,24 +116,25 @@ VISIBLE void *calloc(size_t a, size_t b)
 
 	if (likely(fn && !alloc_on()))
 		return fn(a, b);
-	return calloc_slow(a, b, CFA());
+	return calloc_slow(a, b, CFA(), RA());
 }
 
 /* realloc of a bootstrap block: moved into the real allocator (or the
  * arena while still resolving); the old block is left where it is. */
-static void *arena_realloc(void *old, size_t n, uintptr_t cfa)
+static void *arena_realloc(void *old, size_t n, uintptr_t cfa, uintptr_t ra)
 {
 	size_t have = arena_size_of(old);
-	void *p = n ? malloc_slow(n, cfa, false) : NULL;
+	void *p = n ? malloc_slow(n, cfa, ra, false) : NULL;
 
 	if (p)
 		memcpy(p, old, have < n ? have : n);
 	return p;
 }
 
-static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr_t cfa, int f, size_t count)
+static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr_t cfa, uintptr_t ra, int f,
+						   size_t count)
 {
-	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, 0, false, false, false, false, 0 };
+	struct call c = { f, f == F_REALLOCARRAY ? mul_sat(count, n) : n, cfa, ra, 0, false, false, false, false, 0 };
 	void *fn = next_of(f), *p;
 	bool fire;
 
@@ -142,7 +143,7 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 			errno = ENOMEM;
 			return NULL;
 		}
-		return arena_realloc(old, c.size, cfa);
+		return arena_realloc(old, c.size, cfa, ra);
 	}
 	if (!fn)
 		return old ? NULL : boot_alloc(f, c.size == UINT64_MAX ? SIZE_MAX : c.size, 16, false);
@@ -150,7 +151,7 @@ static __attribute__((noinline)) void *realloc_slow(void *old, size_t n, uintptr
 	 * have it yet; if realloc then fails, it stays forgotten (as with
 	 * dwleak's uprobes: counted as a failed allocation) */
 	if (old && free_on())
-		release(old, cfa, DWLEAK_PRELOAD_REALLOC_FREE, fns[f].kind);
+		release(old, ra, DWLEAK_PRELOAD_REALLOC_FREE, fns[f].kind);
 	fire = alloc_on() && call_fires(&c);
 	p = FORWARDED(f == F_REALLOCARRAY ? ((reallocarray_fn)fn)(old, count, n) : ((realloc_fn)fn)(old, n));
 	KEPT(p);
@@ -165,7 +166,7 @@ VISIBLE void *realloc(void *old, size_t n)
 
 	if (likely(fn && !alloc_on() && !free_on() && !in_arena(old)))
 		return fn(old, n);
-	return realloc_slow(old, n, CFA(), F_REALLOC, 0);
+	return realloc_slow(old, n, CFA(), RA(), F_REALLOC, 0);
 }
 
 VISIBLE void *reallocarray(void *old, size_t count, size_t n)
@@ -174,13 +175,14 @@ VISIBLE void *reallocarray(void *old, size_t count, size_t n)
 
 	if (likely(fn && !alloc_on() && !free_on() && !in_arena(old)))
 		return fn(old, count, n);
-	return realloc_slow(old, n, CFA(), F_REALLOCARRAY, count);
+	return realloc_slow(old, n, CFA(), RA(), F_REALLOCARRAY, count);
 }
 
-static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t align, size_t n, uintptr_t cfa)
+static __attribute__((noinline)) int posix_memalign_slow(void **out, size_t align, size_t n, uintptr_t cfa,
+							 uintptr_t ra)
 {
 	posix_memalign_fn fn = next_of(F_POSIX_MEMALIGN);
-	struct call c = { F_POSIX_MEMALIGN, n, cfa, 0, false, false, false, false, 0 };
+	struct call c = { F_POSIX_MEMALIGN, n, cfa, ra, 0, false, false, false, false, 0 };
 	bool fire;
 	int r;
 
@@ -209,14 +211,14 @@ VISIBLE int posix_memalign(void **out, size_t align, size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(out, align, n);
-	return posix_memalign_slow(out, align, n, CFA());
+	return posix_memalign_slow(out, align, n, CFA(), RA());
 }
 
 /* aligned_alloc, memalign (alignment, size), valloc, pvalloc (size). */
-static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n, uintptr_t cfa)
+static __attribute__((noinline)) void *align_slow(int f, size_t align, size_t n, uintptr_t cfa, uintptr_t ra)
 {
 	void *fn = next_of(f), *p;
-	struct call c = { f, n, cfa, 0, false, false, false, false, 0 };
+	struct call c = { f, n, cfa, ra, 0, false, false, false, false, 0 };
 	bool two = f == F_ALIGNED_ALLOC || f == F_MEMALIGN;
 
 	bool fire;
@@ -237,7 +239,7 @@ VISIBLE void *aligned_alloc(size_t align, size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(align, n);
-	return align_slow(F_ALIGNED_ALLOC, align, n, CFA());
+	return align_slow(F_ALIGNED_ALLOC, align, n, CFA(), RA());
 }
 
 VISIBLE void *memalign(size_t align, size_t n)
@@ -246,7 +248,7 @@ VISIBLE void *memalign(size_t align, size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(align, n);
-	return align_slow(F_MEMALIGN, align, n, CFA());
+	return align_slow(F_MEMALIGN, align, n, CFA(), RA());
 }
 
 VISIBLE void *valloc(size_t n)
@@ -255,7 +257,7 @@ VISIBLE void *valloc(size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return align_slow(F_VALLOC, DWLEAK_PAGE_SIZE, n, CFA());
+	return align_slow(F_VALLOC, DWLEAK_PAGE_SIZE, n, CFA(), RA());
 }
 
 VISIBLE void *pvalloc(size_t n)
@@ -264,10 +266,10 @@ VISIBLE void *pvalloc(size_t n)
 
 	if (likely(fn && !alloc_on()))
 		return fn(n);
-	return align_slow(F_PVALLOC, DWLEAK_PAGE_SIZE, n, CFA());
+	return align_slow(F_PVALLOC, DWLEAK_PAGE_SIZE, n, CFA(), RA());
 }
 
-static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)
+static __attribute__((noinline)) void free_slow(void *p, uintptr_t ra)
 {
 	free_fn fn;
 
@@ -277,11 +279,11 @@ static __attribute__((noinline)) void free_slow(void *p, uintptr_t cfa)
 	if (!fn)
 		return; /* cannot happen: only the arena serves before resolution */
 	if (free_on())
-		release(p, cfa, DWLEAK_PRELOAD_FREE, ALLOC_FREE);
+		release(p, ra, DWLEAK_PRELOAD_FREE, ALLOC_FREE);
 	FORWARDED_VOID(fn(p));
 }
 
-static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
+static __attribute__((noinline)) void free_on_(void *p, uintptr_t ra)
 {
 	free_fn fn = NEXT(F_FREE, free_fn);
 
@@ -290,7 +292,7 @@ static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
 		 * address out again (a free made inside another call: in full) */
 		if (index_on()) {
 			if (unlikely(alloc_depth)) {
-				free_slow(p, cfa);
+				free_slow(p, ra);
 				return;
 			}
 			index_remove(p);
@@ -298,7 +300,7 @@ static __attribute__((noinline)) void free_on_(void *p, uintptr_t cfa)
 		FORWARDED_VOID(fn(p));
 		return;
 	}
-	free_slow(p, cfa);
+	free_slow(p, ra);
 }
 
 VISIBLE void free(void *p)
@@ -307,7 +309,7 @@ VISIBLE void free(void *p)
 
 	if (likely(fn && !free_on() && !in_arena(p)))
 		return fn(p);
-	free_on_(p, CFA());
+	free_on_(p, RA());
 }
 
 VISIBLE size_t malloc_usable_size(void *p)
@@ -327,10 +329,11 @@ VISIBLE size_t malloc_usable_size(void *p)
  * frames (the library is built with unwind tables). */
 
 /* An operator new of class PL_CXX_NEW / PL_CXX_NEW_ALIGNED, traced or not. */
-static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa)
+static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, const void *nt, uintptr_t cfa,
+					       uintptr_t ra)
 {
 	void *fn = cxx_next(f), *p;
-	struct call c = { f, n, cfa, 0, false, false, false, false, 0 };
+	struct call c = { f, n, cfa, ra, 0, false, false, false, false, 0 };
 	bool fire = alloc_on() && !next[f].transparent && call_fires(&c);
 
 	switch (f) {
@@ -364,7 +367,7 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 		malloc_fn fn = NEXT(f, malloc_fn);                                              \
 		if (likely(fn && (!alloc_on() || next[f].transparent)))                         \
 			return fn(n);                                                           \
-		return new_slow(f, n, 0, NULL, CFA());                                          \
+		return new_slow(f, n, 0, NULL, CFA(), RA());                                    \
 	}
 #define NEW_NT(name, f)                                                                         \
 	VISIBLE void *name(size_t n, const void *nt)                                            \
@@ -372,7 +375,7 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 		new_nt_fn fn = NEXT(f, new_nt_fn);                                              \
 		if (likely(fn && (!alloc_on() || next[f].transparent)))                         \
 			return fn(n, nt);                                                       \
-		return new_slow(f, n, 0, nt, CFA());                                            \
+		return new_slow(f, n, 0, nt, CFA(), RA());                                      \
 	}
 #define NEW_AL(name, f)                                                                         \
 	VISIBLE void *name(size_t n, size_t al)                                                 \
@@ -380,7 +383,7 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 		new_al_fn fn = NEXT(f, new_al_fn);                                              \
 		if (likely(fn && !alloc_on()))                                                  \
 			return fn(n, al);                                                       \
-		return new_slow(f, n, al, NULL, CFA());                                         \
+		return new_slow(f, n, al, NULL, CFA(), RA());                                   \
 	}
 #define NEW_AL_NT(name, f)                                                                      \
 	VISIBLE void *name(size_t n, size_t al, const void *nt)                                 \
@@ -388,7 +391,7 @@ static __attribute__((noinline)) void *new_slow(int f, size_t n, size_t align, c
 		new_al_nt_fn fn = NEXT(f, new_al_nt_fn);                                        \
 		if (likely(fn && !alloc_on()))                                                  \
 			return fn(n, al, nt);                                                   \
-		return new_slow(f, n, al, nt, CFA());                                           \
+		return new_slow(f, n, al, nt, CFA(), RA());                                     \
 	}
 
 NEW_1(_Znwm, F_NEW)
@@ -402,12 +405,12 @@ NEW_AL_NT(_ZnamSt11align_val_tRKSt9nothrow_t, F_NEWA_AL_NT)
 
 /* An operator delete, traced (not transparent, free's semaphore on). */
 static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, size_t al, const void *nt,
-						  uintptr_t cfa)
+						  uintptr_t ra)
 {
 	void *fn = cxx_next(f);
 
 	if (p && !next[f].transparent && free_on())
-		release(p, cfa, DWLEAK_PRELOAD_FREE, fns[f].kind);
+		release(p, ra, DWLEAK_PRELOAD_FREE, fns[f].kind);
 	switch (f) {
 	case F_DEL:
 	case F_DELA:
@@ -441,7 +444,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 		free_fn fn = NEXT(f, free_fn);                                                  \
 		if (likely(DEL_IDLE(f)))                                                        \
 			return fn(p);                                                           \
-		delete_slow(f, p, 0, 0, NULL, CFA());                                           \
+		delete_slow(f, p, 0, 0, NULL, RA());                                            \
 	}
 #define DEL_2(name, f, a2)                                                                      \
 	VISIBLE void name(void *p, size_t x)                                                    \
@@ -449,7 +452,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 		del_sz_fn fn = NEXT(f, del_sz_fn);                                              \
 		if (likely(DEL_IDLE(f)))                                                        \
 			return fn(p, x);                                                        \
-		delete_slow(f, p, a2 ? 0 : x, a2 ? x : 0, NULL, CFA());                          \
+		delete_slow(f, p, a2 ? 0 : x, a2 ? x : 0, NULL, RA());                          \
 	}
 #define DEL_NT(name, f)                                                                         \
 	VISIBLE void name(void *p, const void *nt)                                              \
@@ -457,7 +460,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 		del_nt_fn fn = NEXT(f, del_nt_fn);                                              \
 		if (likely(DEL_IDLE(f)))                                                        \
 			return fn(p, nt);                                                       \
-		delete_slow(f, p, 0, 0, nt, CFA());                                             \
+		delete_slow(f, p, 0, 0, nt, RA());                                              \
 	}
 #define DEL_SZ_AL(name, f)                                                                      \
 	VISIBLE void name(void *p, size_t sz, size_t al)                                        \
@@ -465,7 +468,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 		del_sz_al_fn fn = NEXT(f, del_sz_al_fn);                                        \
 		if (likely(DEL_IDLE(f)))                                                        \
 			return fn(p, sz, al);                                                   \
-		delete_slow(f, p, sz, al, NULL, CFA());                                         \
+		delete_slow(f, p, sz, al, NULL, RA());                                          \
 	}
 #define DEL_AL_NT(name, f)                                                                      \
 	VISIBLE void name(void *p, size_t al, const void *nt)                                   \
@@ -473,7 +476,7 @@ static __attribute__((noinline)) void delete_slow(int f, void *p, size_t sz, siz
 		del_al_nt_fn fn = NEXT(f, del_al_nt_fn);                                        \
 		if (likely(DEL_IDLE(f)))                                                        \
 			return fn(p, al, nt);                                                   \
-		delete_slow(f, p, 0, al, nt, CFA());                                            \
+		delete_slow(f, p, 0, al, nt, RA());                                             \
 	}
 
 DEL_1(_ZdlPv, F_DEL)

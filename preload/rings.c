@@ -207,10 +207,12 @@ static void rings_put(uint32_t mode, uint32_t type, uint32_t kind, const struct 
  * The walk starts where dwleak's kernel program starts it at dwleak:alloc
  * (bpf/usdt.bpf.h, site_alloc): at the entry of the real function the
  * library forwarded to (pc = REAL, an exact pc), with the stack pointer at
- * the library's entry (CFA - 8, where the return address into the caller
- * is) and rbp as the caller left it (the library never changes rbp: built
- * -ffixed-rbp).  So pcs[0] is REAL, pcs[1] the return address into the
- * caller, and no frame of the library is walked: the kernel's frames.
+ * the library's entry (CALLER_SP: on x86_64 CFA - 8, where the return
+ * address into the caller is; on aarch64 the CFA, the return address in
+ * LR) and the frame pointer as the caller left it (the library never
+ * changes rbp or x29: built -ffixed-rbp, -ffixed-x29).  So pcs[0] is REAL,
+ * pcs[1] the return address into the caller, and no frame of the library
+ * is walked: the kernel's frames.
  * Out of line: the frames take a kilobyte of stack, on this path only.
  */
 __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
@@ -220,11 +222,13 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 	struct walk_bounds b;
 	struct walk_regs regs;
 
-	/* rbp through walk_regs_capture, the library's one reader of it
-	 * (tests/preload_transparency.sh checks that no other touches it) */
+	/* rbp (x29) through walk_regs_capture, the library's one reader of it
+	 * (tests/preload_transparency.sh and tests/arm64_build.sh check that
+	 * no other touches it) */
 	walk_regs_capture(&regs);
 	regs.pc = (uint64_t)(uintptr_t)next[c->f].fn;
-	regs.sp = c->cfa - 8;
+	regs.sp = CALLER_SP(c->cfa);
+	regs.lr = c->ra; /* aarch64: what x30 held at the library's entry */
 	regs.exact_pc = 1;
 	if (c->walk == DWLEAK_PRELOAD_WALK_DWARF)
 		img = __atomic_load_n(&image_cur, __ATOMIC_ACQUIRE);

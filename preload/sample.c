@@ -1,9 +1,21 @@
 /* The preload library's per-thread Poisson sampler over allocated bytes
  * (see sample.h): xorshift64* uniforms turned into exponential gaps by
  * -ln(U) * N, with a logarithm of its own (no libm in the library). */
-#include <x86intrin.h>
-
 #include "sample.h"
+
+/* A seed that differs between threads and runs: the time-stamp counter
+ * (x86_64) or the virtual counter (aarch64). */
+static uint64_t clock_seed(void)
+{
+#if defined(__x86_64__)
+	return __builtin_ia32_rdtsc();
+#else
+	uint64_t v;
+
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#endif
+}
 
 /* splitmix64: spreads a seed of few distinct bits over the state. */
 static uint64_t mix(uint64_t x)
@@ -69,7 +81,7 @@ bool sampler_draw(struct sampler *s, int64_t size, uint64_t n, uint64_t seed)
 	if (!s->rng) {
 		/* the thread's first allocation: its first point is a gap from
 		 * the start of its bytes (LEFT was 0, so it holds -SIZE) */
-		s->rng = mix(seed ? seed : (uint64_t)(uintptr_t)s ^ __rdtsc()) | 1;
+		s->rng = mix(seed ? seed : (uint64_t)(uintptr_t)s ^ clock_seed()) | 1;
 		gap = (int64_t)sampler_gap(s, n);
 		s->left = gap - size;
 		if (s->left > 0)

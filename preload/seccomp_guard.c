@@ -25,11 +25,16 @@
 
 #include "interpose.h"
 
+#if defined(__x86_64__)
 _Static_assert(SYS_seccomp == 317, "syscall's entry below compares with the x86_64 number");
+#else
+_Static_assert(SYS_seccomp == 277, "syscall's entry below compares with the generic (aarch64) number");
+#endif
 
 /* The system call NR with six arguments, as the kernel returns it. */
 static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
 {
+#if defined(__x86_64__)
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
 	register long r9 __asm__("r9") = f;
@@ -40,6 +45,18 @@ static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f
 			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
+#else
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+	return x0;
+#endif
 }
 
 /* A system call's result as glibc's wrappers give it: -1 and errno for
@@ -78,6 +95,7 @@ __attribute__((used)) long seccomp_guard_seccomp(long nr, long op, long flags, l
 	return seccomp_guard_result(raw_syscall6(nr, op, flags, args, d, e, f));
 }
 
+#if defined(__x86_64__)
 /* long syscall(long nr, ...): glibc's sysdeps/unix/sysv/linux/x86_64/syscall.S
  * in behaviour (the seventh argument on the stack); the seccomp system
  * call goes through seccomp_guard_seccomp first. */
@@ -110,6 +128,39 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	".size seccomp_guard_syscall, . - seccomp_guard_syscall\n"
 	".size syscall, . - syscall\n");
+#else
+/* long syscall(long nr, ...): glibc's sysdeps/unix/sysv/linux/aarch64/syscall.S
+ * in behaviour (the number in w0, up to seven arguments in x1-x7); the
+ * seccomp system call goes through seccomp_guard_seccomp first. */
+__asm__(".text\n"
+	".globl seccomp_guard_syscall\n"
+	".hidden seccomp_guard_syscall\n"
+	".p2align 4\n"
+	".type seccomp_guard_syscall, %function\n"
+	".globl syscall\n" /* exported under glibc's name, for LD_PRELOAD */
+	".type syscall, %function\n"
+	"seccomp_guard_syscall:\n"
+	"syscall:\n"
+	".cfi_startproc\n"
+	"uxtw x8, w0\n"
+	"cmp x8, #277\n"
+	"b.eq seccomp_guard_seccomp\n" /* a tail call: the same arguments, the same stack */
+	"mov x0, x1\n"
+	"mov x1, x2\n"
+	"mov x2, x3\n"
+	"mov x3, x4\n"
+	"mov x4, x5\n"
+	"mov x5, x6\n"
+	"mov x6, x7\n"
+	"svc #0\n"
+	"cmn x0, #4095\n"
+	"b.cs 1f\n"
+	"ret\n"
+	"1: b seccomp_guard_result\n"
+	".cfi_endproc\n"
+	".size seccomp_guard_syscall, . - seccomp_guard_syscall\n"
+	".size syscall, . - syscall\n");
+#endif
 
 /* Exported under glibc's name, for LD_PRELOAD. */
 VISIBLE int prctl(int option, ...) __attribute__((alias("seccomp_guard_prctl")));

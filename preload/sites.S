@@ -36,6 +36,13 @@
  * Fork: the trampoline page is VM_DONTCOPY, the call to it is not (see
  * boot.c for what the library does about it).
  *
+ * aarch64 (issue 26): the site is `nop` then `ret`.  arm64 has no
+ * optimized uprobes: a probe there is a BRK trap, and the kernel emulates
+ * a probed `nop` (arch/arm64/kernel/probes/simulate-insn.c: simulate_nop)
+ * instead of single-stepping it out of line, the cheaper of its two
+ * paths.  Nothing is written below sp, and the call that reached the site
+ * put its return address in x30, which the site's `ret` uses.
+ *
  * The notes follow SystemTap's sys/sdt.h layout (what bpftrace usdt:,
  * perf and libbpf read): type 3, name "stapsdt", then the site's address,
  * the address of .stapsdt.base (for prelinked objects), the semaphore's
@@ -47,19 +54,34 @@
  * site only while its semaphore is non-zero.
  */
 
-#define NOP5 .byte 0x0f, 0x1f, 0x44, 0x00, 0x00
+#if defined(__x86_64__)
+/* written as bytes: an assembler shortens the displacement-0 form */
+#define SITE_NOP .byte 0x0f, 0x1f, 0x44, 0x00, 0x00
+#define SITE_RET ret
+#define SITE_ALIGN 4	/* 16 bytes: the 5-byte NOP then never crosses a page */
+#define ALLOC_ARGS "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8 8@%r9"
+#define FREE_ARGS "8@%rdi 8@%rsi"
+#elif defined(__aarch64__)
+#define SITE_NOP nop
+#define SITE_RET ret
+#define SITE_ALIGN 2
+#define ALLOC_ARGS "8@x0 8@x1 8@x2 8@x3 8@x4 8@x5"
+#define FREE_ARGS "8@x0 8@x1"
+#else
+#error "the preload library's sites are written for x86_64 and aarch64"
+#endif
 
 /* SITE(symbol, probe name, semaphore, argument string) */
 .macro SITE sym, name, sem, args
 	.text
-	.p2align 4		/* the NOP then never crosses a page */
+	.p2align SITE_ALIGN
 	.globl \sym
 	.hidden \sym
-	.type \sym, @function
+	.type \sym, %function
 \sym:
 	.cfi_startproc
-990:	NOP5
-	ret
+990:	SITE_NOP
+	SITE_RET
 	.cfi_endproc
 	.size \sym, . - \sym
 
@@ -77,20 +99,20 @@
 994:	.balign 4
 	.popsection
 
-	.pushsection .probes, "aw", @progbits
+	.pushsection .probes, "aw", %progbits
 	.balign 2
 	.globl \sem
 	.hidden \sem
-	.type \sem, @object
+	.type \sem, %object
 \sem:	.2byte 0
 	.size \sem, 2
 	.popsection
 .endm
 
-SITE dwleak_site_alloc, alloc, dwleak_alloc_semaphore, "8@%rdi 8@%rsi 8@%rdx 8@%rcx 8@%r8"
-SITE dwleak_site_free, free, dwleak_free_semaphore, "8@%rdi 8@%rsi"
+SITE dwleak_site_alloc, alloc, dwleak_alloc_semaphore, ALLOC_ARGS
+SITE dwleak_site_free, free, dwleak_free_semaphore, FREE_ARGS
 
-	.pushsection .stapsdt.base, "aG", @progbits, .stapsdt.base, comdat
+	.pushsection .stapsdt.base, "aG", %progbits, .stapsdt.base, comdat
 	.weak _.stapsdt.base
 	.hidden _.stapsdt.base
 _.stapsdt.base:
@@ -98,4 +120,4 @@ _.stapsdt.base:
 	.size _.stapsdt.base, 1
 	.popsection
 
-	.section .note.GNU-stack, "", @progbits
+	.section .note.GNU-stack, "", %progbits

@@ -9,8 +9,9 @@
 
 /* dwleak:alloc: PTR (not NULL) now holds SIZE bytes from a call of KIND
  * (enum alloc_kind) served by REAL; CALLER_SP is the stack pointer at the
- * library's entry, where the return address into the caller is. */
-void dwleak_site_alloc(void *ptr, uint64_t size, uint64_t kind, void *real, uint64_t caller_sp);
+ * library's entry (x86_64: where the return address into the caller is),
+ * CALLER_RA that return address. */
+void dwleak_site_alloc(void *ptr, uint64_t size, uint64_t kind, void *real, uint64_t caller_sp, uint64_t caller_ra);
 
 /* dwleak:free: PTR (not NULL) is about to be released; HOW is enum
  * dwleak_preload_free. */

@@ -222,7 +222,7 @@ bool call_fires(struct call *c)
 	uint64_t n = __atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED);
 	bool sampled, index = index_on(), fire;
 
-	route_check(*(const uintptr_t *)(c->cfa - 8));
+	route_check(c->ra);
 	c->gen = CTL_LOAD(generation);
 	c->sampling = n != 0;
 	c->index = false;
@@ -231,7 +231,7 @@ bool call_fires(struct call *c)
 	sampled = !n || c->drawn || sampler_take(&thread_sampler, c->size, n, 0);
 	if (!sampled && !index)
 		return false;
-	if (nested(*(const uintptr_t *)(c->cfa - 8))) {
+	if (nested(c->ra)) {
 		if (sampled)
 			CTL_COUNT(nested);
 		return false;
@@ -262,21 +262,21 @@ void call_done(const struct call *c, void *p)
 		rings_alloc(c, p);
 		return;
 	}
-	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, c->cfa - 8);
+	dwleak_site_alloc(p, c->size, fns[c->f].kind, next[c->f].fn, CALLER_SP(c->cfa), c->ra);
 	CTL_COUNT(fired_alloc);
 }
 
-void release(void *p, uintptr_t cfa, uint64_t how, uint32_t kind)
+void release(void *p, uintptr_t ra, uint64_t how, uint32_t kind)
 {
 	bool sampled, index = index_on();
 	uint32_t gen, walk;
 
-	route_check(*(const uintptr_t *)(cfa - 8));
+	route_check(ra);
 	gen = CTL_LOAD(generation);
 	sampled = !__atomic_load_n(&ctl.sample_bytes, __ATOMIC_RELAXED) || set_take((uintptr_t)p, (uint16_t)gen);
 	if (!sampled && !index)
 		return;
-	if (nested(*(const uintptr_t *)(cfa - 8))) {
+	if (nested(ra)) {
 		if (sampled)
 			CTL_COUNT(nested);
 		return;

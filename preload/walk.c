@@ -1,5 +1,6 @@
 /* The preload library's walks of its own process's stacks: the DWARF walk
- * with the kernel program's step (bpf/abi/unwind_step.h) over an unwind
+ * with the kernel program's step (bpf/abi/unwind_step.h, aarch64's
+ * unwind_step_a64.h) over an unwind
  * image, the frame-pointer walk, the registers of a point and the
  * thread's stack bounds.  What this build gives the step: reads checked
  * against the stack's bounds (the walk never faults), a table's pages,
@@ -10,7 +11,10 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 
-#include "unwind_step.h"
+#include "unwind_step.h" /* the table search both machines use, and x86_64's step */
+#if defined(__aarch64__)
+#include "unwind_step_a64.h"
+#endif
 #include "walk.h"
 
 /* --- The image: checked once, trusted by the walks ---------------------- */
@@ -132,9 +136,14 @@ static const struct unwind_table_ops image_ops = { image_page, image_row, image_
 
 /* --- The step's memory hooks: reads inside the stack's bounds ------------- */
 
-/* One walk: the step's registers first, so the hooks find the rest. */
+/* One walk: the step's registers first (x86_64's hooks find the rest
+ * from them), and the bounds every read is checked against. */
 struct walk_state {
+#if defined(__x86_64__)
 	struct unwind_regs r;
+#else
+	struct unwind_regs_a64 r;
+#endif
 	uint64_t lo;
 	uint64_t hi_word; /* the last address an 8-byte read may start at, + 1 */
 };
@@ -152,6 +161,7 @@ __attribute__((no_sanitize_address)) static inline int stack_word(uint64_t lo, u
 	return 0;
 }
 
+#if defined(__x86_64__)
 static inline int walk_read(struct unwind_regs *r, __u64 *dst, __u64 addr, enum unwind_word what)
 {
 	const struct walk_state *w = (const struct walk_state *)r;
@@ -176,6 +186,90 @@ static inline void walk_bp_use(struct unwind_regs *r)
 }
 
 static const struct unwind_step_ops walk_ops = { walk_read, walk_note, walk_bp_use };
+
+/* The walk's start: REGS as the step's registers. */
+static inline void state_init(struct walk_state *w, const struct walk_regs *regs)
+{
+	w->r.pc = regs->pc;
+	w->r.sp = regs->sp;
+	w->r.bp = regs->bp;
+	w->r.bp_ok = 1;
+	w->r.exact_pc = regs->exact_pc;
+}
+
+static inline uint64_t state_lookup(const struct walk_state *w)
+{
+	return unwind_lookup_pc(&w->r);
+}
+
+/* Steps W by RULE: 1 when W is now its caller's frame, else 0 with *END. */
+static inline int state_step(struct walk_state *w, const struct unwind_rule *rule, __u32 *end)
+{
+	int ret;
+
+	/* the common rules inline, the others (and a refused read) stepped */
+	ret = unwind_step_try(&w->r, rule, end, &walk_ops);
+	if (ret == UNWIND_STEP_DECLINED)
+		ret = unwind_step(&w->r, rule, end, &walk_ops);
+	return ret == UNWIND_STEP_NEXT;
+}
+
+/* No rule at W's pc: 1 when W was stepped all the same, else 0 (*END set
+ * by the search, or here).  x86_64's signal trampoline has its CFI. */
+static inline int state_no_rule(struct walk_state *w, __u32 *end)
+{
+	(void)w;
+	(void)end;
+	return 0;
+}
+#else
+static int walk_read_a64(void *arg, __u64 *dst, __u64 addr)
+{
+	const struct walk_state *w = arg;
+
+	return stack_word(w->lo, w->hi_word, addr, dst);
+}
+
+static const struct unwind_step_a64_ops walk_ops = { walk_read_a64 };
+
+/* The walk's start: REGS as the step's registers; x30 (LR) trusted only
+ * at an entry (exact_pc), where nothing has overwritten it yet. */
+static inline void state_init(struct walk_state *w, const struct walk_regs *regs)
+{
+	w->r.pc = regs->pc;
+	w->r.sp = regs->sp;
+	w->r.fp = regs->bp;
+	w->r.fp_ok = 1;
+	w->r.lr = unwind_a64_strip(regs->lr, WALK_A64_PAC_MASK);
+	w->r.lr_ok = regs->exact_pc;
+	w->r.exact_pc = regs->exact_pc;
+	w->r.pac_mask = WALK_A64_PAC_MASK;
+	w->r.pac_stripped = 0;
+}
+
+static inline uint64_t state_lookup(const struct walk_state *w)
+{
+	return unwind_a64_lookup_pc(&w->r);
+}
+
+static inline int state_step(struct walk_state *w, const struct unwind_rule *rule, __u32 *end)
+{
+	return !unwind_step_a64(&w->r, rule, end, &walk_ops, w);
+}
+
+/* No rule at W's pc: the kernel's sigreturn trampoline has no CFI on
+ * arm64, and is known by its instructions (as the kernel program's walk
+ * knows it); anything else ends the walk with the search's reason. */
+static inline int state_no_rule(struct walk_state *w, __u32 *end)
+{
+	__u32 why = *end;
+	int ret = unwind_a64_signal(&w->r, end, &walk_ops, w);
+
+	if (ret < 0)
+		*end = why;
+	return ret == 0;
+}
+#endif
 
 /* --- The DWARF walk ------------------------------------------------------- */
 
@@ -297,25 +391,25 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 	long memo = -1;
 	uint32_t n = 0, misses = 0, table;
 	__u32 end = WALK_END_TRUNCATED;
-	int ret;
 
-	w.r.pc = regs->pc;
-	w.r.sp = regs->sp;
-	w.r.bp = regs->bp;
-	w.r.bp_ok = 1;
-	w.r.exact_pc = regs->exact_pc;
+	state_init(&w, regs);
 	bounds_set(b, &w.lo, &w.hi_word);
 	while (n < DWLEAK_MAX_FRAMES) {
 		f->pcs[n] = w.r.pc | (n && w.r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
 		n++;
-		lookup = unwind_lookup_pc(&w.r);
+		lookup = state_lookup(&w);
 		slot = cache ? cache_slot(cache, bits, lookup, &want) : 0;
 		rule = slot ? cache_rule(img, bits, __atomic_load_n(slot, __ATOMIC_RELAXED), want, &tm) : 0;
 		if (!rule) {
 			misses++;
 			rule = rule_at(img, lookup, &memo, &table, &end);
-			if (!rule)
+			if (!rule) {
+				if (state_no_rule(&w, &end)) {
+					end = WALK_END_TRUNCATED; /* what the loop's end says */
+					continue;
+				}
 				break;
+			}
 			/* a table past the slot's field is searched every time */
 			if (slot && table < (1u << bits))
 				__atomic_store_n(slot,
@@ -326,11 +420,7 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 		}
 		if (rule->cfa_type == UNWIND_CFA_SIGNAL)
 			f->pcs[n - 1] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
-		/* the common rules inline, the others (and a refused read) stepped */
-		ret = unwind_step_try(&w.r, rule, &end, &walk_ops);
-		if (ret == UNWIND_STEP_DECLINED)
-			ret = unwind_step(&w.r, rule, &end, &walk_ops);
-		if (ret != UNWIND_STEP_NEXT)
+		if (!state_step(&w, rule, &end))
 			break;
 	}
 	f->n = n;
@@ -342,6 +432,15 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 
 /* --- The frame-pointer walk ------------------------------------------------ */
 
+/* A return address the frame-pointer walk found, as a code address: the
+ * frame records {previous frame pointer, return address} are laid out
+ * alike on both machines, aarch64's addresses maybe signed. */
+#if defined(__x86_64__)
+#define FP_CODE_ADDR(ra) (ra)
+#else
+#define FP_CODE_ADDR(ra) unwind_a64_strip(ra, WALK_A64_PAC_MASK)
+#endif
+
 uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, struct walk_frames *f)
 {
 	uint64_t lo, hi_word, bp = regs->bp;
@@ -352,13 +451,18 @@ uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, stru
 	f->pcs[n++] = regs->pc;
 	f->end = WALK_END_TRUNCATED;
 	/* at a function's entry its frame is not set up: its caller's return
-	 * address is at sp (as perf takes it at a uprobe since Linux 6.11) */
+	 * address is at sp (as perf takes it at a uprobe since Linux 6.11),
+	 * or in x30 (aarch64) */
 	if (regs->exact_pc) {
+#if defined(__x86_64__)
 		if (stack_word(lo, hi_word, regs->sp, &ra)) {
 			f->end = WALK_ERR_READ;
 			goto out;
 		}
-		f->pcs[n++] = ra;
+#else
+		ra = regs->lr;
+#endif
+		f->pcs[n++] = FP_CODE_ADDR(ra);
 	}
 	for (;;) {
 		if (n >= DWLEAK_MAX_FRAMES) {
@@ -373,6 +477,7 @@ uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, stru
 			f->end = WALK_ERR_READ;
 			break;
 		}
+		ra = FP_CODE_ADDR(ra);
 		if (!ra) {
 			f->end = WALK_END_ZERO_RA;
 			break;
@@ -388,7 +493,7 @@ uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, stru
 		}
 		bp = next;
 	}
-out:
+out: __attribute__((unused)); /* no read before the chain on aarch64 */
 	f->n = n;
 	f->cache_misses = 0;
 	f->pad = 0;
@@ -398,6 +503,7 @@ out:
 /* --- The registers of a point ------------------------------------------- */
 
 /* With CFI of its own, so that a walk may start inside it too. */
+#if defined(__x86_64__)
 __asm__(".text\n"
 	".globl walk_regs_capture\n"
 	".hidden walk_regs_capture\n"
@@ -410,13 +516,32 @@ __asm__(".text\n"
 	"	movq %rax, 8(%rdi)\n"
 	"	movq %rbp, 16(%rdi)\n"
 	"	movq $0, 24(%rdi)\n" /* exact_pc 0, pad 0 */
+	"	movq $0, 32(%rdi)\n" /* lr: none on x86_64 */
 	"	ret\n"
 	".cfi_endproc\n"
 	".size walk_regs_capture, .-walk_regs_capture\n");
+#else
+__asm__(".text\n"
+	".globl walk_regs_capture\n"
+	".hidden walk_regs_capture\n"
+	".type walk_regs_capture, %function\n"
+	"walk_regs_capture:\n"
+	".cfi_startproc\n"
+	"	str x30, [x0, #0]\n" /* pc: the return address into the caller */
+	"	mov x9, sp\n"	       /* sp: the caller's, which bl left as it was */
+	"	str x9, [x0, #8]\n"
+	"	str x29, [x0, #16]\n"
+	"	str xzr, [x0, #24]\n" /* exact_pc 0, pad 0 */
+	"	str xzr, [x0, #32]\n" /* lr: what x30 holds after the return is pc, no caller's */
+	"	ret\n"
+	".cfi_endproc\n"
+	".size walk_regs_capture, .-walk_regs_capture\n");
+#endif
 
 _Static_assert(__builtin_offsetof(struct walk_regs, pc) == 0 && __builtin_offsetof(struct walk_regs, sp) == 8 &&
 		       __builtin_offsetof(struct walk_regs, bp) == 16 &&
-		       __builtin_offsetof(struct walk_regs, exact_pc) == 24 && sizeof(struct walk_regs) == 32,
+		       __builtin_offsetof(struct walk_regs, exact_pc) == 24 &&
+		       __builtin_offsetof(struct walk_regs, lr) == 32 && sizeof(struct walk_regs) == 40,
 	       "walk_regs_capture's stores");
 
 /* --- The thread's stack ---------------------------------------------------- */
@@ -424,10 +549,20 @@ _Static_assert(__builtin_offsetof(struct walk_regs, pc) == 0 && __builtin_offset
 /* Raw system calls: no errno written, nothing a program may interpose. */
 static long sys3(long nr, long a, long b, long c)
 {
+#if defined(__x86_64__)
 	long ret;
 
 	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
 	return ret;
+#else
+	register long x8 __asm__("x8") = nr;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+
+	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	return x0;
+#endif
 }
 
 /* The last stack found, per thread: initial-exec, like the library's

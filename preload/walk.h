@@ -85,25 +85,35 @@ int walk_image_check(const void *blob, size_t len, struct walk_image *out);
  */
 int walk_image_cache(struct walk_image *image, void *mem, size_t len);
 
-/* The registers a walk starts from: PC, and the frame's rsp and rbp.
- * exact_pc: PC is not a return address (a function's first instruction,
- * as at the kernel program's probes, or an interrupted pc), so its rule
- * is looked up at PC itself, and the FP walk takes the word at SP as the
- * caller's return address (no frame is set up yet); 0: PC is a return
- * address, looked up in the call before it. */
+/* The registers a walk starts from: PC, and the frame's stack pointer
+ * and frame pointer (rsp and rbp; aarch64: sp and x29).  exact_pc: PC is
+ * not a return address (a function's first instruction, as at the kernel
+ * program's probes, or an interrupted pc), so its rule is looked up at PC
+ * itself, and the caller's return address is the word at SP (x86_64) or
+ * LR (aarch64's x30, read only when exact_pc: no frame is set up yet); 0:
+ * PC is a return address, looked up in the call before it. */
 struct walk_regs {
 	uint64_t pc;
 	uint64_t sp;
 	uint64_t bp;
 	uint32_t exact_pc;
 	uint32_t pad;
+	uint64_t lr;
 };
+
+/* aarch64: the bits of a code address that hold a pointer authentication
+ * code, cleared from every return address a walk recovers: bits 54..48,
+ * the kernel's user instruction mask with 48-bit virtual addresses (the
+ * kernel program's pac_mask, bpf/arch.bpf.h).  Clearing them from an
+ * address that has no code changes nothing. */
+#define WALK_A64_PAC_MASK 0x007f000000000000ull
 
 /*
  * Stores in *OUT the registers of the function that calls it, as they
  * will be when this call returns: pc the return address (exact_pc 0), sp
- * the caller's rsp after the return, bp its rbp (untouched in the
- * library, built -ffixed-rbp).  Assembly; reads no memory but the return
+ * the caller's stack pointer after the return, bp its rbp or x29
+ * (untouched in the library: built -ffixed-rbp; aarch64's GCC never
+ * allocates x29), lr 0.  Assembly; reads no memory but the return
  * address.
  */
 void walk_regs_capture(struct walk_regs *out);
@@ -159,7 +169,7 @@ uint32_t walk_dwarf(const struct walk_image *image, const struct walk_regs *regs
 
 /*
  * The frame-pointer walk (--unwind fp): pcs[0] REGS's pc, then (exact_pc)
- * the word at sp, then the rbp chain as the kernel program's fp_walk
+ * the word at sp (aarch64: lr), then the rbp (x29) chain as the kernel program's fp_walk
  * takes it (the return address above each saved rbp; rbp 0 ends it, a
  * chain that does not climb the stack is WALK_ERR_RBP_UNKNOWN), every
  * read inside B.  Returns F->n.

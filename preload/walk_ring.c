@@ -34,7 +34,8 @@ struct walk_ring_dir walk_ring_directory __attribute__((aligned(64))) = {
 static uint8_t slot_bits[WALK_RING_SLOTS];
 
 /* The calling thread's ring.  32 bytes of the static TLS surplus
- * (initial-exec: an access is an offset from %fs, never __tls_get_addr). */
+ * (initial-exec: an access is an offset from the thread pointer, never
+ * __tls_get_addr). */
 struct ring_tls {
 	struct walk_ring_header *ring;
 	uint32_t nest;	      /* records in progress: 2 in a handler that interrupted one */
@@ -49,12 +50,14 @@ uint32_t walk_ring_wait_ms;
 
 static __thread struct ring_tls ring_tls __attribute__((tls_model("initial-exec")));
 
+#if defined(__x86_64__)
 /*
  * Compare-exchange without the lock prefix: one instruction, so atomic
  * against a signal handler of this thread (a handler runs between two
  * instructions), which is all a word only this thread writes needs; a
  * fraction of a locked one's cost.  Readers in other processes see either
- * value whole (an aligned 8-byte store).
+ * value whole (an aligned 8-byte store), and x86's stores become visible
+ * in order: a record's before the PUBLISHED that covers it.
  */
 static inline bool cas_local(__u64 *p, __u64 *expected, __u64 desired)
 {
@@ -83,6 +86,38 @@ static inline uint64_t tsc_now(void)
 	__asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
 	return (uint64_t)hi << 32 | lo;
 }
+#elif defined(__aarch64__)
+/*
+ * aarch64: a compare-exchange is LSE's `cas` or an exclusive pair
+ * (ldxr/stxr, which an exception between the two makes fail and retry):
+ * atomic against a signal handler either way.  Release: the weak memory
+ * model makes no store visible in order by itself, and a reader in
+ * another process that sees PUBLISHED (or HEAD) moved must see the
+ * records below it whole.
+ */
+static inline bool cas_local(__u64 *p, __u64 *expected, __u64 desired)
+{
+	return __atomic_compare_exchange_n(p, expected, desired, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+static inline void inc_local(__u64 *p)
+{
+	__atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
+}
+
+/* The virtual counter (CNTVCT_EL0), one clock for every CPU, after an isb
+ * so that it is read after the instructions before it (as rdtscp): the
+ * clock session/proc_rings.c reads for the same rule. */
+static inline uint64_t tsc_now(void)
+{
+	uint64_t v;
+
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+#else
+#error "the library's rings are written for x86_64 and aarch64"
+#endif
 
 /* Raises PUBLISHED to HEAD, never lowering it: a handler that published
  * more between the load and the exchange makes the exchange fail and the

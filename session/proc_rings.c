@@ -22,8 +22,8 @@
 
 /* The invariant TSC, as the library's records carry it (rdtscp: after the
  * instructions before it, as there).  arm64's counterpart is the virtual
- * counter (CNTVCT_EL0, after an isb), which the library's arm64 build,
- * not written yet, would stamp its records with. */
+ * counter (CNTVCT_EL0, after an isb), which the library's arm64 build
+ * stamps its records with (preload/walk_ring.c). */
 static uint64_t tsc_now(void)
 {
 #if defined(__aarch64__)

@@ -123,6 +123,9 @@ static int ring_records(walk_ring_read_fn read_mem, void *rctx, walk_ring_record
 	struct walk_ring_rec out;
 	int err;
 
+	/* the records below PUBLISHED are read after PUBLISHED was (the
+	 * library's release on a weakly ordered CPU pairs with this) */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	while (pos < r->published) {
 		off = pos & mask;
 		span = r->published - pos < size - off ? r->published - pos : size - off;

@@ -18,18 +18,21 @@
 
 /*
  * The probe sites, as .note.stapsdt notes (provider "dwleak"), each a
- * 5-byte NOP (0f 1f 44 00 00) that Linux 6.18+ turns into a call to its
- * uprobe trampoline, with a USDT semaphore the kernel counts attached
- * probes in (uprobe ref_ctr_offset):
+ * NOP (x86_64: the 5-byte 0f 1f 44 00 00 that Linux 6.18+ turns into a
+ * call to its uprobe trampoline; aarch64: `nop`, which the kernel
+ * emulates without a single step), with a USDT semaphore the kernel
+ * counts attached probes in (uprobe ref_ctr_offset):
  *
  *   dwleak:alloc  after an allocation returned:
  *                 arg0 pointer (never NULL), arg1 bytes requested,
  *                 arg2 enum alloc_kind, arg3 the address of the
  *                 allocator function the library forwarded to (the
  *                 frame reports show first), arg4 the stack pointer at
- *                 the library's entry (where the caller's return
- *                 address is): the walk starts there, as if at the
- *                 entry of arg3, so no frame of the library is walked
+ *                 the library's entry (x86_64: where the caller's
+ *                 return address is), arg5 that return address (what
+ *                 aarch64's x30 held there): the walk starts there, as
+ *                 if at the entry of arg3, so no frame of the library
+ *                 is walked
  *   dwleak:free   before a block is released (free, delete, or the old
  *                 block of a realloc): arg0 pointer (never NULL),
  *                 arg1 enum dwleak_preload_free
