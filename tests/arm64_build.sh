@@ -4,7 +4,7 @@
 # errors, into aarch64 executables, and dwleak's kernel program for arm64
 # against the BTF of Debian's arm64 kernel (vm/check_arm64.sh runs them
 # in the arm64 guest, `make check-arm64`, which CI does not run: it takes
-# ~15 minutes the first time).  The branch-protected test program really signs its
+# ~15 minutes the first time), its preload library among them.  The branch-protected test program really signs its
 # return addresses (paciasp in its code), and dwleak's table for it, made
 # here, marks the rows after each paciasp signed: the case the guest's
 # walk must strip is there.
@@ -25,7 +25,7 @@ if ! make -s -j2 -C "$ROOT" ARCH=arm64 BUILD="$T/build" arm64 > "$T/make.out" 2>
 	fail_now "make ARCH=arm64 failed"
 fi
 for exe in tables_verify walk_a64 stop_deep stop_deep_pac seed_O2 seed_O2_pac seed_O2_stripped stop_at_malloc.so \
-	leak_kinds mmap_ledger tool/dwleak; do
+	leak_kinds mmap_ledger ledger tool/dwleak tool/libdwleak-preload.so; do
 	f=$T/build/arm64/$exe
 	if [ ! -x "$f" ]; then
 		fail "$exe: not built"
@@ -66,6 +66,31 @@ elif ! grep -q ' walk_a64_apply$' "$T/bo.syms"; then
 else
 	pass "dwleak.bpf.o: an arm64 kernel program ($(grep -c ' F ' "$T/bo.syms") functions), the aarch64 walk in it"
 fi
+# the preload library for arm64: each site a function whose first
+# instruction is `nop` (the kernel emulates a probed nop: no single step),
+# its USDT note naming arm64's argument registers (the alloc site's sixth,
+# x5, the return address x30 held at the library's entry), a semaphore
+# each; and no function of it changes x29 (the frame pointer the walks
+# start from at a site) but the C runtime's and libgcc's own, which run
+# outside any allocator call
+lib=$T/build/arm64/tool/libdwleak-preload.so
+aarch64-linux-gnu-objdump -d "$lib" > "$T/lib.dis" 2>&1
+readelf -n "$lib" > "$T/lib.notes" 2>&1
+for site in dwleak_site_alloc dwleak_site_free; do
+	first=$(awk -v s="<$site>:" '$2 == s { getline; print $2, $3; exit }' "$T/lib.dis")
+	[ "$first" = "d503201f nop" ] && pass "arm64 library: $site starts with nop" ||
+		fail "arm64 library: $site starts with '$first', want d503201f nop"
+done
+args=$(sed -n 's/^ *Arguments: //p' "$T/lib.notes" | paste -sd'|')
+sems=$(grep -c 'Semaphore: 0x0*[1-9a-f]' "$T/lib.notes")
+if [ "$args" = "8@x0 8@x1 8@x2 8@x3 8@x4 8@x5|8@x0 8@x1" ] && [ "$sems" = 2 ]; then
+	pass "arm64 library: 2 USDT notes with arm64 arguments ($args), each with a semaphore"
+else
+	fail "arm64 library: notes' arguments '$args', $sems semaphores: want arm64 registers and 2"
+fi
+x29=$(awk '/^[0-9a-f]+ <.*>:$/ { f = $2 } /\t(mov|add|sub|ldp|ldr)\tx29,/ { print f }' "$T/lib.dis" | sort -u |
+	grep -v -e '<_init>:' -e '<_fini>:' -e '<__do_global_dtors_aux>:' -e '<init_have_lse_atomics>:')
+[ -z "$x29" ] && pass "arm64 library: no function of the library writes x29" || fail "arm64 library: x29 written in: $x29"
 # the stripped seed: no symbols of its own, a link to its debug file
 st=$T/build/arm64/seed_O2_stripped
 if readelf -S "$st" | grep '\.symtab' > /dev/null; then

@@ -30,10 +30,11 @@ SRC=${DWLEAK_ARM64_SRC:-$here}
 # there need (gdb is the oracle for stacks; python3.11 a traced program).
 # libdw1, libelf1, libnettle8: what build/arm64/tables_verify links;
 # libbpf1, libmicrohttpd12, libdebuginfod1 too: dwleak itself, built for arm64;
-# jq reads its JSON reports there.
+# jq reads its JSON reports there; jemalloc, tcmalloc (libgoogle-perftools4)
+# and mimalloc: the allocators the preload library's ledgers are checked under.
 # libboost-regex1.74.0: it provides the virtual package gdb's
 # libsource-highlight4v5 depends on, which debootstrap does not resolve.
-PACKAGES=gdb,libboost-regex1.74.0,python3.11-minimal,libstdc++6,procps,kmod,libdw1,libelf1,libnettle8,libzstd1,zlib1g,libbpf1,libmicrohttpd12,libdebuginfod1,jq
+PACKAGES=gdb,libboost-regex1.74.0,python3.11-minimal,libstdc++6,procps,kmod,libdw1,libelf1,libnettle8,libzstd1,zlib1g,libbpf1,libmicrohttpd12,libdebuginfod1,jq,libjemalloc2,libgoogle-perftools4,libmimalloc2.0
 # The guest's kernel: Debian's bookworm arm64 image (BTF on, uprobes on),
 # the package linux-image-arm64 depends on, kept with .ci/deps.sh's .debs
 # (the arm64 build takes the kernel's BTF out of the same file).

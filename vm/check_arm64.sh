@@ -151,6 +151,13 @@ if [ -x "$BUILD/arm64/walk_a64" ] && command -v gdb > /dev/null; then
 	done
 	walk_check seed_O2_pac setarch -R env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" DWLEAK_STOP_SIZE=40 \
 		"$BUILD/arm64/seed_O2_pac" --iterations 1 --interval-ms 0
+	# the same two with dwleak's preload library first in LD_PRELOAD, as
+	# dwleak itself preloads it (its runs below compare with these)
+	LIB=$BUILD/arm64/tool/libdwleak-preload.so
+	walk_check seed_O2_lib setarch -R env LD_PRELOAD="$(realpath "$LIB"):$BUILD/arm64/stop_at_malloc.so" \
+		DWLEAK_STOP_SIZE=40 "$BUILD/arm64/seed_O2" --iterations 1 --interval-ms 0
+	walk_check seed_O2_pac_lib setarch -R env LD_PRELOAD="$(realpath "$LIB"):$BUILD/arm64/stop_at_malloc.so" \
+		DWLEAK_STOP_SIZE=40 "$BUILD/arm64/seed_O2_pac" --iterations 1 --interval-ms 0
 	walk_check python3.11 python3.11 -c 'import os, signal
 def inner(): os.kill(os.getpid(), signal.SIGSTOP)
 def outer(): inner()
@@ -160,7 +167,8 @@ else
 fi
 
 # --- dwleak itself, cross-built (make ARCH=arm64: build/arm64/tool), with
-# uprobes and the kernel's walk (its preload library is x86_64's still)
+# uprobes and the kernel's walk, and with its preload library (the walk in
+# the process, or the library's sites and the kernel's walk)
 D=$BUILD/arm64/tool/dwleak
 # The first stack of REPORT (JSON) that BYTES are outstanding in: its
 # frames' addresses, one a line, consecutive repeats (inlined frames) once;
@@ -179,36 +187,57 @@ else
 	# both, and from operator new outwards every one must be gdb's, to
 	# _start.  NAME: walk_check's name of gdb's walk; the program
 	# BUILD/arm64/NAME; OPTS: dwleak's.
+	# WALK: none (--no-preload: uprobes at the allocator, the kernel's
+	# walk), process or kernel (the preload library, which walks in the
+	# process or fires its sites for the kernel's walk: then gdb's run
+	# preloaded it too, GDB names that run).
 	dwleak_seed_check() {
-		local name=$1 rc
-		shift
-		setarch -R "$D" --no-preload "$@" -t 0 --format json -o /tmp/dw.$name.json -- \
-			env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" "$BUILD/arm64/$name" --iterations 5 --interval-ms 10 \
-			> /tmp/dw.$name.out 2>&1
+		local name=$1 walk=$2 gdbname=$3 prog=$BUILD/arm64/${1%_lib} rc what
+		shift 3
+		if [ "$walk" = none ]; then
+			setarch -R "$D" --no-preload "$@" -t 0 --format json -o /tmp/dw.$name.json -- \
+				env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" "$prog" --iterations 5 --interval-ms 10 \
+				> /tmp/dw.$name.out 2>&1
+		else
+			# dwleak puts its library first in the LD_PRELOAD it is given
+			setarch -R env LD_PRELOAD="$BUILD/arm64/stop_at_malloc.so" "$D" --walk "$walk" "$@" -t 0 --format json \
+				-o /tmp/dw.$name.json -- "$prog" --iterations 5 --interval-ms 10 > /tmp/dw.$name.out 2>&1
+		fi
 		rc=$?
 		stack_addrs /tmp/dw.$name.json 200 frames > /tmp/dw.$name.frames
 		sed -n '/ operator new/,$p' /tmp/dw.$name.frames | cut -d' ' -f1 > /tmp/dw.$name.ours
-		grep '^pc ' /tmp/gdb.$name 2> /dev/null | cut -d' ' -f2- | sed -n '/ operator new/,$p' | cut -d' ' -f1 |
+		grep '^pc ' /tmp/gdb.$gdbname 2> /dev/null | cut -d' ' -f2- | sed -n '/ operator new/,$p' | cut -d' ' -f1 |
 			awk '$1 != last { print } { last = $1 }' > /tmp/dw.$name.gdb
 		if [ $rc -ne 0 ] || [ ! -s /tmp/dw.$name.ours ]; then
-			fail "dwleak $name: exit $rc, no 200-byte stack through operator new: $(tail -5 /tmp/dw.$name.out)"
+			fail "dwleak $name ($walk): exit $rc, no 200-byte stack through operator new: $(tail -5 /tmp/dw.$name.out)"
+		elif [ "$walk" = process ] && ! grep -q 'walks its stacks in the process' /tmp/dw.$name.out; then
+			fail "dwleak $name ($walk): not walked in the process: $(grep '^dwleak:' /tmp/dw.$name.out | head -3)"
+		elif [ "$walk" != none ] && ! grep -q '(preload, glibc in ' /tmp/dw.$name.out; then
+			fail "dwleak $name ($walk): not traced through the library: $(grep '^dwleak:' /tmp/dw.$name.out | head -3)"
 		elif [ ! -s /tmp/dw.$name.gdb ]; then
-			fail "dwleak $name: no gdb stack to compare with (walk $name above)"
+			fail "dwleak $name ($walk): no gdb stack to compare with (walk $gdbname above)"
 		elif ! cmp -s /tmp/dw.$name.ours /tmp/dw.$name.gdb; then
-			fail "dwleak $name: its stack is not gdb's, from operator new outwards"
+			fail "dwleak $name ($walk): its stack is not gdb's, from operator new outwards"
 			paste /tmp/dw.$name.ours /tmp/dw.$name.gdb | sed 's/^/    /'
 			sed 's/^/    /' /tmp/dw.$name.frames
 		elif [ "$(tail -1 /tmp/dw.$name.frames | cut -d' ' -f2)" != _start ]; then
-			fail "dwleak $name: the stack ends at $(tail -1 /tmp/dw.$name.frames), not _start"
+			fail "dwleak $name ($walk): the stack ends at $(tail -1 /tmp/dw.$name.frames), not _start"
 		else
-			pass "dwleak $name: 200 B in 5 allocations, $(wc -l < /tmp/dw.$name.frames) frames, each return" \
+			pass "dwleak $name (${walk/none/uprobes}): 200 B in 5 allocations, $(wc -l < /tmp/dw.$name.frames) frames, each return" \
 				"address gdb's from operator new to _start: $(cut -d' ' -f2- /tmp/dw.$name.frames | sed 's/(.*//' | paste -sd'|')"
 		fi
 	}
-	dwleak_seed_check seed_O2 --unwind both
+	dwleak_seed_check seed_O2 none seed_O2 --unwind both
 	# built -mbranch-protection=standard: the seed's own functions sign the
 	# return addresses they save, which the kernel's walk must strip
-	dwleak_seed_check seed_O2_pac
+	dwleak_seed_check seed_O2_pac none seed_O2_pac
+	# through the preload library (dwleak's default): the library walks
+	# the caller's stack in the process (the same step, built into it),
+	# or fires its site for the kernel's walk; gdb's run had it preloaded
+	# too, so the addresses are the same in all three
+	dwleak_seed_check seed_O2_lib process seed_O2_lib
+	dwleak_seed_check seed_O2_lib kernel seed_O2_lib
+	dwleak_seed_check seed_O2_pac_lib process seed_O2_pac_lib
 	# --unwind both: what frame pointers lose on arm64.  The x29 walk's
 	# pcs must be frames of the DWARF walk, in order (a subsequence: it may
 	# skip frames, never invent one).
@@ -245,6 +274,56 @@ else
 			"$(grep -o 'uprobes[^;.]*' /tmp/dw.p.out | head -1)"
 	fi
 
+	# The preload library's exact ledgers: testdata/ledger (4 threads, the
+	# malloc family and the C++ operators from 19 sites) under glibc,
+	# jemalloc, tcmalloc and mimalloc (LD_PRELOAD'ed after the library, as
+	# x86_64's tests/preload_ledger.sh runs it), walked in the process, and
+	# under glibc at the library's sites and with uprobes too (4 threads
+	# on 2 CPUs store the same stacks at once: the map's EEXIST must be
+	# read as such, bpf/stacks.bpf.h): every site's outstanding
+	# bytes and allocations as the program's own ledger, no site stack cut
+	# short, no frame of the library shown, nothing dropped.
+	ledger_check() {
+		local family=$1 so=$2 walk=$3 name=ledger_$1_$3 rc bad way=--walk=$3
+		[ "$walk" = none ] && way=--no-preload
+		env ${so:+LD_PRELOAD=/usr/lib/aarch64-linux-gnu/$so} timeout -k 5 300 "$D" "$way" -t 0 --format json \
+			-o /tmp/dw.$name.json -- "$BUILD/arm64/ledger" --ops 1000 --ledger /tmp/dw.$name.ledger \
+			> /tmp/dw.$name.out 2>&1
+		rc=$?
+		bad=$(jq -r --slurpfile l /tmp/dw.$name.ledger --arg fam "$family" '
+			def site: [.frames[].function | select(. != null and startswith("site_"))][0];
+			(if $l[0].allocator != $fam then "the program runs on \($l[0].allocator), not \($fam)" else empty end),
+			([.stacks[] | select(site != null) | {s: site, b: .bytes, n: .allocations}] | group_by(.s)
+				| map({key: .[0].s, value: [(map(.b) | add), (map(.n) | add)]}) | from_entries) as $got
+			| ($l[0].sites | to_entries[] | select([.value.bytes, .value.allocations] != ($got[.key] // [0, 0]))
+				| "\(.key): dwleak \($got[.key] // [0, 0]), the ledger \([.value.bytes, .value.allocations])"),
+			($got | keys[] | select($l[0].sites[.] == null) | "\(.): not in the ledger"),
+			(.stacks[] | select(site != null and (.truncated or .unwind_error != null)) | "\(site): stack cut: \(.unwind_error)"),
+			(.stacks[] | select(any(.frames[]; (.module // "") | contains("libdwleak-preload"))) | "a frame of the library: \(site)"),
+			(if (.totals.dropped_events // 0) > 0 then "\(.totals.dropped_events) events dropped" else empty end)' \
+			/tmp/dw.$name.json 2>&1 | head -8)
+		if [ $rc -ne 0 ] || [ ! -s /tmp/dw.$name.ledger ]; then
+			fail "dwleak ledger ($family, walk $walk): exit $rc: $(tail -3 /tmp/dw.$name.out)"
+		elif [ "$walk" != none ] && ! grep -q "(preload, $family in " /tmp/dw.$name.out; then
+			fail "dwleak ledger ($family, walk $walk): not traced through the library as $family: $(grep '^dwleak: tracing' /tmp/dw.$name.out)"
+		elif [ "$walk" = process ] && ! grep -q 'walks its stacks in the process' /tmp/dw.$name.out; then
+			fail "dwleak ledger ($family, walk $walk): not walked in the process: $(grep '^dwleak:' /tmp/dw.$name.out | head -3)"
+		elif [ -n "$bad" ]; then
+			fail "dwleak ledger ($family, walk $walk): the report is not the ledger:"
+			printf '%s\n' "$bad" | sed 's/^/    /'
+		else
+			pass "dwleak ledger ($family, walk $walk): all $(jq '.sites | length' /tmp/dw.$name.ledger) sites' outstanding bytes and" \
+				"allocations as the program's ledger ($(jq '[.sites[].bytes] | add' /tmp/dw.$name.ledger) B in" \
+				"$(jq '[.sites[].allocations] | add' /tmp/dw.$name.ledger)), 4 threads"
+		fi
+	}
+	ledger_check glibc "" process
+	ledger_check glibc "" kernel
+	ledger_check glibc "" none
+	ledger_check jemalloc libjemalloc.so.2 process
+	ledger_check tcmalloc libtcmalloc.so.4 process
+	ledger_check mimalloc libmimalloc.so.2 process
+
 	# the seed stripped (no .symtab), its symbols in a debug file found by
 	# its .gnu_debuglink: the program's frames must be named from it
 	"$D" --no-preload -t 0 --format json -o /tmp/dw.strip.json -- "$BUILD/arm64/seed_O2_stripped" \
@@ -261,12 +340,6 @@ else
 	# it): each site's kind, to the byte, as the program's header states it
 	# (x86_64's tests/leak_check.sh holds the same against memcheck)
 	lk=$BUILD/arm64/leak_kinds
-	"$D" --leak-check --no-preload -t 0 --format json -o /tmp/dw.lk.json -- "$lk" > /tmp/dw.lk.out 2>&1
-	rc=$?
-	jq -r '[.stacks[] | ([.frames[].function | select(. != null and startswith("site_"))][0]) as $s
-		| select($s != null) | .leak_kinds | to_entries[] | select(.value.bytes > 0)
-		| {s: $s, k: .key, b: .value.bytes}] | group_by(.s + " " + .k)
-		| map("\(.[0].s) \(.[0].k) \(map(.b) | add)") | .[]' /tmp/dw.lk.json > /tmp/dw.lk.got 2> /tmp/dw.lk.err
 	cat > /tmp/dw.lk.want << 'EOF'
 site_anon reachable 192
 site_before reachable 224
@@ -282,14 +355,26 @@ site_tree_child indirectly_lost 96
 site_tree_root definitely_lost 64
 site_via_before reachable 208
 EOF
-	if [ $rc -ne 0 ] || ! cmp -s /tmp/dw.lk.got /tmp/dw.lk.want; then
-		fail "dwleak --leak-check leak_kinds: exit $rc; each site's kind (got, want):"
-		diff /tmp/dw.lk.got /tmp/dw.lk.want | sed 's/^/    /'
-		tail -3 /tmp/dw.lk.out /tmp/dw.lk.err | sed 's/^/    /'
-	else
-		pass "dwleak --leak-check leak_kinds: all 13 sites' kinds to the byte; totals" \
-			"$(jq -c '.totals.leak_check | {d: .definitely_lost.bytes, i: .indirectly_lost.bytes, p: .possibly_lost.bytes, r: .reachable.bytes, pause_ms}' /tmp/dw.lk.json)"
-	fi
+	# uprobes, then the preload library (its block index, the walk in
+	# the process)
+	for way in --no-preload --walk=process; do
+		"$D" --leak-check "$way" -t 0 --format json -o /tmp/dw.lk.json -- "$lk" > /tmp/dw.lk.out 2>&1
+		rc=$?
+		jq -r '[.stacks[] | ([.frames[].function | select(. != null and startswith("site_"))][0]) as $s
+			| select($s != null) | .leak_kinds | to_entries[] | select(.value.bytes > 0)
+			| {s: $s, k: .key, b: .value.bytes}] | group_by(.s + " " + .k)
+			| map("\(.[0].s) \(.[0].k) \(map(.b) | add)") | .[]' /tmp/dw.lk.json > /tmp/dw.lk.got 2> /tmp/dw.lk.err
+		if [ $rc -ne 0 ] || ! cmp -s /tmp/dw.lk.got /tmp/dw.lk.want; then
+			fail "dwleak --leak-check $way leak_kinds: exit $rc; each site's kind (got, want):"
+			diff /tmp/dw.lk.got /tmp/dw.lk.want | sed 's/^/    /'
+			tail -3 /tmp/dw.lk.out /tmp/dw.lk.err | sed 's/^/    /'
+		elif [ "$way" != --no-preload ] && ! grep -q '(preload, glibc in ' /tmp/dw.lk.out; then
+			fail "dwleak --leak-check $way leak_kinds: not traced through the library: $(grep '^dwleak: tracing' /tmp/dw.lk.out)"
+		else
+			pass "dwleak --leak-check $way leak_kinds: all 13 sites' kinds to the byte; totals" \
+				"$(jq -c '.totals.leak_check | {d: .definitely_lost.bytes, i: .indirectly_lost.bytes, p: .possibly_lost.bytes, r: .reachable.bytes, pause_ms}' /tmp/dw.lk.json)"
+		fi
+	done
 
 	# --mmap on testdata's mmap_ledger: the memory system calls (arm64's
 	# numbers and argument registers) accounted per site as the program's
@@ -310,20 +395,25 @@ EOF
 		pass "dwleak --mmap mmap_ledger: every site's bytes and regions as its ledger: $(tr -d '\n' < /tmp/dw.mm.ledger)"
 	fi
 
-	# python3.11 (Debian's, stripped): every stack rooted, none cut short
-	"$D" --no-preload -t 0 --format json -o /tmp/dw.py.json -- python3.11 -c 'import json
+	# python3.11 (Debian's, stripped): every stack rooted, none cut short,
+	# with uprobes and through the library (walked in the process)
+	for way in --no-preload --walk=process; do
+		"$D" "$way" -t 0 --format json -o /tmp/dw.py.json -- python3.11 -c 'import json
 keep = [json.dumps({"k": i}) for i in range(2000)]' > /tmp/dw.py.out 2>&1
-	rc=$?
-	read -r nst nok maxf bytes <<< "$(jq -r '[.stacks | length, (map(select(.unwind_error == null and .truncated == false)) | length),
-		(map(.frames | length) | max), .[0].bytes] | @tsv' /tmp/dw.py.json 2> /dev/null)"
-	if [ $rc -ne 0 ] || [ -z "${nst:-}" ] || [ "$nst" = 0 ]; then
-		fail "dwleak python3.11: exit $rc, no stacks: $(tail -3 /tmp/dw.py.out)"
-	elif [ "$nok" != "$nst" ]; then
-		fail "dwleak python3.11: $((nst - nok)) of $nst stacks not rooted: $(jq -c '[.stacks[] | select(.unwind_error != null) | .unwind_error] | unique' /tmp/dw.py.json)"
-	else
-		pass "dwleak python3.11: all $nst stacks rooted (to the outermost frame), the deepest $maxf frames," \
-			"the largest $bytes B: $(jq -r '.stacks[0].frames | map(.function // "??") | .[0:6] | join("|")' /tmp/dw.py.json)|..."
-	fi
+		rc=$?
+		read -r nst nok maxf bytes <<< "$(jq -r '[.stacks | length, (map(select(.unwind_error == null and .truncated == false)) | length),
+			(map(.frames | length) | max), .[0].bytes] | @tsv' /tmp/dw.py.json 2> /dev/null)"
+		if [ $rc -ne 0 ] || [ -z "${nst:-}" ] || [ "$nst" = 0 ]; then
+			fail "dwleak $way python3.11: exit $rc, no stacks: $(tail -3 /tmp/dw.py.out)"
+		elif [ "$way" != --no-preload ] && ! grep -q 'walks its stacks in the process' /tmp/dw.py.out; then
+			fail "dwleak $way python3.11: not walked in the process: $(grep '^dwleak:' /tmp/dw.py.out | head -3)"
+		elif [ "$nok" != "$nst" ]; then
+			fail "dwleak $way python3.11: $((nst - nok)) of $nst stacks not rooted: $(jq -c '[.stacks[] | select(.unwind_error != null) | .unwind_error] | unique' /tmp/dw.py.json)"
+		else
+			pass "dwleak $way python3.11: all $nst stacks rooted (to the outermost frame), the deepest $maxf frames," \
+				"the largest $bytes B: $(jq -r '.stacks[0].frames | map(.function // "??") | .[0:6] | join("|")' /tmp/dw.py.json)|..."
+		fi
+	done
 fi
 
 echo "$passed passed, $failed failed"
