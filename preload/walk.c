@@ -13,6 +13,9 @@
 
 #include "unwind_step.h" /* the table search both machines use, and x86_64's step */
 #if defined(__aarch64__)
+#include <elf.h>
+#include <sys/auxv.h>
+
 #include "unwind_step_a64.h"
 #endif
 #include "walk.h"
@@ -223,10 +226,59 @@ static inline int state_no_rule(struct walk_state *w, __u32 *end)
 	return 0;
 }
 #else
+/* The vdso's code, [lo, hi): where the kernel's sigreturn trampoline is,
+ * the one code a walk reads (its two instructions, to know it), since the
+ * image has no table for it.  Found once from the auxiliary vector and
+ * the vdso's program headers (no allocation, no system call); hi is 0
+ * while unknown (published after lo, with release), lo == hi == 1 when
+ * there is none. */
+static uint64_t vdso_lo, vdso_hi;
+
+static void vdso_find(uint64_t *lo, uint64_t *hi)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	uint64_t first = UINT64_MAX, end = 0;
+	const Elf64_Phdr *ph;
+	uint32_t i;
+
+	*lo = *hi = 1;
+	if (!eh || __builtin_memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(*ph) || eh->e_phnum > 16)
+		return;
+	ph = (const Elf64_Phdr *)((const uint8_t *)eh + eh->e_phoff);
+	for (i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD) {
+			first = ph[i].p_vaddr < first ? ph[i].p_vaddr : first;
+			end = ph[i].p_vaddr + ph[i].p_memsz > end ? ph[i].p_vaddr + ph[i].p_memsz : end;
+		}
+	if (end <= first || end - first > (1u << 20))
+		return;
+	*lo = (uint64_t)(uintptr_t)eh;
+	*hi = *lo + (end - first);
+}
+
+/* Whether the 8 bytes at ADDR are the vdso's code. */
+static int vdso_code(uint64_t addr)
+{
+	uint64_t hi = __atomic_load_n(&vdso_hi, __ATOMIC_ACQUIRE), lo = __atomic_load_n(&vdso_lo, __ATOMIC_RELAXED);
+
+	if (!hi) { /* first use: any thread may find it, each finds the same */
+		vdso_find(&lo, &hi);
+		__atomic_store_n(&vdso_lo, lo, __ATOMIC_RELAXED);
+		__atomic_store_n(&vdso_hi, hi, __ATOMIC_RELEASE);
+	}
+	return addr >= lo && addr + 8 <= hi && addr + 8 > addr;
+}
+
+/* A read inside the stack's bounds, or of the vdso's code (the sigreturn
+ * trampoline's instructions: unwind_a64_signal reads them at pc). */
 static int walk_read_a64(void *arg, __u64 *dst, __u64 addr)
 {
 	const struct walk_state *w = arg;
 
+	if (vdso_code(addr)) {
+		__builtin_memcpy(dst, (const void *)(uintptr_t)addr, sizeof(*dst));
+		return 0;
+	}
 	return stack_word(w->lo, w->hi_word, addr, dst);
 }
 
