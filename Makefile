@@ -626,6 +626,22 @@ $(ARM64)/mmap_ledger: testdata/mmap_ledger.c
 $(ARM64)/ledger: testdata/ledger.cpp
 	@mkdir -p $(@D)
 	$(ARM64_CXX) -Wall -Wextra -Werror -std=c++17 -O2 -g -fomit-frame-pointer -pthread -o $@ $< -ldl
+# testdata's preload_probe (what a program observes of its allocator:
+# errno, edge cases, fork from threads, a handler's allocation, dlopen of
+# libdlleak.so beside it, syscall() and prctl(), a seccomp filter): the
+# preload library changes none of it on arm64 either
+$(ARM64)/preload_probe: testdata/preload_probe.cpp $(ARM64)/libdlleak.so
+	@mkdir -p $(@D)
+	$(ARM64_CXX) -Wall -Wextra -Werror -std=c++17 -O2 -g -pthread -o $@ $< -ldl
+$(ARM64)/libdlleak.so: testdata/dlleak.c testdata/args.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -Wall -Wextra -Werror -O2 -g -fPIC -shared -o $@ $^
+# testdata's signal_leak: mallocs inside signal handlers, so every walk
+# crosses the kernel's signal frame (arm64: the vdso's sigreturn
+# trampoline, which has no CFI there)
+$(ARM64)/signal_leak: testdata/signal_leak.c testdata/args.c
+	@mkdir -p $(@D)
+	$(ARM64_CC) -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer -o $@ $^
 $(ARM64)/stop_at_malloc.so: vm/stop_at_malloc.c
 	@mkdir -p $(@D)
 	$(ARM64_CC) -O2 -g -fPIC -shared -Wall -Wextra -Werror -o $@ $<
@@ -638,7 +654,7 @@ $(ARM64)/tool/dwleak $(ARM64)/tool/libdwleak-preload.so &: FORCE
 
 arm64: $(ARM64)/tables_verify $(ARM64)/walk_a64 $(ARM64)/stop_deep $(ARM64)/stop_deep_pac $(ARM64)/seed_O2 \
 	$(ARM64)/stop_at_malloc.so $(ARM64)/leak_kinds $(ARM64)/seed_O2_stripped $(ARM64)/seed_O2_pac $(ARM64)/mmap_ledger \
-	$(ARM64)/ledger \
+	$(ARM64)/ledger $(ARM64)/preload_probe $(ARM64)/libdlleak.so $(ARM64)/signal_leak \
 	$(ARM64)/tool/dwleak $(ARM64)/tool/libdwleak-preload.so
 
 # Boots Debian's arm64 kernel in qemu (vm/arm64.sh; the first run builds

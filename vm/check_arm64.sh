@@ -9,6 +9,7 @@
 # "N passed, N failed", as tests/run.sh does.
 set -u
 BUILD=${BUILD:-build}
+declare -A pp_checks
 passed=0 failed=0
 pass() {
 	echo "PASS $*"
@@ -323,6 +324,115 @@ else
 	ledger_check jemalloc libjemalloc.so.2 process
 	ledger_check tcmalloc libtcmalloc.so.4 process
 	ledger_check mimalloc libmimalloc.so.2 process
+
+	# The library changes nothing a program observes (x86_64's
+	# tests/preload_transparency.sh, parts b and c): testdata's
+	# preload_probe (errno after success and failure, realloc's edges,
+	# alignment, fork from a threaded program, a signal handler's
+	# allocation, dlopen, C++ new and delete in every form, a constructor's
+	# allocation, 8 threads, syscall() and prctl(), which the library
+	# defines itself: arm64's syscall entry) prints the same lines and
+	# exits 0 with and without the library idle, under each allocator (the
+	# checks it passes alone), then traced at the sites exact, sampled and
+	# sampled with every block indexed (--leak-check), and with a seccomp
+	# filter installed first (through prctl and syscall(SYS_seccomp), which
+	# the library sees go in).
+	probe=$BUILD/arm64/preload_probe
+	PCHECKS="dlerror errno usable realloc align fork signal dlopen libc cxx init threads syscall"
+	for a in glibc: jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc.so.4 mimalloc:libmimalloc.so.2; do
+		IFS=: read -r fam so <<< "$a"
+		alloc=${so:+/usr/lib/aarch64-linux-gnu/$so}
+		checks=
+		for c in $PCHECKS; do
+			(env ${alloc:+LD_PRELOAD=$alloc} "$probe" "$c" > /dev/null 2>&1) 2> /dev/null && checks="$checks $c"
+		done
+		env ${alloc:+LD_PRELOAD=$alloc} "$probe" --out /tmp/pp.$fam.plain $checks 2> /dev/null
+		rc1=$?
+		env LD_PRELOAD="$(realpath "$LIB")${alloc:+:$alloc}" "$probe" --out /tmp/pp.$fam.lib $checks 2> /tmp/pp.$fam.err
+		rc2=$?
+		if [ "$fam" = glibc ] && [ "$checks" != " $PCHECKS" ]; then
+			fail "preload_probe: glibc alone fails checks: passes only$checks"
+		elif [ $rc1 -ne 0 ] || [ $rc2 -ne 0 ] || ! cmp -s /tmp/pp.$fam.plain /tmp/pp.$fam.lib; then
+			fail "preload_probe idle ($fam): exit $rc1 without the library, $rc2 with it; differences:"
+			diff /tmp/pp.$fam.plain /tmp/pp.$fam.lib | head -10 | sed 's/^/    /'
+		else
+			pass "preload_probe idle ($fam): the same $(wc -l < /tmp/pp.$fam.lib) lines, exit 0, with and without the library (checks:$checks)"
+		fi
+		pp_checks[${fam}]=$checks
+	done
+	# traced NAME ALLOC DWLEAK_OPTS... -- PROBE_ARGS...
+	pp_traced() {
+		local name=$1 alloc=$2 opts=() rc
+		shift 2
+		while [ "$1" != -- ]; do opts+=("$1"); shift; done
+		shift
+		env ${alloc:+LD_PRELOAD=$alloc} "$probe" --out /tmp/pp.$name.want "$@" 2> /dev/null
+		env ${alloc:+LD_PRELOAD=$alloc} timeout -k 5 300 "$D" "${opts[@]}" -t 3 -- "$probe" --out /tmp/pp.$name.out "$@" \
+			> /dev/null 2> /tmp/pp.$name.err
+		rc=$?
+		if ! grep -q '^dwleak: tracing pid [0-9]* (preload, ' /tmp/pp.$name.err; then
+			fail "preload_probe $name: not traced through the library: $(grep -m1 'dwleak: tracing' /tmp/pp.$name.err)"
+		elif [ $rc -ne 0 ] || ! cmp -s /tmp/pp.$name.want /tmp/pp.$name.out; then
+			fail "preload_probe $name: dwleak exited $rc; differences from the untraced run:"
+			diff /tmp/pp.$name.want /tmp/pp.$name.out | head -10 | sed 's/^/    /'
+			tail -3 /tmp/pp.$name.err | sed 's/^/    /'
+		else
+			pass "preload_probe $name: the same $(wc -l < /tmp/pp.$name.out) lines traced through the library (${opts[*]:-exact})"
+		fi
+	}
+	pp_traced exact "" -- all
+	pp_traced sampled "" --sample-bytes 4096 -- all
+	pp_traced indexed "" --sample-bytes 4096 --leak-check -- all
+	pp_traced kernel_walk "" --walk kernel -- all
+	for a in jemalloc:libjemalloc.so.2 tcmalloc:libtcmalloc.so.4 mimalloc:libmimalloc.so.2; do
+		IFS=: read -r fam so <<< "$a"
+		# shellcheck disable=SC2086
+		pp_traced "exact_$fam" "/usr/lib/aarch64-linux-gnu/$so" -- ${pp_checks[$fam]}
+	done
+	for mode in errno kill; do
+		pp_traced "seccomp_$mode" "" -- --seccomp "$mode" all
+		pp_traced "seccomp_${mode}_sampled" "" --sample-bytes 4096 -- --seccomp "$mode" all
+	done
+
+	# Allocations inside signal handlers (testdata's signal_leak): every
+	# walk crosses the kernel's signal frame, which the sigreturn
+	# trampoline's instructions give away.  The walk in the process, the
+	# kernel's at the library's sites and the kernel's with uprobes (the
+	# one checked against gdb above) must give the same frames, each the
+	# same address in its object (the library moves the others' load
+	# addresses), from malloc through the handler, the trampoline
+	# and the interrupted sigsuspend to _start (after a second: the walk in
+	# the process starts once dwleak handed it the unwind image).
+	for way in --no-preload "--walk kernel" "--walk process"; do
+		n=${way//[- ]/}
+		# shellcheck disable=SC2086
+		setarch -R "$D" $way -t 0 --format json -o /tmp/dw.sig.$n.json -- "$BUILD/arm64/signal_leak" \
+			--iterations 10 --interval-ms 10 --delay-ms 1000 > /tmp/dw.sig.$n.out 2>&1 || echo "exit $?" >> /tmp/dw.sig.$n.out
+		jq -r '[.stacks[] | select(any(.frames[]; .function == "leak_in_sigalrm"))][0]
+			| "\(.bytes) \(.allocations) \(.unwind_error)",
+			(.frames[] | "\(.module // "-"):\(.elf_address // .address) \(.function)")' \
+			/tmp/dw.sig.$n.json > /tmp/dw.sig.$n.frames 2>&1
+	done
+	head1=$(head -1 /tmp/dw.sig.nopreload.frames)
+	# one name a physical frame (an inlined call repeats its place), the
+	# vdso's trampoline unnamed ("null": the report names no vdso symbol)
+	names=$(tail -n +2 /tmp/dw.sig.nopreload.frames | awk '$1 != last { print $2 } { last = $1 }' | paste -sd'|')
+	if [ "$head1" != "400 10 null" ]; then
+		fail "signal_leak (uprobes): the stack of leak_in_sigalrm: '$head1', want 400 B in 10, not cut: $(tail -3 /tmp/dw.sig.nopreload.out)"
+	elif ! [[ $names == malloc\|leak_in_sigalrm\|on_signal\|null\|sigsuspend\|main\|*\|_start ]]; then
+		fail "signal_leak (uprobes): frames $names: want malloc, leak_in_sigalrm, on_signal, the trampoline, sigsuspend, main ... _start"
+	else
+		pass "signal_leak (uprobes): 400 B in 10 through the signal frame: $names"
+		for n in walkkernel walkprocess; do
+			if cmp -s /tmp/dw.sig.nopreload.frames /tmp/dw.sig.$n.frames; then
+				pass "signal_leak ($n): the same $(($(wc -l < /tmp/dw.sig.$n.frames) - 1)) frames, each the same address in its object"
+			else
+				fail "signal_leak ($n): not the uprobe walk's frames (uprobes, this):"
+				paste /tmp/dw.sig.nopreload.frames /tmp/dw.sig.$n.frames | sed 's/^/    /'
+				grep '^dwleak:' /tmp/dw.sig.$n.out | head -3 | sed 's/^/    /'
+			fi
+		done
+	fi
 
 	# the seed stripped (no .symtab), its symbols in a debug file found by
 	# its .gnu_debuglink: the program's frames must be named from it
