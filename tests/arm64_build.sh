@@ -91,6 +91,15 @@ fi
 x29=$(awk '/^[0-9a-f]+ <.*>:$/ { f = $2 } /\t(mov|add|sub|ldp|ldr)\tx29,/ { print f }' "$T/lib.dis" | sort -u |
 	grep -v -e '<_init>:' -e '<_fini>:' -e '<__do_global_dtors_aux>:' -e '<init_have_lse_atomics>:')
 [ -z "$x29" ] && pass "arm64 library: no function of the library writes x29" || fail "arm64 library: x29 written in: $x29"
+# what it imports: only what is audited for use inside an allocation
+# (tests/preload_imports.txt, all of it, as tests/preload_no_hang.sh
+# checks x86_64's)
+aarch64-linux-gnu-nm -D --undefined-only "$lib" | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' | sort > "$T/lib.imports"
+grep -v -e '^#' -e '^\[arm64\]$' "$(dirname "$0")/preload_imports.txt" | sort > "$T/lib.audited"
+extra=$(comm -23 "$T/lib.imports" "$T/lib.audited" | tr '\n' ' ')
+[ -s "$T/lib.imports" ] && [ -z "$extra" ] &&
+	pass "arm64 library: imports only the $(wc -l < "$T/lib.imports") functions audited for use inside an allocation" ||
+	fail "arm64 library: imports ${extra:-nothing readable}, not audited for use inside an allocation"
 # the stripped seed: no symbols of its own, a link to its debug file
 st=$T/build/arm64/seed_O2_stripped
 if readelf -S "$st" | grep '\.symtab' > /dev/null; then
