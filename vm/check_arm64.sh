@@ -256,6 +256,31 @@ else
 			"$(wc -l < /tmp/dw.seed.dwarf) frames; lost: ${lost:-none}"
 	fi
 
+	# --unwind fp through the library: the frame-pointer walk in the
+	# process (preload/walk.c's, x30 at the entry, then the x29 chain)
+	# gives the kernel's at the library's sites, frame for frame, and only
+	# frames of the DWARF walk, in its order
+	for w in process:fp kernel:fp dwarf:dwarf; do
+		IFS=: read -r n u <<< "$w"
+		setarch -R "$D" --walk "${n/dwarf/process}" --unwind "$u" -t 0 --format json -o /tmp/dw.fp.$n.json -- \
+			"$BUILD/arm64/seed_O2" --iterations 5 --interval-ms 10 > /tmp/dw.fp.$n.out 2>&1
+		stack_addrs /tmp/dw.fp.$n.json 200 frames | cut -d' ' -f1 > /tmp/dw.fp.$n.frames
+	done
+	cp /tmp/dw.fp.dwarf.frames /tmp/dw.fp.dwarf
+	if [ ! -s /tmp/dw.fp.process.frames ] || ! grep -q 'walks its stacks in the process' /tmp/dw.fp.process.out; then
+		fail "dwleak --unwind fp (process): no 200-byte stack walked in the process: $(grep '^dwleak:' /tmp/dw.fp.process.out | head -3)"
+	elif ! cmp -s /tmp/dw.fp.process.frames /tmp/dw.fp.kernel.frames; then
+		fail "dwleak --unwind fp: the walk in the process and the kernel's differ (process, kernel):"
+		paste /tmp/dw.fp.process.frames /tmp/dw.fp.kernel.frames | sed 's/^/    /'
+	elif ! awk 'NR == FNR { d[++nd] = $1; next } { while (++i <= nd && d[i] != $1); if (i > nd) exit 1 }' \
+		/tmp/dw.fp.dwarf /tmp/dw.fp.process.frames; then
+		fail "dwleak --unwind fp (process): a frame that is no frame of the DWARF walk"
+		paste /tmp/dw.fp.dwarf /tmp/dw.fp.process.frames | sed 's/^/    /'
+	else
+		pass "dwleak --unwind fp through the library: in the process and at the sites the same" \
+			"$(wc -l < /tmp/dw.fp.process.frames) of the DWARF walk's $(wc -l < /tmp/dw.fp.dwarf) frames"
+	fi
+
 	# -p: attached to the seed already running (uprobes: loading the
 	# library into a process is x86_64's so far, and dwleak says so), its
 	# allocations made after the attach, each through operator new to _start
