@@ -62,7 +62,15 @@ if r["totals"].get("dropped_events"):
     fail("%d dropped events" % r["totals"]["dropped_events"])
 PY
 	# which run the lines above are of (the runner shows FAIL lines first)
-	[ $? -eq 0 ] || fail "$name: the report is not the ledger (the lines above; report and ledger in $T)"
+	if [ $? -ne 0 ]; then
+		fail "$name: the report is not the ledger (the lines above; report and ledger in $T)"
+		# what tells a lost free from a misordered one (an allocation that
+		# lands on a live address, its free applied after it: rings merged
+		# by stamps that disagree across CPUs) for the run that failed
+		echo "    counters: $(python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])).get("counters", {})
+print(" ".join("%s %s" % (k, c.get(k)) for k in ("allocs_replaced", "frees_of_untracked", "returns_unmatched", "nested_calls")))' "$T/$name.json" 2>&1)"
+	fi
 }
 
 # run_cmd NAME FAMILY ALLOC_LIB [DWLEAK OPTIONS...]
