@@ -24,40 +24,13 @@
 #include <sys/syscall.h>
 
 #include "interpose.h"
+#include "raw_syscall.h"
 
 #if defined(__x86_64__)
 _Static_assert(SYS_seccomp == 317, "syscall's entry below compares with the x86_64 number");
 #else
 _Static_assert(SYS_seccomp == 277, "syscall's entry below compares with the generic (aarch64) number");
 #endif
-
-/* The system call NR with six arguments, as the kernel returns it. */
-static long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
-{
-#if defined(__x86_64__)
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-#else
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-
-	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-	return x0;
-#endif
-}
 
 /* A system call's result as glibc's wrappers give it: -1 and errno for
  * the kernel's -4095..-1. */

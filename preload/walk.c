@@ -18,6 +18,7 @@
 
 #include "unwind_step_a64.h"
 #endif
+#include "raw_syscall.h"
 #include "walk.h"
 
 /* --- The image: checked once, trusted by the walks ---------------------- */
@@ -269,17 +270,19 @@ static int vdso_code(uint64_t addr)
 	return addr >= lo && addr + 8 <= hi && addr + 8 > addr;
 }
 
-/* A read inside the stack's bounds, or of the vdso's code (the sigreturn
- * trampoline's instructions: unwind_a64_signal reads them at pc). */
+/* A read inside the stack's bounds, or else of the vdso's code (the
+ * sigreturn trampoline's instructions: unwind_a64_signal reads them at
+ * pc), which only a read the stack refused asks about. */
 static int walk_read_a64(void *arg, __u64 *dst, __u64 addr)
 {
 	const struct walk_state *w = arg;
+	int err = stack_word(w->lo, w->hi_word, addr, dst);
 
-	if (vdso_code(addr)) {
+	if (err && vdso_code(addr)) {
 		__builtin_memcpy(dst, (const void *)(uintptr_t)addr, sizeof(*dst));
 		return 0;
 	}
-	return stack_word(w->lo, w->hi_word, addr, dst);
+	return err;
 }
 
 static const struct unwind_step_a64_ops walk_ops = { walk_read_a64 };
@@ -598,23 +601,11 @@ _Static_assert(__builtin_offsetof(struct walk_regs, pc) == 0 && __builtin_offset
 
 /* --- The thread's stack ---------------------------------------------------- */
 
-/* Raw system calls: no errno written, nothing a program may interpose. */
+/* Raw system calls (raw_syscall.h): no errno written, nothing a program
+ * may interpose. */
 static long sys3(long nr, long a, long b, long c)
 {
-#if defined(__x86_64__)
-	long ret;
-
-	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
-	return ret;
-#else
-	register long x8 __asm__("x8") = nr;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-
-	__asm__ volatile("svc #0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
-	return x0;
-#endif
+	return raw_syscall6(nr, a, b, c, 0, 0, 0);
 }
 
 /* The last stack found, per thread: initial-exec, like the library's
