@@ -45,6 +45,14 @@ static int self_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
+static int self_write(void *ctx, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	(void)ctx;
+	return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
 static int count(void *ctx, const struct walk_ring_rec *r)
 {
 	(*(uint64_t *)ctx) += r->nframes;
@@ -61,7 +69,7 @@ static void *reader_run(void *arg)
 
 	(void)arg;
 	while (!__atomic_load_n(&stop_reader, __ATOMIC_ACQUIRE)) {
-		if (walk_ring_drain(self_read, NULL, (uint64_t)(uintptr_t)&walk_ring_directory, count, &read_total, &d))
+		if (walk_ring_drain(self_read, self_write, NULL, (uint64_t)(uintptr_t)&walk_ring_directory, count, &read_total, &d))
 			abort();
 		for (i = 0; i < d.n; i++)
 			if (walk_ring_tail_write(&d.ring[i], &addr, &value))

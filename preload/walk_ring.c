@@ -159,6 +159,7 @@ static void ring_setup(uint32_t i, struct walk_ring_header *r, uint32_t bits, ui
 	r->head = pos;
 	r->published = pos;
 	r->tail = pos; /* the slot is not LIVE: no reader writes it now */
+	r->claimed = pos;
 	__atomic_store_n(&r->magic, WALK_RING_MAGIC, __ATOMIC_RELEASE);
 	__atomic_store_n(&walk_ring_directory.slot[i].state, WALK_RING_SLOT_LIVE, __ATOMIC_RELEASE);
 }
@@ -283,6 +284,102 @@ static bool ring_wait(struct ring_tls *t, struct walk_ring_header *r, __u64 want
 	return tail >= want;
 }
 
+/* --- Cancelling (walk_ring_abi.h): where recent allocations' records are --- */
+
+/* 2^RECENT_BITS words, process-wide, indexed by a hash of the block's
+ * address: RECENT_REF(slot, position) of the last allocation recorded
+ * there, 0 when none.  A collision forgets the older allocation, whose
+ * free is then recorded as usual.  Mapped at the first allocation
+ * recorded, MADV_WIPEONFORK (a fork's child finds it empty: its rings are
+ * new). 512 KiB of address space, touched where blocks hash. */
+#define RECENT_BITS 16
+#define RECENT_REF(slot, pos) ((uint64_t)(slot) << 56 | (pos) | 1) /* positions are 8-byte aligned */
+#define RECENT_SLOT(ref) ((uint32_t)((ref) >> 56))
+#define RECENT_POS(ref) ((ref) & WALK_RING_POS_MASK & ~7ull)
+
+static uint64_t *recent;
+static bool recent_kept_at_fork; /* the madvise failed: the child forgets it */
+
+static inline uint64_t *recent_word(uint64_t *tab, uint64_t addr)
+{
+	return &tab[((addr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - RECENT_BITS)];
+}
+
+/* The table, mapped on first use (a bare mmap, as a ring's: safe inside
+ * an allocator call); NULL when it cannot be (nothing is cancelled). */
+static __attribute__((noinline, cold)) uint64_t *recent_map(void)
+{
+	size_t len = sizeof(uint64_t) << RECENT_BITS;
+	uint64_t *none = NULL, *tab;
+	int saved = errno;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED) {
+		errno = saved;
+		return NULL;
+	}
+	if (madvise(m, len, MADV_WIPEONFORK))
+		recent_kept_at_fork = true;
+	if (!__atomic_compare_exchange_n(&recent, &none, (uint64_t *)m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		munmap(m, len); /* another thread mapped it first */
+	errno = saved;
+	tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
+	return tab;
+}
+
+/* The allocation of ADDR just recorded at POS of slot SLOT's ring. */
+static inline void recent_note(uint64_t addr, uint32_t slot, uint64_t pos)
+{
+	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
+
+	if (unlikely(!tab) && !(tab = recent_map()))
+		return;
+	__atomic_store_n(recent_word(tab, addr), RECENT_REF(slot, pos), __ATOMIC_RELAXED);
+}
+
+bool walk_ring_cancel(uint64_t addr)
+{
+	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE), *w, ref, ring, pos, want;
+	struct walk_ring_header *r;
+	struct walk_ring_record *rec;
+	bool cancelled = false;
+
+	if (!tab)
+		return false;
+	w = recent_word(tab, addr);
+	ref = LOAD(*w);
+	if (!ref)
+		return false;
+	pos = RECENT_POS(ref);
+	ring = __atomic_load_n(&walk_ring_directory.slot[RECENT_SLOT(ref)].ring, __ATOMIC_ACQUIRE);
+	r = (struct walk_ring_header *)(uintptr_t)ring;
+	/* a ring stays mapped once made; its header is this library's (a
+	 * wiped one reads magic 0), its CLAIMED dwleak's */
+	if (!r || LOAD(r->magic) != WALK_RING_MAGIC || pos < __atomic_load_n(&r->claimed, __ATOMIC_ACQUIRE))
+		goto out;
+	rec = (struct walk_ring_record *)((uint8_t *)r + WALK_RING_DATA_OFFSET + (pos & LOAD(r->mask)));
+	want = WALK_RING_CHECK(pos, WALK_RING_REC_ALLOC);
+	/* the record is this block's allocation, still there: its check word
+	 * names the position (a later lap's would not), its address the
+	 * block (the word may name an allocation a collision replaced) */
+	if (LOAD(rec->check) != want || LOAD(rec->addr) != addr)
+		goto out;
+	if (!__atomic_compare_exchange_n(&rec->check, &want, WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLED), false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		goto out;
+	/* the store before the load (dwleak fences its CLAIMED write before
+	 * its reads the same way): claimed still at or below POS, dwleak
+	 * reads the record cancelled; above it, it may have read it whole */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	cancelled = pos >= __atomic_load_n(&r->claimed, __ATOMIC_RELAXED);
+out:
+	/* the block is freed either way: its word forgets it (unless another
+	 * allocation took the word meanwhile) */
+	if (LOAD(*w) == ref)
+		__atomic_store_n(w, 0, __ATOMIC_RELAXED);
+	return cancelled;
+}
+
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
 		  const uint64_t *pcs, uint32_t n)
 {
@@ -345,6 +442,8 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	BARRIER();
 	rec->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, type);
 	inc_local(&r->records);
+	if (type == WALK_RING_REC_ALLOC)
+		recent_note(addr, t->slot, h & WALK_RING_POS_MASK);
 	BARRIER();
 	if (--t->nest == 0)
 		publish(r);
@@ -362,4 +461,6 @@ void walk_ring_fork_child(void)
 	}
 	d->no_slot = d->no_map = d->no_claim = d->reclaimed = 0;
 	ring_tls = (struct ring_tls){ 0 };
+	if (recent_kept_at_fork)
+		recent = NULL; /* the parent's records: a new table when needed */
 }

@@ -10,6 +10,7 @@
 #ifndef DWLEAK_PRELOAD_WALK_RING_H
 #define DWLEAK_PRELOAD_WALK_RING_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "walk_ring_abi.h"
@@ -33,10 +34,21 @@ extern struct walk_ring_dir walk_ring_directory;
  *             signal handler interrupted the claim (the directory's no_*)
  *   -EINVAL   an argument out of bounds (a caller's bug: not counted)
  * Never overwrites a record dwleak has not read; blocks only as
- * walk_ring_wait_ms allows (the outermost record of a thread).
+ * walk_ring_wait_ms allows (the outermost record of a thread).  An
+ * allocation's record is remembered for walk_ring_cancel.
  */
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
 		  const uint64_t *pcs, uint32_t n);
+
+/*
+ * ADDR is being freed (by any thread): when the record of its allocation
+ * is still in a ring and dwleak has not claimed it (walk_ring_abi.h's
+ * Cancelling), the record is cancelled and true comes back: the free
+ * needs no record.  False: record the free as usual.  Call it before the
+ * block is released.  Lock-free, no system call, safe in a signal handler
+ * and in a fork's child.
+ */
+bool walk_ring_cancel(uint64_t addr);
 
 /* How long a thread's record waits for room in its full ring (dwleak
  * reading) before it is dropped, in ms: 0 (the default) never waits.  The

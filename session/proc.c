@@ -142,7 +142,7 @@ static void rings_start(const struct proc_services *sv, struct proc *p)
 		return;
 	ctl = sv->control_addr(sv->ctx, p->pid, &p->sites);
 	err = proc_rings_start(&sv->rings_io, &p->rings, p->pid, ctl, sv->set->walk_rings, sv->set->ring_bits,
-			       p->image);
+			       p->image, p->sites_alone);
 	if (err == -EPERM)
 		say(sv, SESSION_NOTE, "pid %d (%s) runs under a seccomp filter: its stacks are walked at its library's "
 		    "sites by the kernel, not in the process (whose walk makes system calls a filter may punish)",
@@ -199,7 +199,7 @@ uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uin
  * and leaves P for uprobes.  Returns 0 or 1. */
 static int sites_attach(const struct proc_services *sv, struct proc *p, bool fork_child)
 {
-	int err = sv->attach_sites(sv->ctx, &p->pp, p->pid, &p->sites, &p->alloc, fork_child);
+	int err = sv->attach_sites(sv->ctx, &p->pp, p->pid, &p->sites, &p->alloc, fork_child, &p->sites_alone);
 
 	if (!err) {
 		p->preload = true;

@@ -36,6 +36,7 @@ struct proc {
 	bool preload;		  /* ... as the preload library's sites (SITES) */
 	bool injected;		  /* ... of a library loaded into it while it ran (-p): its
 				   * calls reach it through routed GOT slots */
+	bool sites_alone;	  /* ... and no uprobe beside them (attach_sites' ALONE) */
 	struct preload_sites sites;
 	bool awaiting_linker;	  /* exec'd a dynamic program: probed when the linker
 				   * stops it with every initial object mapped */
@@ -155,9 +156,10 @@ struct proc_services {
 	/* PID's control block written (the mode; FORK_CHILD: a traced
 	 * process's child, whose copy of the library's block index is its
 	 * own), the allocator functions the library does not see probed, and
-	 * its sites attached */
+	 * its sites attached; *ALONE: true when no function was probed
+	 * beside the sites (the library sees every allocator call) */
 	int (*attach_sites)(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *s,
-			    const struct allocator *a, bool fork_child);
+			    const struct allocator *a, bool fork_child, bool *alone);
 	int (*attach_exit)(void *ctx, struct probes_proc *pp, const char *path, uint64_t off);
 	void (*thread_forget)(void *ctx, pid_t pid);
 	int (*mappings_take)(void *ctx, pid_t pid, struct probes_mapping **maps, size_t *n);

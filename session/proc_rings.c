@@ -109,9 +109,10 @@ static int image_prepare(const struct proc_rings_io *io, struct proc_rings *r, p
 }
 
 int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
-		     uint32_t ring_bits, uint32_t image_seed)
+		     uint32_t ring_bits, uint32_t image_seed, bool cancel)
 {
 	struct dwleak_preload_control c;
+	uint32_t cancel_word = cancel;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -149,6 +150,7 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 				    sizeof(ring_bits));
 	if (!err && mode == DWLEAK_PRELOAD_WALK_DWARF)
 		err = image_prepare(io, r, pid);
+	err = err ?: ctl_put(io, pid, r, CTL_FIELD(rings_cancel), &cancel_word, sizeof(cancel_word));
 	err = err ?: ctl_put(io, pid, r, CTL_FIELD(rings_request), &mode, sizeof(mode));
 	if (err) {
 		proc_rings_free(r);
@@ -242,6 +244,13 @@ static int read_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 	return d->io->mem_read(d->io->ctx, d->pid, addr, buf, len);
 }
 
+static int write_mem(void *ctx, uint64_t addr, const void *buf, size_t len)
+{
+	struct drain_ctx *d = ctx;
+
+	return d->io->mem_write(d->io->ctx, d->pid, addr, buf, len);
+}
+
 static int held_push(struct proc_rings *r, const struct ring_held *h)
 {
 	if (r->nheld == r->cap) {
@@ -265,6 +274,11 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 	struct proc_rings *r = d->r;
 	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
 
+	/* freed before it was read: nothing to apply (not even to order) */
+	if (rec->type == WALK_RING_REC_CANCELLED) {
+		r->cancelled++;
+		return 0;
+	}
 	/* a ring's records stay in its order: a thread that moved to a CPU
 	 * whose TSC lags (a VM's vCPUs may) would read a smaller tsc for a
 	 * later record, and a reuse of a block sorted before its free would
@@ -486,7 +500,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	if (!r->dir) /* not published yet: nothing recorded either */
 		return 0;
 	start = tsc_now();
-	err = walk_ring_drain(read_mem, &d, r->dir, on_record, &d, r->drain);
+	err = walk_ring_drain(read_mem, write_mem, &d, r->dir, on_record, &d, r->drain);
 	r->drains++;
 	if (err < 0) {
 		if (err != -ESRCH && err != -ENOENT && err != -EFAULT) {

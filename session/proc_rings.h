@@ -88,6 +88,7 @@ struct proc_rings {
 	uint64_t ids_seen[RINGS_IDS_SEEN];
 	/* totals */
 	uint64_t records;     /* applied to the ledger */
+	uint64_t cancelled;   /* allocations the process freed before they were read (read, not applied) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */
@@ -107,13 +108,15 @@ struct proc_rings {
  * (DWLEAK_PRELOAD_WALK_DWARF or _FP) asked for, and for DWARF its unwind
  * image built and an arena asked for (handed over by proc_rings_drain
  * once the library mapped it; until then the library fires its sites).
- * IMAGE_SEED: the process's image.  Returns 0, or a negative errno (R
+ * IMAGE_SEED: the process's image.  CANCEL: the library sees every
+ * allocator call of PID (no uprobe beside its sites), so that its frees
+ * may cancel records not read yet (walk_ring_abi.h).  Returns 0, or a negative errno (R
  * then off: the sites serve, as without rings): -EPERM for a process
  * under a seccomp filter (the library's walk makes system calls of its
  * own, openat of /proc/self/maps among them, which a filter may punish).
  */
 int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
-		     uint32_t ring_bits, uint32_t image_seed);
+		     uint32_t ring_bits, uint32_t image_seed, bool cancel);
 
 /* PID's objects changed and their tables were loaded: a new image is
  * built, and handed over now if the library's arena holds it (else at a

@@ -164,7 +164,7 @@ static int sv_attach_allocator(void *ctx, struct probes_proc *pp, const struct a
 
 /* The allocator functions the library does not see (a pointer from
  * dlsym): uprobes, as without the library. */
-static int complement_attach(struct session *s, struct probes_proc *pp, const struct allocator *a)
+static int complement_attach(struct session *s, struct probes_proc *pp, const struct allocator *a, bool *alone)
 {
 	char what[PATH_MAX + 64] = "";
 	struct allocator rest;
@@ -177,11 +177,12 @@ static int complement_attach(struct session *s, struct probes_proc *pp, const st
 		n += rest.objs[i].nfuncs;
 	err = n ? probes_proc_attach(s->probes, pp, &rest, what, sizeof(what)) : 0;
 	allocator_free(&rest);
+	*alone = n == 0;
 	return err;
 }
 
 static int sv_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *sites,
-			   const struct allocator *a, bool fork_child)
+			   const struct allocator *a, bool fork_child, bool *alone)
 {
 	struct session *s = of(ctx);
 	/* a sampled trace's leak check reads the library's index of every
@@ -189,7 +190,8 @@ static int sv_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const s
 	int err = preload_control_write(pid, sites, s->set->sample_bytes, s->set->leak_check && s->set->sample_bytes,
 					!fork_child);
 
-	err = err ?: complement_attach(s, pp, a);
+	*alone = false;
+	err = err ?: complement_attach(s, pp, a, alone);
 	return err ?: probes_proc_attach_preload(s->probes, pp, sites, preload_control_addr(pid, sites));
 }
 

@@ -98,7 +98,8 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 	if (pos + len > r->published)
 		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of %llu bytes past published %#llx", r->slot,
 				 (unsigned long long)pos, (unsigned long long)len, (unsigned long long)r->published);
-	if (type != WALK_RING_REC_ALLOC && type != WALK_RING_REC_FREE && type != WALK_RING_REC_REALLOC_FREE)
+	if (type != WALK_RING_REC_ALLOC && type != WALK_RING_REC_FREE && type != WALK_RING_REC_REALLOC_FREE &&
+	    type != WALK_RING_REC_CANCELLED)
 		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u", r->slot, (unsigned long long)pos,
 				 type);
 	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 || rec->pad || !rec->addr)
@@ -114,8 +115,8 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
  * result (the drain stops), else 0 (R->err says whether the ring was read
  * to the end).
  */
-static int ring_records(walk_ring_read_fn read_mem, void *rctx, walk_ring_record_fn on_record, void *cctx,
-			struct walk_ring_ring *r, uint8_t *buf)
+static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem, void *rctx,
+			walk_ring_record_fn on_record, void *cctx, struct walk_ring_ring *r, uint8_t *buf)
 {
 	uint64_t size = 1ull << r->data_bits, mask = size - 1, data = r->ring + WALK_RING_DATA_OFFSET;
 	uint64_t pos = r->tail, off, span, got, b, len, check;
@@ -123,9 +124,19 @@ static int ring_records(walk_ring_read_fn read_mem, void *rctx, walk_ring_record
 	struct walk_ring_rec out;
 	int err;
 
+	/* claimed before any record is read, and the write ordered before the
+	 * reads (a store-load fence, as the library's cancel makes): a record
+	 * the library cancels after this write is freed again as well */
+	if (write_mem && pos < r->published) {
+		err = write_mem(rctx, r->ring + __builtin_offsetof(struct walk_ring_header, claimed), &r->published,
+				sizeof(r->published));
+		err = err < 0 ? err : err > 0 ? -EIO : 0;
+		if (err)
+			return RING_FAIL(r, err, "slot %u: claiming its records", r->slot), 0;
+	}
 	/* the records below PUBLISHED are read after PUBLISHED was (the
 	 * library's release on a weakly ordered CPU pairs with this) */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	while (pos < r->published) {
 		off = pos & mask;
 		span = r->published - pos < size - off ? r->published - pos : size - off;
@@ -202,8 +213,8 @@ static bool ranges_meet(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
 	return a0 < b1 && b0 < a1;
 }
 
-int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_ring_record_fn on_record,
-		    void *cctx, struct walk_ring_drain *out)
+int walk_ring_drain(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem, void *rctx, uint64_t dir,
+		    walk_ring_record_fn on_record, void *cctx, struct walk_ring_drain *out)
 {
 	struct walk_ring_dir *d;
 	struct walk_ring_header h;
@@ -307,7 +318,7 @@ int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_r
 		struct walk_ring_ring *r = &out->ring[i];
 
 		if (!r->err)
-			err = ring_records(read_mem, rctx, on_record, cctx, r, buf);
+			err = ring_records(read_mem, write_mem, rctx, on_record, cctx, r, buf);
 		out->delivered += r->delivered;
 		if (r->err)
 			out->bad++;

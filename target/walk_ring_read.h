@@ -22,11 +22,18 @@
  * before that header read is then whole. */
 typedef int (*walk_ring_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 
+/* Writes LEN bytes at BUF into the process's memory at ADDR: 0, or a
+ * negative errno.  The drain writes one word with it per ring it reads
+ * records of: the ring's CLAIMED (walk_ring_abi.h's Cancelling), before
+ * it reads them. */
+typedef int (*walk_ring_write_fn)(void *ctx, uint64_t addr, const void *buf, size_t len);
+
 /* One record, as handed to the callback. */
 struct walk_ring_rec {
 	uint32_t slot;	  /* the directory's slot */
 	uint32_t tid;	  /* the thread that wrote it */
-	uint32_t type;	  /* WALK_RING_REC_ALLOC, _FREE or _REALLOC_FREE */
+	uint32_t type;	  /* WALK_RING_REC_ALLOC, _FREE, _REALLOC_FREE or _CANCELLED (an
+			   * allocation freed before it was claimed: count it, apply nothing) */
 	uint32_t kind;	  /* enum alloc_kind, < ALLOC_KIND_COUNT */
 	uint32_t end;	  /* enum walk_end, < WALK_END_COUNT */
 	uint32_t fp;	  /* 0 or 1 */
@@ -96,13 +103,17 @@ struct walk_ring_drain {
  * Reads the directory at DIR (through READ_MEM, RCTX), then each LIVE
  * slot's ring: its header, checked (magic, version, bits, mask, tid, tail
  * <= published <= head, head - tail <= the data size, positions 8-byte
- * aligned, no ring overlapping another or the directory), then its records
+ * aligned, no ring overlapping another or the directory), then, when it
+ * has records, its CLAIMED written (WRITE_MEM, RCTX: PUBLISHED as read;
+ * its failure is the ring's error, nothing of it read), then its records
  * from TAIL to PUBLISHED in chunks of WALK_RING_READ_CHUNK bytes, each
  * checked (its check word's position and type, a pad not at offset 0 nor
  * past PUBLISHED, a record within the data area and PUBLISHED, nframes,
  * kind, end, fp, pad, addr) and handed to ON_RECORD (CCTX) in ring order.
  * A ring's first bad record ends that ring (its err and why say what, its
- * new_tail stays before it); other rings go on.
+ * new_tail stays before it); other rings go on.  WRITE_MEM NULL: nothing
+ * claimed, for a reader that only looks (the library may cancel a record
+ * such a reader reads as an allocation).
  * Fills *OUT (the caller's; large: WALK_RING_SLOTS rings).  Returns 0
  * when the directory was read (see each ring's err and OUT->bad), the
  * callback's nonzero result (the drain stopped there; rings after it not
@@ -110,8 +121,8 @@ struct walk_ring_drain {
  * read's error, -EPROTO (no directory of this layout), -EBADMSG (its
  * address), -ENOMEM (a chunk buffer).
  */
-int walk_ring_drain(walk_ring_read_fn read_mem, void *rctx, uint64_t dir, walk_ring_record_fn on_record,
-		    void *cctx, struct walk_ring_drain *out);
+int walk_ring_drain(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem, void *rctx, uint64_t dir,
+		    walk_ring_record_fn on_record, void *cctx, struct walk_ring_drain *out);
 
 /* The tail write-back after a drain: whether ring R's TAIL must be
  * written (records were consumed): 1 with *ADDR (R->tail_addr) and

@@ -239,7 +239,13 @@ struct dwleak_preload_control {
 	__u32 image_gen;
 	__u32 image_installed;
 	__s32 image_error;
-	__u32 image_pad;
+	/* dwleak's, written before RINGS_REQUEST: 1 when nothing but the
+	 * library records this process's allocator calls (no uprobe on a
+	 * function it does not see), so that a free may cancel its block's
+	 * record still unread (bpf/abi/walk_ring_abi.h's Cancelling); 0: every
+	 * free is recorded (a probe beside the library may have recorded the
+	 * block's other events, which a cancel would leave unmatched) */
+	__u32 rings_cancel;
 	/* the library's counts (relaxed): RING_RECORDS is not kept (0; each
 	 * ring counts its records in its header: a shared count here made
 	 * every thread's call write the line all of them read); RING_FAILED,

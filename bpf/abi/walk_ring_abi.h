@@ -35,8 +35,11 @@
  *   tail       dwleak's: records below it are read; the writer never
  *              overwrites them (a record that does not fit is dropped and
  *              counted in DROPPED, the writer never waits)
- * dwleak reads the header (one read), then [tail, published) (later reads:
- * separate reads are ordered), and writes TAIL back: 8 bytes, through
+ *   claimed    dwleak's: records below it may have been read (it is
+ *              written before they are, see Cancelling); claimed >= tail
+ * dwleak reads the header (one read), writes CLAIMED = PUBLISHED (when
+ * there is something to read), then reads [tail, published) (later reads:
+ * separate reads are ordered), and writes TAIL back: 8 bytes each, through
  * /proc/PID/mem, while the slot is LIVE.
  *
  * Records.  Each is a struct walk_ring_record and its NFRAMES pcs, 40 +
@@ -60,11 +63,25 @@
  * the meantime from any ring, is cancelled by it; a held free that meets
  * no such allocation is a free of a block from before the trace.
  *
+ * Cancelling.  Most blocks live a few microseconds: an allocation freed
+ * before dwleak read it need not reach dwleak at all.  The library keeps,
+ * process-wide, where each recent allocation's record is (its slot and
+ * position); a free of that block (in any thread) changes the record's
+ * check word from ALLOC to CANCELLED with a compare-exchange, when its
+ * position is at or above CLAIMED, and then reads CLAIMED again: still at
+ * or below the position, the free writes no record (dwleak, which writes
+ * CLAIMED before it reads, will read the record cancelled); above it,
+ * dwleak may have read the record before it was cancelled, so the free
+ * is recorded as well (a free of a block dwleak may not hold: harmless,
+ * by the ordering rule below).  Both sides fence between their write and
+ * their read (a store-load order), so one of them sees the other's.  A
+ * CANCELLED record is read and counted, never applied.
+ *
  * Slots.  A thread claims a FREE slot on its first record: compare-
  * exchange of TID from 0 to its own, then (reusing the slot's ring when it
  * has one, else mapping one, RING written) the ring's header set up,
- * TAIL = HEAD = PUBLISHED included (the only time the library writes
- * TAIL: no reader drains a slot that is not LIVE), then STATE = LIVE
+ * TAIL = CLAIMED = HEAD = PUBLISHED included (the only time the library
+ * writes TAIL or CLAIMED: no reader drains a slot that is not LIVE), then STATE = LIVE
  * (release).  A thread never gives its slot back itself (it cannot know
  * it is ending); dwleak does, for a thread that no longer exists
  * (/proc/PID/task/TID gone), once it read what it wants of the ring:
@@ -78,7 +95,7 @@
  */
 #define WALK_RING_DIR_MAGIC 0x726964726b6c7764ull  /* "dwlkrdir", little-endian */
 #define WALK_RING_MAGIC 0x676e69726b6c7764ull	   /* "dwlkring", little-endian */
-#define WALK_RING_VERSION 1
+#define WALK_RING_VERSION 2 /* 2: CLAIMED and CANCELLED records */
 
 /* The directory's slots: threads recording at one time. */
 #define WALK_RING_SLOTS 256
@@ -162,7 +179,8 @@ struct walk_ring_header {
 	__u64 pad1[3];
 	/* dwleak's line */
 	__u64 tail;
-	__u64 pad2[7];
+	__u64 claimed;	    /* see Cancelling (the library sets it to TAIL at a claim) */
+	__u64 pad2[6];
 	__u64 pad3[8];
 };
 
@@ -176,6 +194,7 @@ enum walk_ring_type {
 	WALK_RING_REC_FREE = 2,	    /* ADDR released (free, delete) */
 	WALK_RING_REC_REALLOC_FREE = 3, /* ADDR given to realloc: moved or released */
 	WALK_RING_REC_PAD = 4,	    /* the rest of the data area is unused: go on at offset 0 */
+	WALK_RING_REC_CANCELLED = 5,    /* an ALLOC its process freed before dwleak claimed it */
 	WALK_RING_REC_TYPES,
 };
 

@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fix_dir(bytes, m.len, &d, fix);
 		memcpy(bytes + (dir - FUZZ_MEMORY_BASE), &d, sizeof(d));
 	}
-	err = walk_ring_drain(fuzz_memory_read, &m, dir, on_record, &sink, &out);
+	err = walk_ring_drain(fuzz_memory_read, fuzz_memory_write, &m, dir, on_record, &sink, &out);
 	if (err == -ECANCELED) {
 		if (!sink.stop_at || sink.records != sink.stop_at)
 			abort();

@@ -90,8 +90,8 @@ static int counts(pid_t pid, const struct preload_sites *s)
 		free(d);
 		return 1;
 	}
-	/* read only: no tail is written back */
-	if (c.rings_addr && walk_ring_drain(mem_read, &pid, c.rings_addr, record_skip, NULL, d) >= 0)
+	/* read only: no tail written back, nothing claimed */
+	if (c.rings_addr && walk_ring_drain(mem_read, NULL, &pid, c.rings_addr, record_skip, NULL, d) >= 0)
 		for (i = 0; i < d->n; i++)
 			ring_records += d->ring[i].records;
 	free(d);

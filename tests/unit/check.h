@@ -92,6 +92,16 @@ static inline int check_self_read(void *ctx, uint64_t addr, void *buf, size_t le
 	(void)ctx;
 	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
+
+/* Its write counterpart: LEN bytes at BUF to ADDR with process_vm_writev
+ * (as dwleak writes a ring's words). */
+static inline int check_self_write(void *ctx, uint64_t addr, const void *buf, size_t len)
+{
+	struct iovec local = { (void *)buf, len }, remote = { (void *)(uintptr_t)addr, len };
+
+	(void)ctx;
+	return process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
 #endif
 
 /* xorshift64: the tests' reproducible pseudo-random numbers, from the

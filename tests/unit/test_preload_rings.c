@@ -212,7 +212,7 @@ static uint32_t drain(void)
 	int err;
 
 	__atomic_store_n(&ctl->rings_request, DWLEAK_PRELOAD_WALK_NONE, __ATOMIC_RELAXED);
-	err = walk_ring_drain(check_self_read, NULL, ctl->rings_addr, on_record, NULL, &drain_buf);
+	err = walk_ring_drain(check_self_read, check_self_write, NULL, ctl->rings_addr, on_record, NULL, &drain_buf);
 	CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
 	for (i = 0; i < drain_buf.n; i++) {
 		CHECK(!drain_buf.ring[i].err, "slot %u: %s", drain_buf.ring[i].slot, drain_buf.ring[i].why);
@@ -325,7 +325,11 @@ static void made_set(struct made *m, enum how how, size_t size, void *old)
  * at two depths, then a realloc of the first one; their number. */
 #define PHASE_MADE 7
 
-static void phase_allocate(struct made m[PHASE_MADE], size_t salt)
+static uint32_t drain(void);
+
+/* CLAIM: the records drained before the realloc, so that the old block's
+ * free is recorded (else its allocation is cancelled by it). */
+static void phase_allocate(struct made m[PHASE_MADE], size_t salt, bool claim)
 {
 	made_set(&m[0], H_MALLOC, 100 + salt, NULL);
 	chain_a1(&m[0]);
@@ -339,6 +343,8 @@ static void phase_allocate(struct made m[PHASE_MADE], size_t salt)
 	chain_b(12, &m[4]);
 	made_set(&m[5], H_MALLOC, 24, NULL);
 	chain_a1(&m[5]);
+	if (claim)
+		drain();
 	/* far larger than what it was given: moved, or grown in place */
 	made_set(&m[6], H_REALLOC, 1 << 20, m[5].p);
 	chain_b(2, &m[6]);
@@ -421,9 +427,14 @@ static void frames_check(const char *what, const struct made *m, const struct go
 /* Every allocation of M (N of them) and its free in the records from
  * FROM on: the right address, size, kind, type and thread; frames as
  * backtrace() says.  FREE_TID: the thread that freed them (0: the one that
- * allocated). */
-static void made_check(const char *phase, const struct made *m, int n, uint32_t from, bool fp, uint32_t free_tid)
+ * allocated).  CANCELLED: the blocks were freed before a drain claimed
+ * their records, so each allocation's record must be there cancelled (its
+ * frames whole) and no free of it recorded. */
+static void made_check(const char *phase, const struct made *m, int n, uint32_t from, bool fp, uint32_t free_tid,
+		       bool cancelled)
 {
+	uint32_t alloc_type = cancelled ? WALK_RING_REC_CANCELLED : WALK_RING_REC_ALLOC;
+
 	char what[128];
 
 	for (int i = 0; i < n; i++) {
@@ -434,12 +445,20 @@ static void made_check(const char *phase, const struct made *m, int n, uint32_t 
 		/* a realloc's block: after the old one's realloc-free (it may
 		 * have grown in place: the same address) */
 		moved = m[i].how == H_REALLOC ? got_find(from, WALK_RING_REC_REALLOC_FREE, (uintptr_t)m[i].old, 0) : NULL;
-		EXPECT(m[i].how != H_REALLOC || (moved && moved->kind == ALLOC_REALLOC && moved->nframes == 0 &&
-						 moved->tid == m[i].tid),
-		       "%s: the old block's realloc-free not recorded", what);
-		a = got_find(from, WALK_RING_REC_ALLOC, (uintptr_t)m[i].p, moved ? moved->tsc : 0);
+		if (cancelled) {
+			EXPECT(m[i].how != H_REALLOC || (!moved && got_find(from, WALK_RING_REC_CANCELLED,
+									    (uintptr_t)m[i].old, 0)),
+			       "%s: the old block's allocation not cancelled by the realloc", what);
+			moved = m[i].how == H_REALLOC ? got_find(from, WALK_RING_REC_CANCELLED, (uintptr_t)m[i].old, 0)
+						      : NULL;
+		} else {
+			EXPECT(m[i].how != H_REALLOC || (moved && moved->kind == ALLOC_REALLOC && moved->nframes == 0 &&
+							 moved->tid == m[i].tid),
+			       "%s: the old block's realloc-free not recorded", what);
+		}
+		a = got_find(from, alloc_type, (uintptr_t)m[i].p, moved ? moved->tsc : 0);
 		CHECK(m[i].p, "%s: the allocation failed", what);
-		EXPECT(a, "%s: no allocation recorded at %p", what, m[i].p);
+		EXPECT(a, "%s: no allocation recorded at %p%s", what, m[i].p, cancelled ? " (cancelled)" : "");
 		if (!a)
 			continue;
 		EXPECT(a->size == m[i].size && a->kind == m[i].kind && a->tid == m[i].tid,
@@ -449,6 +468,10 @@ static void made_check(const char *phase, const struct made *m, int n, uint32_t 
 		if (i == 5)
 			continue; /* given to realloc: freed there */
 		f = got_find(from, WALK_RING_REC_FREE, (uintptr_t)m[i].p, a->tsc);
+		if (cancelled) {
+			EXPECT(!f, "%s: a free recorded for a cancelled allocation", what);
+			continue;
+		}
 		EXPECT(f && f->kind == ALLOC_FREE && f->nframes == 0 && f->size == 0 &&
 			       f->tid == (free_tid ? free_tid : m[i].tid),
 		       "%s: its free not recorded (or wrong: kind %u, tid %u)", what, f ? f->kind : 0, f ? f->tid : 0);
@@ -480,7 +503,7 @@ static struct made thread_made[PHASE_MADE];
 static void *thread_main(void *arg)
 {
 	(void)arg;
-	phase_allocate(thread_made, 5);
+	phase_allocate(thread_made, 5, false);
 	return NULL;
 }
 
@@ -495,14 +518,18 @@ static void phase_run(const char *phase, uint32_t mode)
 	drain();
 	from = ngot;
 	__atomic_store_n(&ctl->rings_request, mode, __ATOMIC_RELAXED);
-	phase_allocate(m, 0);
+	/* this thread's blocks read before they are freed (their frees
+	 * recorded); the other thread's freed here before any drain (each
+	 * allocation cancelled, by another thread than the one that made it) */
+	phase_allocate(m, 0, true);
+	drain();
 	phase_free(m);
 	CHECK(pthread_create(&t, NULL, thread_main, NULL) == 0 && pthread_join(t, NULL) == 0);
 	phase_free(thread_made);
 	drain();
 	printf("%s: %u records\n", phase, ngot - from);
-	made_check(phase, m, PHASE_MADE, from, mode == DWLEAK_PRELOAD_WALK_FP, 0);
-	made_check(phase, thread_made, PHASE_MADE, from, mode == DWLEAK_PRELOAD_WALK_FP, (uint32_t)getpid());
+	made_check(phase, m, PHASE_MADE, from, mode == DWLEAK_PRELOAD_WALK_FP, 0, false);
+	made_check(phase, thread_made, PHASE_MADE, from, mode == DWLEAK_PRELOAD_WALK_FP, (uint32_t)getpid(), true);
 	EXPECT(ctl->rings_active == mode, "%s: rings_active %u", phase, ctl->rings_active);
 }
 
@@ -572,18 +599,21 @@ static void sampled_check(void)
 	free(blocks_big);
 	drain();
 	__atomic_store_n(&ctl->sample_bytes, 0, __ATOMIC_RELAXED);
+	/* freed before the drain: a sampled block's allocation is there
+	 * cancelled (its free with it), or, read meanwhile, with its free */
 	for (i = from; i < ngot; i++)
 		for (j = 0; j < N; j++)
 			if (got[i].addr == (uintptr_t)blocks[j]) {
-				allocs += got[i].type == WALK_RING_REC_ALLOC;
-				frees += got[i].type == WALK_RING_REC_FREE;
+				allocs += got[i].type == WALK_RING_REC_ALLOC || got[i].type == WALK_RING_REC_CANCELLED;
+				frees += got[i].type == WALK_RING_REC_FREE || got[i].type == WALK_RING_REC_CANCELLED;
 				break;
 			}
 	printf("sampled: %u of %u blocks of 64 bytes recorded (about %u expected), %u frees\n", allocs, N,
 	       N * 64 / 16384, frees);
 	EXPECT(allocs > 0 && allocs < N / 4, "sampled: %u of %u recorded", allocs, N);
 	EXPECT(frees == allocs, "sampled: %u allocations and %u frees recorded", allocs, frees);
-	EXPECT(got_find(from, WALK_RING_REC_ALLOC, big, 0) && got_find(from, WALK_RING_REC_FREE, big, 0),
+	EXPECT((got_find(from, WALK_RING_REC_ALLOC, big, 0) && got_find(from, WALK_RING_REC_FREE, big, 0)) ||
+		       got_find(from, WALK_RING_REC_CANCELLED, big, 0),
 	       "sampled: the 4 MiB block or its free not recorded");
 }
 
@@ -644,7 +674,8 @@ static void signals_check(void)
 	on_prof(0);
 	drain();
 	for (uint32_t j = from; j < ngot; j++)
-		frees += got[j].type == WALK_RING_REC_FREE && got[j].addr == (uintptr_t)handler_last;
+		frees += (got[j].type == WALK_RING_REC_FREE || got[j].type == WALK_RING_REC_CANCELLED) &&
+			 got[j].addr == (uintptr_t)handler_last;
 	printf("signals: %u handler calls on an alternate stack during %u recorded calls\n", calls, i);
 	EXPECT(calls > 10, "signals: only %u handler calls", calls);
 	EXPECT(ctl->ring_failed == failed, "signals: %llu records failed", (unsigned long long)(ctl->ring_failed - failed));

@@ -228,7 +228,7 @@ static int fk_attach_allocator(void *ctx, struct probes_proc *pp, const struct a
 }
 
 static int fk_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const struct preload_sites *s,
-			   const struct allocator *a, bool fork_child)
+			   const struct allocator *a, bool fork_child, bool *alone)
 {
 	const struct image *im = F(ctx)->image[pid];
 
@@ -236,6 +236,7 @@ static int fk_attach_sites(void *ctx, struct probes_proc *pp, pid_t pid, const s
 	(void)s;
 	(void)a;
 	(void)fork_child;
+	*alone = true;
 	F(ctx)->attach_sites++;
 	return im ? im->attach_sites_err : -ESRCH;
 }

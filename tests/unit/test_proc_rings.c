@@ -174,7 +174,7 @@ static void test_causal_order(void)
 	CHECK(!stack_store_new(&stacks));
 	CHECK(!stack_store_image_new(stacks, &image));
 	ctl.rings_addr = (uint64_t)(uintptr_t)&walk_ring_directory;
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image));
+	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
 	CHECK(ctl.rings_request == DWLEAK_PRELOAD_WALK_FP);
 	CHECK(walk_ring_directory.data_bits == 16);
 	for (a = 0; a < ADDRS; a++)
@@ -266,7 +266,7 @@ static void test_stop(void)
 
 	CHECK(!stack_store_new(&stacks));
 	CHECK(!stack_store_image_new(stacks, &image));
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image));
+	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
 	put(WALK_RING_REC_ALLOC, 0x90000, 24, pcs_of[1], 3);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(!r.stopped && !walk_ring_directory.stopped_acked, "no stop yet: %u", r.stopped);

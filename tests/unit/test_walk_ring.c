@@ -155,7 +155,7 @@ static void *reader_run(void *arg)
 	int err;
 
 	while (!__atomic_load_n(&writers_done, __ATOMIC_ACQUIRE)) {
-		err = walk_ring_drain(check_self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		err = walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), check_record, s, &drain_buf);
 		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
 		CHECK(drain_buf.bad == 0, "a ring in error: %s", drain_buf.ring[0].why);
 		tails_back(&drain_buf);
@@ -171,7 +171,7 @@ static uint64_t drain_all(struct seen *s)
 	int err;
 
 	do {
-		err = walk_ring_drain(check_self_read, NULL, dir_addr(), check_record, s, &drain_buf);
+		err = walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), check_record, s, &drain_buf);
 		CHECK(!err, "drain: %s: %s", strerror(-err), drain_buf.why);
 		for (i = 0; i < drain_buf.n; i++)
 			CHECK(!drain_buf.ring[i].err, "slot %u: %s", drain_buf.ring[i].slot, drain_buf.ring[i].why);
@@ -389,7 +389,7 @@ static void test_directory(void)
 	pthread_barrier_wait(&bar);
 	EXPECT(late_err[0] == -ENOSPC);
 	/* dwleak's part: drained, the dead threads' slots handed back */
-	err = walk_ring_drain(check_self_read, NULL, dir_addr(), count_record, &n, &drain_buf);
+	err = walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), count_record, &n, &drain_buf);
 	CHECK(!err, "%s", drain_buf.why);
 	tails_back(&drain_buf);
 	EXPECT(drain_buf.n == WALK_RING_SLOTS, "%u live slots", drain_buf.n);
@@ -433,7 +433,7 @@ static void child_check(bool handler)
 		walk_ring_fork_child();
 	if (walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x2000, 0, NULL, 0))
 		_exit(4);
-	err = walk_ring_drain(check_self_read, NULL, dir_addr(), count_record, &n, d);
+	err = walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), count_record, &n, d);
 	if (err || n != 1)
 		_exit(5);
 	for (i = 0; i < d->n; i++)
@@ -517,7 +517,7 @@ static void test_scribble(void)
 		n++;
 	}
 	CHECK(n > 1, "%u rings to copy", n);
-	err = walk_ring_drain(check_self_read, NULL, (uint64_t)(uintptr_t)&c.dir, count_record, &count, &clean);
+	err = walk_ring_drain(check_self_read, check_self_write, NULL, (uint64_t)(uintptr_t)&c.dir, count_record, &count, &clean);
 	CHECK(!err && !clean.bad, "the copy: %s", clean.why);
 	for (iter = 0; iter < 20000; iter++) {
 		struct copy *d = &c;
@@ -550,7 +550,7 @@ static void test_scribble(void)
 		if (what == 3) /* a plausible position: near the real ones */
 			memcpy(p + at, &(uint64_t){ clean.ring[0].tail + (next_rand() % 64) * 8 }, 8);
 		count = 0;
-		err = walk_ring_drain(check_self_read, NULL, (uint64_t)(uintptr_t)&d->dir, count_record, &count, &dirty);
+		err = walk_ring_drain(check_self_read, check_self_write, NULL, (uint64_t)(uintptr_t)&d->dir, count_record, &count, &dirty);
 		CHECK(!err, "iteration %u: %s", iter, dirty.why);
 		for (i = 0; i < dirty.n; i++) {
 			const struct walk_ring_ring *r = &dirty.ring[i];
@@ -578,6 +578,221 @@ static void test_scribble(void)
 		free(c.ring[i]);
 }
 
+/* --- Cancelling: an allocation freed before dwleak claimed it --- */
+
+/* Allocations of the cancel tests: sources CSRC0 and CSRC0 + 1, apart from
+ * the other tests' addresses. */
+#define CSRC0 16
+#define CANCEL_ALLOCS 200000
+#define CANCEL_HANDOFF 1024
+
+static uint64_t caddr(unsigned src, uint64_t seq)
+{
+	return ((uint64_t)(src + 1) << 40) | (seq << 4);
+}
+
+static int cput(uint32_t type, uint64_t addr, uint32_t nframes)
+{
+	uint64_t pcs[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+
+	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes);
+}
+
+/* A free as rings.c makes it: cancelled, or recorded. */
+static bool cfree(uint64_t addr)
+{
+	if (walk_ring_cancel(addr))
+		return true;
+	CHECK(cput(WALK_RING_REC_FREE, addr, 0) == 0);
+	return false;
+}
+
+struct ctype_count {
+	uint64_t alloc, free, cancelled;
+	uint64_t last_cancelled;
+};
+
+static int ctype_record(void *ctx, const struct walk_ring_rec *r)
+{
+	struct ctype_count *c = ctx;
+
+	if ((r->addr >> 40) != CSRC0 + 1)
+		return 0;
+	if (r->type == WALK_RING_REC_ALLOC)
+		c->alloc++;
+	else if (r->type == WALK_RING_REC_CANCELLED)
+		c->cancelled++, c->last_cancelled = r->addr;
+	else
+		c->free++;
+	return 0;
+}
+
+static void cdrain(struct ctype_count *c)
+{
+	CHECK(walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), ctype_record, c, &drain_buf) == 0);
+	tails_back(&drain_buf);
+}
+
+/* One thread, step by step: cancelled before the claim, recorded after
+ * it, and never by a free of another address or a second free. */
+static void test_cancel_steps(void)
+{
+	struct ctype_count c = { 0 };
+	uint64_t a = caddr(CSRC0, 1), b = caddr(CSRC0, 2), x = caddr(CSRC0, 3);
+
+	cdrain(&c); /* what earlier tests left */
+	memset(&c, 0, sizeof(c));
+	CHECK(cput(WALK_RING_REC_ALLOC, a, 3) == 0);
+	CHECK(!walk_ring_cancel(x)); /* no allocation of it recorded */
+	CHECK(walk_ring_cancel(a));
+	CHECK(!walk_ring_cancel(a)); /* forgotten once freed */
+	cdrain(&c);
+	CHECK(c.cancelled == 1 && c.last_cancelled == a && c.alloc == 0 && c.free == 0);
+	/* claimed by a drain: its free is recorded */
+	CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
+	cdrain(&c);
+	CHECK(c.alloc == 1);
+	CHECK(!cfree(b));
+	cdrain(&c);
+	CHECK(c.free == 1 && c.cancelled == 1);
+	/* read but not yet consumed (CLAIMED written, TAIL not): recorded */
+	CHECK(cput(WALK_RING_REC_ALLOC, a, 1) == 0);
+	CHECK(walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), ctype_record, &c, &drain_buf) == 0);
+	CHECK(!cfree(a));
+	tails_back(&drain_buf);
+	cdrain(&c);
+	CHECK(c.alloc == 2 && c.free == 2 && c.cancelled == 1);
+}
+
+/* Two threads allocate and free (their own blocks and each other's)
+ * while a reader drains and claims: every block's fate as the reader
+ * saw it must be its true one, whichever side won each race. */
+enum cstate { C_NONE, C_LIVE, C_FREE_FIRST, C_CANCELLED, C_DONE, C_CANCELLED_FREED };
+
+static uint8_t cseen[2][CANCEL_ALLOCS];
+static uint8_t ctruth[2][CANCEL_ALLOCS]; /* 1: live at the end */
+static uint64_t chand[2][CANCEL_HANDOFF];     /* each thread's blocks for the other to free */
+static uint64_t chand_head[2], chand_tail[2];
+static uint64_t ccancelled_by[2], cbad;
+static volatile int cwriters_done;
+
+static int cancel_record(void *ctx, const struct walk_ring_rec *r)
+{
+	unsigned src = (unsigned)(r->addr >> 40) - 1 - CSRC0;
+	uint64_t seq = (r->addr & ((1ull << 40) - 1)) >> 4;
+	uint8_t *st;
+
+	(void)ctx;
+	if (src > 1 || seq >= CANCEL_ALLOCS)
+		return 0;
+	st = &cseen[src][seq];
+	switch (r->type) {
+	case WALK_RING_REC_ALLOC:
+		*st = *st == C_NONE ? C_LIVE : *st == C_FREE_FIRST ? C_DONE : (cbad++, *st);
+		break;
+	case WALK_RING_REC_CANCELLED:
+		*st = *st == C_NONE ? C_CANCELLED : *st == C_FREE_FIRST ? C_CANCELLED_FREED : (cbad++, *st);
+		break;
+	default:
+		*st = *st == C_LIVE ? C_DONE : *st == C_NONE ? C_FREE_FIRST : *st == C_CANCELLED ? C_CANCELLED_FREED
+										   : (cbad++, *st);
+	}
+	return 0;
+}
+
+static void *cancel_reader(void *arg)
+{
+	static struct walk_ring_drain d;
+	int last = 0;
+
+	(void)arg;
+	for (;;) {
+		int done = __atomic_load_n(&cwriters_done, __ATOMIC_ACQUIRE);
+
+		CHECK(walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), cancel_record, NULL, &d) == 0);
+		tails_back(&d);
+		if (last)
+			break;
+		last = done; /* one more drain after the writers ended: all published */
+		usleep(50);
+	}
+	return NULL;
+}
+
+static void *cancel_writer(void *arg)
+{
+	unsigned me = (unsigned)(uintptr_t)arg, other = me ^ 1;
+	uint64_t seq, rnd = 0x9e3779b97f4a7c15ull * (me + 1), r;
+
+	for (seq = 0; seq < CANCEL_ALLOCS; seq++) {
+		uint64_t a = caddr(CSRC0 + me, seq);
+
+		while (cput(WALK_RING_REC_ALLOC, a, (uint32_t)(seq % 8)) == -ENOBUFS)
+			sched_yield(); /* a full ring: the reader is behind */
+		ctruth[me][seq] = 1;
+		r = check_xorshift64(&rnd) % 8;
+		if (r < 4) { /* freed at once, most often cancelled */
+			ccancelled_by[me] += cfree(a);
+			ctruth[me][seq] = 0;
+		} else if (r < 6 && chand_head[me] - __atomic_load_n(&chand_tail[me], __ATOMIC_ACQUIRE) < CANCEL_HANDOFF) {
+			/* for the other thread to free */
+			chand[me][chand_head[me] % CANCEL_HANDOFF] = a;
+			ctruth[me][seq] = 0;
+			__atomic_store_n(&chand_head[me], chand_head[me] + 1, __ATOMIC_RELEASE);
+		}
+		/* the other's blocks, freed here */
+		while (chand_tail[other] < __atomic_load_n(&chand_head[other], __ATOMIC_ACQUIRE)) {
+			uint64_t b = chand[other][chand_tail[other] % CANCEL_HANDOFF];
+
+			ccancelled_by[me] += cfree(b);
+			__atomic_store_n(&chand_tail[other], chand_tail[other] + 1, __ATOMIC_RELEASE);
+		}
+	}
+	return NULL;
+}
+
+static void test_cancel_race(void)
+{
+	pthread_t w[2], rd;
+	uint64_t i, live = 0, mism = 0, both = 0, cancelled = 0;
+	unsigned t;
+
+	cwriters_done = 0;
+	CHECK(!pthread_create(&rd, NULL, cancel_reader, NULL));
+	for (t = 0; t < 2; t++)
+		CHECK(!pthread_create(&w[t], NULL, cancel_writer, (void *)(uintptr_t)t));
+	for (t = 0; t < 2; t++)
+		pthread_join(w[t], NULL);
+	/* a handoff the other thread ended before taking: freed here */
+	for (t = 0; t < 2; t++)
+		while (chand_tail[t] < chand_head[t])
+			ccancelled_by[t] += cfree(chand[t][chand_tail[t]++ % CANCEL_HANDOFF]);
+	__atomic_store_n(&cwriters_done, 1, __ATOMIC_RELEASE);
+	pthread_join(rd, NULL);
+	for (t = 0; t < 2; t++)
+		for (i = 0; i < CANCEL_ALLOCS; i++) {
+			uint8_t s = cseen[t][i];
+
+			live += ctruth[t][i];
+			cancelled += s == C_CANCELLED || s == C_CANCELLED_FREED;
+			both += s == C_CANCELLED_FREED;
+			if (ctruth[t][i] ? s != C_LIVE : s != C_DONE && s != C_CANCELLED && s != C_CANCELLED_FREED) {
+				if (mism++ < 5)
+					fprintf(stderr, "cancel race: thread %u block %lu: %s, seen as state %u\n", t, i,
+						ctruth[t][i] ? "live" : "freed", s);
+			}
+		}
+	printf("cancel race: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
+	       "%lu+%lu frees said cancelled\n",
+	       2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0], ccancelled_by[1]);
+	CHECK(mism == 0);
+	CHECK(cbad == 0);
+	/* what the writers were told is what the reader saw, less the races
+	 * where both sides acted (a cancelled record also freed) */
+	CHECK(cancelled - both == ccancelled_by[0] + ccancelled_by[1]);
+	CHECK(cancelled > CANCEL_ALLOCS / 4); /* most short-lived blocks never reach the reader */
+}
+
 int main(void)
 {
 	pthread_t t;
@@ -589,5 +804,7 @@ int main(void)
 	test_scribble();
 	test_fork();
 	test_directory();
+	test_cancel_steps();
+	test_cancel_race();
 	return check_failures ? 1 : 0;
 }
