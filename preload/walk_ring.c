@@ -369,9 +369,11 @@ bool walk_ring_cancel(uint64_t addr)
 		goto out;
 	/* the store before the load (dwleak fences its CLAIMED write before
 	 * its reads the same way): claimed still at or below POS, dwleak
-	 * reads the record cancelled; above it, it may have read it whole */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	cancelled = pos >= __atomic_load_n(&r->claimed, __ATOMIC_RELAXED);
+	 * reads the record cancelled; above it, it may have read it whole.
+	 * Both sequentially consistent: the load cannot pass the exchange
+	 * (x86's locked cmpxchg is a full barrier, arm64's ldar follows
+	 * casal), and no separate fence is paid for */
+	cancelled = pos >= __atomic_load_n(&r->claimed, __ATOMIC_SEQ_CST);
 out:
 	/* the block is freed either way: its word forgets it (unless another
 	 * allocation took the word meanwhile) */

@@ -5,8 +5,8 @@
  * handed to a callback.  The bytes are the process's, so untrusted: a
  * corrupt ring is an error of that ring (a message saying what was
  * wrong), never a crash, a read out of what it names, or an effect on
- * another ring.  Pure apart from the two callbacks; fuzzed
- * (fuzz_walk_ring).  Not wired into the session yet. */
+ * another ring.  Pure apart from its callbacks; fuzzed
+ * (fuzz_walk_ring).  session/proc_rings.c drains with it. */
 #ifndef DWLEAK_WALK_RING_READ_H
 #define DWLEAK_WALK_RING_READ_H
 
