@@ -112,7 +112,7 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		     uint32_t ring_bits, uint32_t image_seed, bool cancel)
 {
 	struct dwleak_preload_control c;
-	uint32_t cancel_word = cancel;
+	uint32_t cancel_word = cancel ? DWLEAK_PRELOAD_CANCEL_DROP : DWLEAK_PRELOAD_CANCEL_STAMPED;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -157,6 +157,7 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		return err;
 	}
 	r->mode = mode;
+	r->cancel = cancel_word;
 	return 0;
 }
 
@@ -274,10 +275,18 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 	struct proc_rings *r = d->r;
 	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
 
-	/* freed before it was read: nothing to apply (not even to order) */
+	/* freed before it was read: nothing to apply when only the library
+	 * records (not even to order); else a free at the free's own time
+	 * (its stamp), for a block the probes beside it recorded there.  A
+	 * stamp does not move its ring's tsc: the records after it were
+	 * written before it. */
 	if (rec->type == WALK_RING_REC_CANCELLED) {
 		r->cancelled++;
-		return 0;
+		if (r->cancel != DWLEAK_PRELOAD_CANCEL_STAMPED)
+			return 0;
+		h.type = AEV_FREE;
+		h.seq = r->seq++;
+		return held_push(r, &h);
 	}
 	/* a ring's records stay in its order: a thread that moved to a CPU
 	 * whose TSC lags (a VM's vCPUs may) would read a smaller tsc for a

@@ -89,6 +89,7 @@ struct proc_rings {
 	/* totals */
 	uint64_t records;     /* applied to the ledger */
 	uint64_t cancelled;   /* allocations the process freed before they were read (read, not applied) */
+	uint32_t cancel;      /* enum dwleak_preload_rings_cancel, as asked of the library */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */
@@ -108,9 +109,10 @@ struct proc_rings {
  * (DWLEAK_PRELOAD_WALK_DWARF or _FP) asked for, and for DWARF its unwind
  * image built and an arena asked for (handed over by proc_rings_drain
  * once the library mapped it; until then the library fires its sites).
- * IMAGE_SEED: the process's image.  CANCEL: the library sees every
- * allocator call of PID (no uprobe beside its sites), so that its frees
- * may cancel records not read yet (walk_ring_abi.h).  Returns 0, or a negative errno (R
+ * IMAGE_SEED: the process's image.  Frees may cancel records not read
+ * yet (walk_ring_abi.h): CANCEL, the library sees every allocator call of
+ * PID (no uprobe beside its sites), asks for plain cancels; else stamped
+ * ones, applied as frees.  Returns 0, or a negative errno (R
  * then off: the sites serve, as without rings): -EPERM for a process
  * under a seccomp filter (the library's walk makes system calls of its
  * own, openat of /proc/self/maps among them, which a filter may punish).

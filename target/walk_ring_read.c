@@ -99,7 +99,7 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of %llu bytes past published %#llx", r->slot,
 				 (unsigned long long)pos, (unsigned long long)len, (unsigned long long)r->published);
 	if (type != WALK_RING_REC_ALLOC && type != WALK_RING_REC_FREE && type != WALK_RING_REC_REALLOC_FREE &&
-	    type != WALK_RING_REC_CANCELLED)
+	    type != WALK_RING_REC_CANCELLED && type != WALK_RING_REC_CANCELLING)
 		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u", r->slot, (unsigned long long)pos,
 				 type);
 	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 || rec->pad || !rec->addr)
@@ -181,6 +181,10 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 				return 0;
 			if (b + len > got)
 				break;
+			/* its free is stamping it: this drain ends here, the next
+			 * reads it whole (its tail stays before it) */
+			if (WALK_RING_CHECK_TYPE(check) == WALK_RING_REC_CANCELLING)
+				return 0;
 			out = (struct walk_ring_rec){
 				.slot = r->slot,
 				.tid = r->tid,

@@ -239,12 +239,9 @@ struct dwleak_preload_control {
 	__u32 image_gen;
 	__u32 image_installed;
 	__s32 image_error;
-	/* dwleak's, written before RINGS_REQUEST: 1 when nothing but the
-	 * library records this process's allocator calls (no uprobe on a
-	 * function it does not see), so that a free may cancel its block's
-	 * record still unread (bpf/abi/walk_ring_abi.h's Cancelling); 0: every
-	 * free is recorded (a probe beside the library may have recorded the
-	 * block's other events, which a cancel would leave unmatched) */
+	/* dwleak's, written before RINGS_REQUEST: enum
+	 * dwleak_preload_rings_cancel, how a free may cancel its block's
+	 * record still unread (bpf/abi/walk_ring_abi.h's Cancelling) */
 	__u32 rings_cancel;
 	/* the library's counts (relaxed): RING_RECORDS is not kept (0; each
 	 * ring counts its records in its header: a shared count here made
@@ -260,6 +257,18 @@ enum dwleak_preload_walk {
 	DWLEAK_PRELOAD_WALK_NONE = 0,  /* fire the sites (dwleak's kernel program walks) */
 	DWLEAK_PRELOAD_WALK_DWARF = 1, /* the DWARF walk over the installed image */
 	DWLEAK_PRELOAD_WALK_FP = 2,    /* the frame-pointer walk (--unwind fp): no image needed */
+};
+
+enum dwleak_preload_rings_cancel {
+	DWLEAK_PRELOAD_CANCEL_NONE = 0,	   /* every free recorded */
+	/* nothing but the library records the process's allocator calls: a
+	 * cancelled allocation is forgotten whole */
+	DWLEAK_PRELOAD_CANCEL_DROP = 1,
+	/* uprobes beside the library (functions it does not see) record
+	 * events of the same blocks: the cancelled record carries the free's
+	 * time, and dwleak applies it as a free then (a block the probes
+	 * recorded at that address goes with it) */
+	DWLEAK_PRELOAD_CANCEL_STAMPED = 2,
 };
 
 /* Why the library stopped walking in the process (the rings' directory's

@@ -75,7 +75,14 @@
  * is recorded as well (a free of a block dwleak may not hold: harmless,
  * by the ordering rule below).  Both sides fence between their write and
  * their read (a store-load order), so one of them sees the other's.  A
- * CANCELLED record is read and counted, never applied.
+ * CANCELLED record is read and counted; it is applied only when the
+ * control block asks for stamped cancels (DWLEAK_PRELOAD_CANCEL_STAMPED:
+ * probes beside the library record too): then the free first changes the
+ * record to CANCELLING, writes its own tsc into the record's TSC, and
+ * then makes it CANCELLED (release), and dwleak applies a CANCELLED
+ * record as a free at that tsc; a CANCELLING record (the free is under
+ * way, for nanoseconds) ends that drain's reading of its ring, and is
+ * read again by the next.
  *
  * Slots.  A thread claims a FREE slot on its first record: compare-
  * exchange of TID from 0 to its own, then (reusing the slot's ring when it
@@ -195,6 +202,7 @@ enum walk_ring_type {
 	WALK_RING_REC_REALLOC_FREE = 3, /* ADDR given to realloc: moved or released */
 	WALK_RING_REC_PAD = 4,	    /* the rest of the data area is unused: go on at offset 0 */
 	WALK_RING_REC_CANCELLED = 5,    /* an ALLOC its process freed before dwleak claimed it */
+	WALK_RING_REC_CANCELLING = 6,   /* ... being stamped with the free's tsc: read it later */
 	WALK_RING_REC_TYPES,
 };
 

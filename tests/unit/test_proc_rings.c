@@ -9,7 +9,8 @@
  * the wrong one away.  Also: stack ids are those the kernel program's
  * hash gives, and held records are applied by a final drain; a library
  * that stopped walking (a seccomp filter) is acknowledged once, with every
- * record it wrote applied. */
+ * record it wrote applied; a cancelled allocation is forgotten, or, stamped,
+ * applied as a free that takes a probe's record of the block with it. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -288,10 +289,62 @@ static void test_stop(void)
 	stack_store_free(stacks);
 }
 
+/* A free that cancels its allocation's record before the drain read it:
+ * forgotten whole when only the library records the process
+ * (CANCEL_DROP); applied as a free at the free's own time when uprobes
+ * beside the library record too (CANCEL_STAMPED: mimalloc's mi_* API
+ * under its malloc), so that the block a probe recorded at that address
+ * goes with it, and a later allocation there stays. */
+static void test_cancel_modes(void)
+{
+	for (int stamped = 0; stamped < 2; stamped++) {
+		struct alloc_event probe = { .type = AEV_ALLOC, .kind = ALLOC_MALLOC, .addr = 0xa0000, .size = 48,
+					     .stack_id = 77 };
+		struct ledger l = { 0 };
+		struct stack_store *stacks = NULL;
+		struct proc_rings r;
+		uint32_t image = 0;
+
+		walk_ring_directory.stopped = 0;
+		walk_ring_directory.stopped_acked = 0;
+		CHECK(!stack_store_new(&stacks));
+		CHECK(!stack_store_image_new(stacks, &image));
+		CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image,
+					!stamped));
+		CHECK(ctl.rings_cancel == (stamped ? DWLEAK_PRELOAD_CANCEL_STAMPED : DWLEAK_PRELOAD_CANCEL_DROP), "%u",
+		      ctl.rings_cancel);
+		put(WALK_RING_REC_ALLOC, 0xa0000, 48, pcs_of[1], 3);
+		ledger_record(&l, &probe, sizeof(probe)); /* the probe's record of the same block */
+		CHECK(walk_ring_cancel(0xa0000, stamped));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
+		CHECK(r.cancelled == 1, "%llu cancelled", (unsigned long long)r.cancelled);
+		/* stamped: the free took the probe's block too; dropped: the
+		 * probe's block stays, freed in the program (why dwleak asks
+		 * for stamps whenever probes record beside the library) */
+		CHECK(l.allocs.n == (stamped ? 0u : 1u), "%s: %zu blocks", stamped ? "stamped" : "drop", l.allocs.n);
+		/* the address allocated again after the free, by the library,
+		 * and another block cancelled meanwhile: the new one stays */
+		put(WALK_RING_REC_ALLOC, 0xa0000, 64, pcs_of[2], 3);
+		put(WALK_RING_REC_ALLOC, 0xa0100, 16, pcs_of[2], 3);
+		CHECK(walk_ring_cancel(0xa0100, stamped));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
+		{
+			const struct alloc_rec *b = alloc_table_find(&l.allocs, 0xa0000);
+
+			CHECK(b && b->size == 64 && !alloc_table_find(&l.allocs, 0xa0100) && r.cancelled == 2,
+			      "%s: the reuse %s", stamped ? "stamped" : "drop", b ? "has another size" : "is gone");
+		}
+		proc_rings_free(&r);
+		ledger_free(&l);
+		stack_store_free(stacks);
+	}
+}
+
 int main(void)
 {
 	test_stack_ids();
 	test_causal_order();
 	test_stop();
+	test_cancel_modes();
 	return check_failures ? 1 : 0;
 }

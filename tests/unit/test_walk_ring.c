@@ -8,7 +8,9 @@
  * middle of its thread's record; a full ring drops and counts, and reads
  * on; a full directory counts, and a slot handed back is claimed again;
  * a fork's child gets rings of its own; copies of rings scribbled on are
- * errors of their own ring, never a crash (ASan/UBSan). */
+ * errors of their own ring, never a crash (ASan/UBSan); frees cancel
+ * their blocks' unread records, plain and stamped, step by step and
+ * raced by two threads against a reader (every block's fate checked). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -598,18 +600,24 @@ static int cput(uint32_t type, uint64_t addr, uint32_t nframes)
 	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes);
 }
 
+static bool cstamped; /* the cancels stamped with the free's time */
+
 /* A free as rings.c makes it: cancelled, or recorded. */
 static bool cfree(uint64_t addr)
 {
-	if (walk_ring_cancel(addr))
+	int err;
+
+	if (walk_ring_cancel(addr, cstamped))
 		return true;
-	CHECK(cput(WALK_RING_REC_FREE, addr, 0) == 0);
+	while ((err = cput(WALK_RING_REC_FREE, addr, 0)) == -ENOBUFS)
+		sched_yield(); /* a full ring: the reader is behind (the library would wait) */
+	CHECK(err == 0);
 	return false;
 }
 
 struct ctype_count {
 	uint64_t alloc, free, cancelled;
-	uint64_t last_cancelled;
+	uint64_t last_cancelled, last_cancelled_tsc, last_pos;
 };
 
 static int ctype_record(void *ctx, const struct walk_ring_rec *r)
@@ -621,9 +629,10 @@ static int ctype_record(void *ctx, const struct walk_ring_rec *r)
 	if (r->type == WALK_RING_REC_ALLOC)
 		c->alloc++;
 	else if (r->type == WALK_RING_REC_CANCELLED)
-		c->cancelled++, c->last_cancelled = r->addr;
+		c->cancelled++, c->last_cancelled = r->addr, c->last_cancelled_tsc = r->tsc;
 	else
 		c->free++;
+	c->last_pos = r->pos;
 	return 0;
 }
 
@@ -643,9 +652,9 @@ static void test_cancel_steps(void)
 	cdrain(&c); /* what earlier tests left */
 	memset(&c, 0, sizeof(c));
 	CHECK(cput(WALK_RING_REC_ALLOC, a, 3) == 0);
-	CHECK(!walk_ring_cancel(x)); /* no allocation of it recorded */
-	CHECK(walk_ring_cancel(a));
-	CHECK(!walk_ring_cancel(a)); /* forgotten once freed */
+	CHECK(!walk_ring_cancel(x, false)); /* no allocation of it recorded */
+	CHECK(walk_ring_cancel(a, false));
+	CHECK(!walk_ring_cancel(a, false)); /* forgotten once freed */
 	cdrain(&c);
 	CHECK(c.cancelled == 1 && c.last_cancelled == a && c.alloc == 0 && c.free == 0);
 	/* claimed by a drain: its free is recorded */
@@ -662,6 +671,35 @@ static void test_cancel_steps(void)
 	tails_back(&drain_buf);
 	cdrain(&c);
 	CHECK(c.alloc == 2 && c.free == 2 && c.cancelled == 1);
+
+	/* stamped: the cancelled record carries the free's time */
+	{
+		uint64_t t0;
+		struct walk_ring_header *r = ring_tls.ring;
+		struct walk_ring_record *rec;
+		uint64_t pos;
+
+		CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
+		t0 = tsc_now();
+		CHECK(walk_ring_cancel(b, true));
+		cdrain(&c);
+		CHECK(c.cancelled == 2 && c.last_cancelled == b && c.last_cancelled_tsc >= t0);
+		/* a record caught while its free stamps it (CANCELLING): the
+		 * drain stops before it, and the next one reads it and on */
+		CHECK(cput(WALK_RING_REC_ALLOC, a, 2) == 0);
+		pos = LOAD(r->published) - WALK_RING_RECORD_BYTES(2);
+		rec = (struct walk_ring_record *)((uint8_t *)r + WALK_RING_DATA_OFFSET + (pos & r->mask));
+		CHECK(rec->check == WALK_RING_CHECK(pos, WALK_RING_REC_ALLOC) && rec->addr == a);
+		rec->check = WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLING);
+		CHECK(cput(WALK_RING_REC_ALLOC, x, 1) == 0);
+		cdrain(&c);
+		CHECK(c.cancelled == 2 && c.alloc == 2); /* nothing read past it */
+		rec->check = WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLED);
+		cdrain(&c);
+		CHECK(c.cancelled == 3 && c.last_cancelled == a && c.alloc == 3);
+		CHECK(!cfree(x));
+		cdrain(&c);
+	}
 }
 
 /* Two threads allocate and free (their own blocks and each other's)
@@ -751,12 +789,19 @@ static void *cancel_writer(void *arg)
 	return NULL;
 }
 
-static void test_cancel_race(void)
+static void test_cancel_race(bool stamped)
 {
 	pthread_t w[2], rd;
 	uint64_t i, live = 0, mism = 0, both = 0, cancelled = 0;
 	unsigned t;
 
+	cstamped = stamped;
+	memset(cseen, 0, sizeof(cseen));
+	memset(ctruth, 0, sizeof(ctruth));
+	memset(chand_head, 0, sizeof(chand_head));
+	memset(chand_tail, 0, sizeof(chand_tail));
+	memset(ccancelled_by, 0, sizeof(ccancelled_by));
+	cbad = 0;
 	cwriters_done = 0;
 	CHECK(!pthread_create(&rd, NULL, cancel_reader, NULL));
 	for (t = 0; t < 2; t++)
@@ -782,9 +827,10 @@ static void test_cancel_race(void)
 						ctruth[t][i] ? "live" : "freed", s);
 			}
 		}
-	printf("cancel race: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
+	printf("cancel race%s: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
 	       "%lu+%lu frees said cancelled\n",
-	       2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0], ccancelled_by[1]);
+	       stamped ? " (stamped)" : "", 2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0],
+	       ccancelled_by[1]);
 	CHECK(mism == 0);
 	CHECK(cbad == 0);
 	/* what the writers were told is what the reader saw, less the races
@@ -805,6 +851,7 @@ int main(void)
 	test_fork();
 	test_directory();
 	test_cancel_steps();
-	test_cancel_race();
+	test_cancel_race(false);
+	test_cancel_race(true);
 	return check_failures ? 1 : 0;
 }
