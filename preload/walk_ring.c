@@ -337,7 +337,7 @@ static inline void recent_note(uint64_t addr, uint32_t slot, uint64_t pos)
 	__atomic_store_n(recent_word(tab, addr), RECENT_REF(slot, pos), __ATOMIC_RELAXED);
 }
 
-bool walk_ring_cancel(uint64_t addr, bool stamped)
+bool walk_ring_cancel(uint64_t addr)
 {
 	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE), *w, ref, ring, pos, want;
 	struct walk_ring_header *r;
@@ -364,16 +364,21 @@ bool walk_ring_cancel(uint64_t addr, bool stamped)
 	 * block (the word may name an allocation a collision replaced) */
 	if (LOAD(rec->check) != want || LOAD(rec->addr) != addr)
 		goto out;
-	if (!__atomic_compare_exchange_n(&rec->check, &want,
-					 WALK_RING_CHECK(pos, stamped ? WALK_RING_REC_CANCELLING : WALK_RING_REC_CANCELLED),
-					 false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	if (!__atomic_compare_exchange_n(&rec->check, &want, WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLING), false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		goto out;
-	if (stamped) {
-		/* the record is this free's now: its time, then CANCELLED
-		 * (release: a reader that sees CANCELLED sees the time) */
-		__atomic_store_n(&rec->tsc, tsc_now(), __ATOMIC_RELAXED);
-		__atomic_store_n(&rec->check, WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLED), __ATOMIC_SEQ_CST);
+	/* the record is this free's now: its time (taken before the block is
+	 * released, as a free record's) after the allocation's, saturated
+	 * (earlier is safe: nothing happens to the block in between), 0 when
+	 * this CPU's clock lags the allocating one's; then CANCELLED
+	 * (release: a reader that sees CANCELLED sees the time) */
+	{
+		uint64_t now = tsc_now(), then = LOAD(rec->tsc);
+
+		__atomic_store_n(&rec->pad, now <= then ? 0 : now - then > UINT32_MAX ? UINT32_MAX : (uint32_t)(now - then),
+				 __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&rec->check, WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLED), __ATOMIC_SEQ_CST);
 	/* the store before the load (dwleak fences its CLAIMED write before
 	 * its reads the same way): claimed still at or below POS, dwleak
 	 * reads the record cancelled; above it, it may have read it whole.

@@ -44,12 +44,12 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
  * ADDR is being freed (by any thread): when the record of its allocation
  * is still in a ring and dwleak has not claimed it (walk_ring_abi.h's
  * Cancelling), the record is cancelled and true comes back: the free
- * needs no record.  False: record the free as usual.  STAMPED: the
- * cancelled record carries this free's tsc (DWLEAK_PRELOAD_CANCEL_STAMPED).
- * Call it before the block is released.  Lock-free, no system call, safe
- * in a signal handler and in a fork's child.
+ * needs no record (the cancelled record carries this free's tsc).
+ * False: record the free as usual.  Call it before the block is
+ * released.  Lock-free, no system call, safe in a signal handler and in
+ * a fork's child.
  */
-bool walk_ring_cancel(uint64_t addr, bool stamped);
+bool walk_ring_cancel(uint64_t addr);
 
 /* How long a thread's record waits for room in its full ring (dwleak
  * reading) before it is dropped, in ms: 0 (the default) never waits.  The

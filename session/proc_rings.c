@@ -109,10 +109,10 @@ static int image_prepare(const struct proc_rings_io *io, struct proc_rings *r, p
 }
 
 int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
-		     uint32_t ring_bits, uint32_t image_seed, bool cancel)
+		     uint32_t ring_bits, uint32_t image_seed, bool alone)
 {
 	struct dwleak_preload_control c;
-	uint32_t cancel_word = cancel ? DWLEAK_PRELOAD_CANCEL_DROP : DWLEAK_PRELOAD_CANCEL_STAMPED;
+	uint32_t cancel_word = DWLEAK_PRELOAD_CANCEL_STAMPED;
 	int err;
 
 	memset(r, 0, sizeof(*r));
@@ -157,7 +157,7 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		return err;
 	}
 	r->mode = mode;
-	r->cancel = cancel_word;
+	r->alone = alone;
 	return 0;
 }
 
@@ -235,6 +235,7 @@ struct drain_ctx {
 	pid_t pid;
 	struct stack_store *stacks;
 	int err;
+	uint64_t cut;	       /* the drain's time: records below it are applied now */
 	struct stack_trace st; /* a stack being stored (large: not zeroed a record) */
 };
 
@@ -269,25 +270,43 @@ static int held_push(struct proc_rings *r, const struct ring_held *h)
 	return 0;
 }
 
+/* Allocation record REC (its ring's time in H) held: its stack id, the
+ * stack stored unless it was already. */
+static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec, struct ring_held *h0)
+{
+	struct proc_rings *r = d->r;
+	struct ring_held h = *h0;
+	uint64_t *seen;
+
+	h.type = AEV_ALLOC;
+	h.stack_id = proc_rings_stack_id(r->image_seed, rec->kind, rec->end, rec->fp, rec->pcs, rec->nframes);
+	/* a stack stored already (the common case: a few call sites
+	 * allocate most) is not copied again */
+	seen = &r->ids_seen[h.stack_id & (RINGS_IDS_SEEN - 1)];
+	if (*seen != h.stack_id) {
+		struct stack_trace *st = &d->st;
+
+		st->nframes = (uint8_t)rec->nframes;
+		st->end = (uint8_t)rec->end;
+		st->kind = (uint8_t)rec->kind;
+		st->fp = (uint8_t)rec->fp;
+		st->image = r->image_seed;
+		memcpy(st->pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
+		if (stack_store_put(d->stacks, h.stack_id, st))
+			h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
+		else
+			*seen = h.stack_id;
+	}
+	h.seq = r->seq++;
+	return held_push(r, &h);
+}
+
 static int on_record(void *ctx, const struct walk_ring_rec *rec)
 {
 	struct drain_ctx *d = ctx;
 	struct proc_rings *r = d->r;
 	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
 
-	/* freed before it was read: nothing to apply when only the library
-	 * records (not even to order); else a free at the free's own time
-	 * (its stamp), for a block the probes beside it recorded there.  A
-	 * stamp does not move its ring's tsc: the records after it were
-	 * written before it. */
-	if (rec->type == WALK_RING_REC_CANCELLED) {
-		r->cancelled++;
-		if (r->cancel != DWLEAK_PRELOAD_CANCEL_STAMPED)
-			return 0;
-		h.type = AEV_FREE;
-		h.seq = r->seq++;
-		return held_push(r, &h);
-	}
 	/* a ring's records stay in its order: a thread that moved to a CPU
 	 * whose TSC lags (a VM's vCPUs may) would read a smaller tsc for a
 	 * later record, and a reuse of a block sorted before its free would
@@ -298,31 +317,36 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 		r->slot_tsc[rec->slot] = h.tsc;
 	}
 
-	if (rec->type == WALK_RING_REC_ALLOC) {
-		uint64_t *seen;
+	/* An allocation freed before dwleak read it (walk_ring_abi.h's
+	 * Cancelling).  Freed before the drain's time: nothing to apply when
+	 * only the library records (not even to order); else a free at the
+	 * free's time, for a block a probe beside it recorded there.
+	 * Allocated before the drain's time and freed after it (cancelled
+	 * while the drain read the header): an allocation now, as a record
+	 * read then would have been, and its free held for its time.  Both
+	 * after it: nothing either, as the two records would be next time. */
+	if (rec->type == WALK_RING_REC_CANCELLED) {
+		struct ring_held f = h;
+		bool straddles;
+		int err = 0;
 
-		h.type = AEV_ALLOC;
-		h.stack_id = proc_rings_stack_id(r->image_seed, rec->kind, rec->end, rec->fp, rec->pcs, rec->nframes);
-		/* a stack stored already (the common case: a few call sites
-		 * allocate most) is not copied again */
-		seen = &r->ids_seen[h.stack_id & (RINGS_IDS_SEEN - 1)];
-		if (*seen != h.stack_id) {
-			struct stack_trace *st = &d->st;
-
-			st->nframes = (uint8_t)rec->nframes;
-			st->end = (uint8_t)rec->end;
-			st->kind = (uint8_t)rec->kind;
-			st->fp = (uint8_t)rec->fp;
-			st->image = r->image_seed;
-			memcpy(st->pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
-			if (stack_store_put(d->stacks, h.stack_id, st))
-				h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
-			else
-				*seen = h.stack_id;
+		r->cancelled++;
+		f.type = AEV_FREE;
+		f.tsc = rec->freed_tsc < h.tsc ? h.tsc : rec->freed_tsc;
+		straddles = h.tsc < d->cut && f.tsc >= d->cut;
+		if (straddles) {
+			err = ring_alloc_held(d, rec, &h);
+			r->straddled++;
 		}
-	} else {
-		h.type = rec->type == WALK_RING_REC_REALLOC_FREE ? AEV_REALLOC_FREE : AEV_FREE;
+		if (!err && (straddles || !r->alone)) {
+			f.seq = r->seq++;
+			err = held_push(r, &f);
+		}
+		return err;
 	}
+	if (rec->type == WALK_RING_REC_ALLOC)
+		return ring_alloc_held(d, rec, &h);
+	h.type = rec->type == WALK_RING_REC_REALLOC_FREE ? AEV_REALLOC_FREE : AEV_FREE;
 	h.seq = r->seq++;
 	return held_push(r, &h);
 }
@@ -509,6 +533,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	if (!r->dir) /* not published yet: nothing recorded either */
 		return 0;
 	start = tsc_now();
+	d.cut = final ? UINT64_MAX : start < before ? start : before;
 	err = walk_ring_drain(read_mem, write_mem, &d, r->dir, on_record, &d, r->drain);
 	r->drains++;
 	if (err < 0) {

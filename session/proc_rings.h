@@ -88,8 +88,9 @@ struct proc_rings {
 	uint64_t ids_seen[RINGS_IDS_SEEN];
 	/* totals */
 	uint64_t records;     /* applied to the ledger */
-	uint64_t cancelled;   /* allocations the process freed before they were read (read, not applied) */
-	uint32_t cancel;      /* enum dwleak_preload_rings_cancel, as asked of the library */
+	uint64_t cancelled;   /* allocations the process freed before they were read (cancelled) */
+	uint64_t straddled;   /* ... of them allocated before a drain's time, freed after it */
+	bool alone;	      /* only the library records the process's calls (no uprobe beside it) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */
@@ -110,15 +111,15 @@ struct proc_rings {
  * image built and an arena asked for (handed over by proc_rings_drain
  * once the library mapped it; until then the library fires its sites).
  * IMAGE_SEED: the process's image.  Frees may cancel records not read
- * yet (walk_ring_abi.h): CANCEL, the library sees every allocator call of
- * PID (no uprobe beside its sites), asks for plain cancels; else stamped
- * ones, applied as frees.  Returns 0, or a negative errno (R
+ * yet (walk_ring_abi.h); ALONE: the library sees every allocator call of
+ * PID (no uprobe beside its sites), so a cancelled block is forgotten
+ * whole; else its free is applied (a probe may have recorded the block).  Returns 0, or a negative errno (R
  * then off: the sites serve, as without rings): -EPERM for a process
  * under a seccomp filter (the library's walk makes system calls of its
  * own, openat of /proc/self/maps among them, which a filter may punish).
  */
 int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, uint64_t ctl, uint32_t mode,
-		     uint32_t ring_bits, uint32_t image_seed, bool cancel);
+		     uint32_t ring_bits, uint32_t image_seed, bool alone);
 
 /* PID's objects changed and their tables were loaded: a new image is
  * built, and handed over now if the library's arena holds it (else at a

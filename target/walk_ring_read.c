@@ -102,9 +102,12 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 	    type != WALK_RING_REC_CANCELLED && type != WALK_RING_REC_CANCELLING)
 		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u", r->slot, (unsigned long long)pos,
 				 type);
-	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 || rec->pad || !rec->addr)
-		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx: kind %u, end %u, fp %u, pad %u, addr %#llx",
-				 r->slot, (unsigned long long)pos, rec->kind, rec->end, rec->fp, rec->pad,
+	/* an allocation's PAD is its cancel's (a copy may catch the check
+	 * word before the cancel and the pad after it): a free's is 0 */
+	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 ||
+	    (rec->pad && (type == WALK_RING_REC_FREE || type == WALK_RING_REC_REALLOC_FREE)) || !rec->addr)
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u: kind %u, end %u, fp %u, pad %u, addr %#llx",
+				 r->slot, (unsigned long long)pos, type, rec->kind, rec->end, rec->fp, rec->pad,
 				 (unsigned long long)rec->addr);
 	return 0;
 }
@@ -195,6 +198,7 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 				.nframes = rec->nframes,
 				.pos = pos,
 				.tsc = rec->tsc,
+				.freed_tsc = WALK_RING_CHECK_TYPE(check) == WALK_RING_REC_CANCELLED ? rec->tsc + rec->pad : 0,
 				.addr = rec->addr,
 				.size = rec->size,
 				.pcs = (const uint64_t *)rec->pcs,

@@ -40,7 +40,8 @@ struct walk_ring_rec {
 	uint32_t nframes; /* <= DWLEAK_MAX_FRAMES */
 	uint32_t pad;
 	uint64_t pos;	  /* its position in the ring */
-	uint64_t tsc;
+	uint64_t tsc;	  /* when it was written (a CANCELLED one: its allocation's) */
+	uint64_t freed_tsc; /* CANCELLED: when its free cancelled it (>= tsc); else 0 */
 	uint64_t addr;	  /* not 0 */
 	uint64_t size;
 	const uint64_t *pcs; /* NFRAMES; valid during the call only */

@@ -260,15 +260,10 @@ enum dwleak_preload_walk {
 };
 
 enum dwleak_preload_rings_cancel {
-	DWLEAK_PRELOAD_CANCEL_NONE = 0,	   /* every free recorded */
-	/* nothing but the library records the process's allocator calls: a
-	 * cancelled allocation is forgotten whole */
-	DWLEAK_PRELOAD_CANCEL_DROP = 1,
-	/* uprobes beside the library (functions it does not see) record
-	 * events of the same blocks: the cancelled record carries the free's
-	 * time, and dwleak applies it as a free then (a block the probes
-	 * recorded at that address goes with it) */
-	DWLEAK_PRELOAD_CANCEL_STAMPED = 2,
+	DWLEAK_PRELOAD_CANCEL_NONE = 0,	 /* every free recorded */
+	/* a free cancels its block's record dwleak has not claimed, the
+	 * record stamped with the free's time (walk_ring_abi.h) */
+	DWLEAK_PRELOAD_CANCEL_STAMPED = 1,
 };
 
 /* Why the library stopped walking in the process (the rings' directory's

@@ -67,22 +67,22 @@
  * before dwleak read it need not reach dwleak at all.  The library keeps,
  * process-wide, where each recent allocation's record is (its slot and
  * position); a free of that block (in any thread) changes the record's
- * check word from ALLOC to CANCELLED with a compare-exchange, when its
- * position is at or above CLAIMED, and then reads CLAIMED again: still at
+ * check word from ALLOC to CANCELLING with a compare-exchange, when its
+ * position is at or above CLAIMED, writes the time since the allocation
+ * (its tsc minus the record's, saturated) into the record's PAD and makes
+ * it CANCELLED (release), and then reads CLAIMED again: still at
  * or below the position, the free writes no record (dwleak, which writes
  * CLAIMED before it reads, will read the record cancelled); above it,
  * dwleak may have read the record before it was cancelled, so the free
  * is recorded as well (a free of a block dwleak may not hold: harmless,
  * by the ordering rule below).  Both sides fence between their write and
- * their read (a store-load order), so one of them sees the other's.  A
- * CANCELLED record is read and counted; it is applied only when the
- * control block asks for stamped cancels (DWLEAK_PRELOAD_CANCEL_STAMPED:
- * probes beside the library record too): then the free first changes the
- * record to CANCELLING, writes its own tsc into the record's TSC, and
- * then makes it CANCELLED (release), and dwleak applies a CANCELLED
- * record as a free at that tsc; a CANCELLING record (the free is under
- * way, for nanoseconds) ends that drain's reading of its ring, and is
- * read again by the next.
+ * their read (a store-load order), so one of them sees the other's.  The
+ * stamp keeps a drain's view whole: a block freed after the drain began
+ * (its record cancelled between the header's read and the claim) is
+ * still an allocation up to the drain's time, its free at TSC + PAD.  A
+ * CANCELLING record (the free is under way, for nanoseconds) ends that
+ * drain's reading of its ring, and is read again by the next.  The
+ * control block turns cancelling on (control.rings_cancel).
  *
  * Slots.  A thread claims a FREE slot on its first record: compare-
  * exchange of TID from 0 to its own, then (reusing the slot's ring when it
@@ -219,7 +219,7 @@ struct walk_ring_record {
 	__u8 kind;	/* enum alloc_kind of the call */
 	__u8 end;	/* enum walk_end: why the walk stopped */
 	__u8 fp;	/* 1: a frame-pointer walk, 0: DWARF */
-	__u32 pad;	/* 0 */
+	__u32 pad;	/* 0 in a free; CANCELLED: the free's tsc minus TSC (see Cancelling) */
 	__u64 tsc;	/* rdtscp: when (see Ordering above) */
 	__u64 addr;	/* the block, never 0 */
 	__u64 size;	/* bytes asked for (an allocation); 0 for a free */

@@ -290,50 +290,60 @@ static void test_stop(void)
 }
 
 /* A free that cancels its allocation's record before the drain read it:
- * forgotten whole when only the library records the process
- * (CANCEL_DROP); applied as a free at the free's own time when uprobes
- * beside the library record too (CANCEL_STAMPED: mimalloc's mi_* API
- * under its malloc), so that the block a probe recorded at that address
- * goes with it, and a later allocation there stays. */
-static void test_cancel_modes(void)
+ * forgotten whole when only the library records the process (ALONE);
+ * applied as a free at its own time when uprobes beside the library
+ * record too (mimalloc's mi_* API under its malloc), so that the block a
+ * probe recorded at that address goes with it, and a later allocation
+ * there stays.  And one allocated before a drain's time but freed after
+ * it (cancelled while the drain read): held until then, as the two
+ * records would have been. */
+static void test_cancel(void)
 {
-	for (int stamped = 0; stamped < 2; stamped++) {
+	for (int alone = 1; alone >= 0; alone--) {
 		struct alloc_event probe = { .type = AEV_ALLOC, .kind = ALLOC_MALLOC, .addr = 0xa0000, .size = 48,
 					     .stack_id = 77 };
 		struct ledger l = { 0 };
 		struct stack_store *stacks = NULL;
+		const struct alloc_rec *b;
 		struct proc_rings r;
 		uint32_t image = 0;
+		uint64_t cut;
 
 		walk_ring_directory.stopped = 0;
 		walk_ring_directory.stopped_acked = 0;
 		CHECK(!stack_store_new(&stacks));
 		CHECK(!stack_store_image_new(stacks, &image));
 		CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image,
-					!stamped));
-		CHECK(ctl.rings_cancel == (stamped ? DWLEAK_PRELOAD_CANCEL_STAMPED : DWLEAK_PRELOAD_CANCEL_DROP), "%u",
-		      ctl.rings_cancel);
+					alone));
+		CHECK(ctl.rings_cancel == DWLEAK_PRELOAD_CANCEL_STAMPED, "%u", ctl.rings_cancel);
 		put(WALK_RING_REC_ALLOC, 0xa0000, 48, pcs_of[1], 3);
-		ledger_record(&l, &probe, sizeof(probe)); /* the probe's record of the same block */
-		CHECK(walk_ring_cancel(0xa0000, stamped));
-		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
+		ledger_record(&l, &probe, sizeof(probe)); /* a probe's record of the same block */
+		CHECK(walk_ring_cancel(0xa0000));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 		CHECK(r.cancelled == 1, "%llu cancelled", (unsigned long long)r.cancelled);
-		/* stamped: the free took the probe's block too; dropped: the
-		 * probe's block stays, freed in the program (why dwleak asks
-		 * for stamps whenever probes record beside the library) */
-		CHECK(l.allocs.n == (stamped ? 0u : 1u), "%s: %zu blocks", stamped ? "stamped" : "drop", l.allocs.n);
+		/* alone: the probe's record cannot be (it stays, as here where
+		 * the test made one up); else the free took it too */
+		CHECK(l.allocs.n == (alone ? 1u : 0u), "%s: %zu blocks", alone ? "alone" : "beside probes", l.allocs.n);
 		/* the address allocated again after the free, by the library,
 		 * and another block cancelled meanwhile: the new one stays */
 		put(WALK_RING_REC_ALLOC, 0xa0000, 64, pcs_of[2], 3);
 		put(WALK_RING_REC_ALLOC, 0xa0100, 16, pcs_of[2], 3);
-		CHECK(walk_ring_cancel(0xa0100, stamped));
-		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
-		{
-			const struct alloc_rec *b = alloc_table_find(&l.allocs, 0xa0000);
-
-			CHECK(b && b->size == 64 && !alloc_table_find(&l.allocs, 0xa0100) && r.cancelled == 2,
-			      "%s: the reuse %s", stamped ? "stamped" : "drop", b ? "has another size" : "is gone");
-		}
+		CHECK(walk_ring_cancel(0xa0100));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+		b = alloc_table_find(&l.allocs, 0xa0000);
+		CHECK(b && b->size == 64 && !alloc_table_find(&l.allocs, 0xa0100) && r.cancelled == 2,
+		      "the reuse %s", b ? "has another size" : "is gone");
+		/* allocated before the drain's time, freed after it: in the
+		 * ledger at this drain, gone at the next */
+		put(WALK_RING_REC_ALLOC, 0xa0200, 32, pcs_of[3], 3);
+		cut = proc_rings_clock();
+		CHECK(walk_ring_cancel(0xa0200));
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, cut));
+		CHECK(alloc_table_find(&l.allocs, 0xa0200) && r.straddled == 1 && r.nheld == 1,
+		      "straddling: %s, %llu straddled, %zu held", alloc_table_find(&l.allocs, 0xa0200) ? "there" : "gone",
+		      (unsigned long long)r.straddled, r.nheld);
+		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+		CHECK(!alloc_table_find(&l.allocs, 0xa0200) && r.nheld == 0, "straddling: not freed at its time");
 		proc_rings_free(&r);
 		ledger_free(&l);
 		stack_store_free(stacks);
@@ -345,6 +355,6 @@ int main(void)
 	test_stack_ids();
 	test_causal_order();
 	test_stop();
-	test_cancel_modes();
+	test_cancel();
 	return check_failures ? 1 : 0;
 }

@@ -9,7 +9,7 @@
  * on; a full directory counts, and a slot handed back is claimed again;
  * a fork's child gets rings of its own; copies of rings scribbled on are
  * errors of their own ring, never a crash (ASan/UBSan); frees cancel
- * their blocks' unread records, plain and stamped, step by step and
+ * their blocks' unread records (stamped with the free's time), step by step and
  * raced by two threads against a reader (every block's fate checked). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -600,14 +600,12 @@ static int cput(uint32_t type, uint64_t addr, uint32_t nframes)
 	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes);
 }
 
-static bool cstamped; /* the cancels stamped with the free's time */
-
 /* A free as rings.c makes it: cancelled, or recorded. */
 static bool cfree(uint64_t addr)
 {
 	int err;
 
-	if (walk_ring_cancel(addr, cstamped))
+	if (walk_ring_cancel(addr))
 		return true;
 	while ((err = cput(WALK_RING_REC_FREE, addr, 0)) == -ENOBUFS)
 		sched_yield(); /* a full ring: the reader is behind (the library would wait) */
@@ -629,7 +627,7 @@ static int ctype_record(void *ctx, const struct walk_ring_rec *r)
 	if (r->type == WALK_RING_REC_ALLOC)
 		c->alloc++;
 	else if (r->type == WALK_RING_REC_CANCELLED)
-		c->cancelled++, c->last_cancelled = r->addr, c->last_cancelled_tsc = r->tsc;
+		c->cancelled++, c->last_cancelled = r->addr, c->last_cancelled_tsc = r->freed_tsc;
 	else
 		c->free++;
 	c->last_pos = r->pos;
@@ -652,9 +650,9 @@ static void test_cancel_steps(void)
 	cdrain(&c); /* what earlier tests left */
 	memset(&c, 0, sizeof(c));
 	CHECK(cput(WALK_RING_REC_ALLOC, a, 3) == 0);
-	CHECK(!walk_ring_cancel(x, false)); /* no allocation of it recorded */
-	CHECK(walk_ring_cancel(a, false));
-	CHECK(!walk_ring_cancel(a, false)); /* forgotten once freed */
+	CHECK(!walk_ring_cancel(x)); /* no allocation of it recorded */
+	CHECK(walk_ring_cancel(a));
+	CHECK(!walk_ring_cancel(a)); /* forgotten once freed */
 	cdrain(&c);
 	CHECK(c.cancelled == 1 && c.last_cancelled == a && c.alloc == 0 && c.free == 0);
 	/* claimed by a drain: its free is recorded */
@@ -672,7 +670,7 @@ static void test_cancel_steps(void)
 	cdrain(&c);
 	CHECK(c.alloc == 2 && c.free == 2 && c.cancelled == 1);
 
-	/* stamped: the cancelled record carries the free's time */
+	/* the cancelled record carries the free's time, after its allocation's */
 	{
 		uint64_t t0;
 		struct walk_ring_header *r = ring_tls.ring;
@@ -681,7 +679,7 @@ static void test_cancel_steps(void)
 
 		CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
 		t0 = tsc_now();
-		CHECK(walk_ring_cancel(b, true));
+		CHECK(walk_ring_cancel(b));
 		cdrain(&c);
 		CHECK(c.cancelled == 2 && c.last_cancelled == b && c.last_cancelled_tsc >= t0);
 		/* a record caught while its free stamps it (CANCELLING): the
@@ -789,13 +787,12 @@ static void *cancel_writer(void *arg)
 	return NULL;
 }
 
-static void test_cancel_race(bool stamped)
+static void test_cancel_race(void)
 {
 	pthread_t w[2], rd;
 	uint64_t i, live = 0, mism = 0, both = 0, cancelled = 0;
 	unsigned t;
 
-	cstamped = stamped;
 	memset(cseen, 0, sizeof(cseen));
 	memset(ctruth, 0, sizeof(ctruth));
 	memset(chand_head, 0, sizeof(chand_head));
@@ -827,10 +824,9 @@ static void test_cancel_race(bool stamped)
 						ctruth[t][i] ? "live" : "freed", s);
 			}
 		}
-	printf("cancel race%s: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
+	printf("cancel race: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
 	       "%lu+%lu frees said cancelled\n",
-	       stamped ? " (stamped)" : "", 2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0],
-	       ccancelled_by[1]);
+	       2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0], ccancelled_by[1]);
 	CHECK(mism == 0);
 	CHECK(cbad == 0);
 	/* what the writers were told is what the reader saw, less the races
@@ -851,7 +847,6 @@ int main(void)
 	test_fork();
 	test_directory();
 	test_cancel_steps();
-	test_cancel_race(false);
-	test_cancel_race(true);
+	test_cancel_race();
 	return check_failures ? 1 : 0;
 }
