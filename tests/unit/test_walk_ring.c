@@ -677,8 +677,8 @@ static void test_cancel_steps(void)
 		struct walk_ring_record *rec;
 		uint64_t pos;
 
+		t0 = tsc_now(); /* the allocation's stamp is after it, the free's not before that */
 		CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
-		t0 = tsc_now();
 		CHECK(walk_ring_cancel(b));
 		cdrain(&c);
 		CHECK(c.cancelled == 2 && c.last_cancelled == b && c.last_cancelled_tsc >= t0);
