@@ -112,7 +112,15 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		     uint32_t ring_bits, uint32_t image_seed, bool alone)
 {
 	struct dwleak_preload_control c;
+#if defined(__aarch64__)
+	/* not on arm64 yet: with them, a threaded program under tcmalloc
+	 * (its tc_* API probed beside the library) hung in the guest
+	 * (vm/check_arm64.sh's preload_probe exact_tcmalloc, at its fork
+	 * test), not understood yet; every free is recorded there */
+	uint32_t cancel_word = DWLEAK_PRELOAD_CANCEL_NONE;
+#else
 	uint32_t cancel_word = DWLEAK_PRELOAD_CANCEL_STAMPED;
+#endif
 	int err;
 
 	memset(r, 0, sizeof(*r));
