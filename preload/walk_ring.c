@@ -332,7 +332,7 @@ static inline uint64_t *recent_word(uint64_t *tab, uint64_t addr)
 static __attribute__((noinline, cold)) uint64_t *recent_map(void)
 {
 	size_t len = sizeof(uint64_t) << RECENT_BITS;
-	uint64_t *none = NULL, *tab;
+	uint64_t *none = NULL;
 	int saved = errno;
 	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -345,8 +345,7 @@ static __attribute__((noinline, cold)) uint64_t *recent_map(void)
 	if (!__atomic_compare_exchange_n(&recent, &none, (uint64_t *)m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		munmap(m, len); /* another thread mapped it first */
 	errno = saved;
-	tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
-	return tab;
+	return __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
 }
 
 /* The allocation of ADDR just recorded at POS of slot SLOT's ring. */

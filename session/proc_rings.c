@@ -280,7 +280,7 @@ static int held_push(struct proc_rings *r, const struct ring_held *h)
 
 /* Allocation record REC (its ring's time in H) held: its stack id, the
  * stack stored unless it was already. */
-static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec, struct ring_held *h0)
+static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec, const struct ring_held *h0)
 {
 	struct proc_rings *r = d->r;
 	struct ring_held h = *h0;
@@ -559,7 +559,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	 * began (it stored the word first), so this drain read every record
 	 * its rings will hold, all applied now, before any site record that
 	 * follows; the library waits for the acknowledgement below */
-	held_apply(r, l, final || r->stopped ? UINT64_MAX : start < before ? start : before);
+	held_apply(r, l, r->stopped ? UINT64_MAX : d.cut);
 	if (r->stopped && !r->stopped_acked && !err) {
 		uint64_t one = 1;
 

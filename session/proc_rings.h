@@ -55,6 +55,7 @@ struct ring_held {
 
 struct proc_rings {
 	uint32_t mode;	     /* enum dwleak_preload_walk asked for; 0: rings off */
+	bool alone;	     /* only the library records the process's calls (no uprobe beside it) */
 	uint32_t image_seed; /* the process's image (stack ids are seeded with it) */
 	uint64_t ctl;	     /* the control block's address */
 	uint64_t dir;	     /* the rings' directory's (0: not published yet) */
@@ -90,7 +91,6 @@ struct proc_rings {
 	uint64_t records;     /* applied to the ledger */
 	uint64_t cancelled;   /* allocations the process freed before they were read (cancelled) */
 	uint64_t straddled;   /* ... of them allocated before a drain's time, freed after it */
-	bool alone;	      /* only the library records the process's calls (no uprobe beside it) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */

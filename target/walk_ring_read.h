@@ -33,7 +33,7 @@ struct walk_ring_rec {
 	uint32_t slot;	  /* the directory's slot */
 	uint32_t tid;	  /* the thread that wrote it */
 	uint32_t type;	  /* WALK_RING_REC_ALLOC, _FREE, _REALLOC_FREE or _CANCELLED (an
-			   * allocation freed before it was claimed: count it, apply nothing) */
+			   * allocation freed before it was claimed, at FREED_TSC) */
 	uint32_t kind;	  /* enum alloc_kind, < ALLOC_KIND_COUNT */
 	uint32_t end;	  /* enum walk_end, < WALK_END_COUNT */
 	uint32_t fp;	  /* 0 or 1 */
