@@ -251,8 +251,10 @@ void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode)
 {
 	/* an allocation dwleak has not read yet goes with its free: neither
 	 * reaches dwleak (most blocks live that short) */
-	if (__atomic_load_n(&ctl.rings_cancel, __ATOMIC_RELAXED) == DWLEAK_PRELOAD_CANCEL_STAMPED &&
-	    walk_ring_cancel((uint64_t)(uintptr_t)p))
+	uint32_t cancel = __atomic_load_n(&ctl.rings_cancel, __ATOMIC_RELAXED);
+
+	if ((cancel == DWLEAK_PRELOAD_CANCEL_STAMPED || cancel == DWLEAK_PRELOAD_CANCEL_RETRACT) &&
+	    walk_ring_cancel((uint64_t)(uintptr_t)p, cancel == DWLEAK_PRELOAD_CANCEL_RETRACT))
 		return;
 	rings_put(mode, how == DWLEAK_PRELOAD_REALLOC_FREE ? WALK_RING_REC_REALLOC_FREE : WALK_RING_REC_FREE, kind,
 		  NULL, p, 0);

@@ -178,6 +178,7 @@ static void ring_setup(uint32_t i, struct walk_ring_header *r, uint32_t bits, ui
 	r->mask = (1ull << bits) - 1;
 	r->records = 0;
 	r->dropped = 0;
+	r->retracted = 0;
 	r->head = pos;
 	r->published = pos;
 	r->tail = pos; /* the slot is not LIVE: no reader writes it now */
@@ -358,7 +359,41 @@ static inline void recent_note(uint64_t addr, uint32_t slot, uint64_t pos)
 	__atomic_store_n(recent_word(tab, addr), RECENT_REF(slot, pos), __ATOMIC_RELAXED);
 }
 
-bool walk_ring_cancel(uint64_t addr)
+/*
+ * Takes back record REC at POS, this thread's last (walk_ring_abi.h's
+ * Taking back), when dwleak has not claimed it: true, and the ring's head
+ * is POS again.  False: the record stays (claimed, not the last one, a
+ * record of this thread in progress), to be cancelled.  PUBLISHED, lowered
+ * meanwhile, is raised to HEAD again before this returns.
+ */
+static bool take_back(struct ring_tls *t, struct walk_ring_header *r, uint64_t pos,
+		      const struct walk_ring_record *rec)
+{
+	__u64 end = pos + WALK_RING_RECORD_BYTES(LOAD(rec->nframes));
+	bool taken = false;
+
+	if (t->nest || t->claiming || LOAD(r->head) != end || LOAD(r->published) != end)
+		return false;
+	/* a signal handler's record meanwhile goes after END (the head's
+	 * compare-exchange below then fails) and is published below */
+	t->nest++;
+	BARRIER();
+	/* PUBLISHED first, then CLAIMED read (both sequentially consistent:
+	 * x86's xchg orders them): dwleak, which writes CLAIMED and then
+	 * reads the header again, either made CLAIMED cover the record (it
+	 * stays) or reads PUBLISHED at or below POS */
+	__atomic_store_n(&r->published, pos, __ATOMIC_SEQ_CST);
+	if (pos >= __atomic_load_n(&r->claimed, __ATOMIC_SEQ_CST) && cas_local(&r->head, &end, pos)) {
+		inc_local(&r->retracted);
+		taken = true;
+	}
+	BARRIER();
+	if (--t->nest == 0)
+		publish(r); /* nothing when taken: HEAD == PUBLISHED == POS */
+	return taken;
+}
+
+bool walk_ring_cancel(uint64_t addr, bool may_take_back)
 {
 	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE), *w, ref, ring, pos, want;
 	struct walk_ring_header *r;
@@ -385,6 +420,11 @@ bool walk_ring_cancel(uint64_t addr)
 	 * block (the word may name an allocation a collision replaced) */
 	if (LOAD(rec->check) != want || LOAD(rec->addr) != addr)
 		goto out;
+	/* this thread's own last record: taken back, no trace left */
+	if (may_take_back && r == ring_tls.ring && take_back(&ring_tls, r, pos, rec)) {
+		cancelled = true;
+		goto out;
+	}
 	if (!__atomic_compare_exchange_n(&rec->check, &want, WALK_RING_CHECK(pos, WALK_RING_REC_CANCELLING), false,
 					 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		goto out;

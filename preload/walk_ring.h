@@ -45,11 +45,14 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
  * is still in a ring and dwleak has not claimed it (walk_ring_abi.h's
  * Cancelling), the record is cancelled and true comes back: the free
  * needs no record (the cancelled record carries this free's tsc).
- * False: record the free as usual.  Call it before the block is
- * released.  Lock-free, no system call, safe in a signal handler and in
- * a fork's child.
+ * False: record the free as usual.  MAY_TAKE_BACK: when that record is
+ * the calling thread's last one, it is taken back instead (Taking back:
+ * no trace of the pair is left; only where the library alone records
+ * the process's calls).  Call it before the block is released.
+ * Lock-free, no system call, safe in a signal handler and in a fork's
+ * child.
  */
-bool walk_ring_cancel(uint64_t addr);
+bool walk_ring_cancel(uint64_t addr, bool may_take_back);
 
 /* How long a thread's record waits for room in its full ring (dwleak
  * reading) before it is dropped, in ms: 0 (the default) never waits.  The

@@ -119,7 +119,8 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	 * test), not understood yet; every free is recorded there */
 	uint32_t cancel_word = DWLEAK_PRELOAD_CANCEL_NONE;
 #else
-	uint32_t cancel_word = DWLEAK_PRELOAD_CANCEL_STAMPED;
+	/* alone, a pair taken back leaves nothing any other record needs */
+	uint32_t cancel_word = alone ? DWLEAK_PRELOAD_CANCEL_RETRACT : DWLEAK_PRELOAD_CANCEL_STAMPED;
 #endif
 	int err;
 
@@ -461,10 +462,15 @@ static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
 		if (g->life != r->slot_life[s]) { /* a new owner starts from 0 */
 			r->slot_life[s] = g->life;
 			r->slot_dropped[s] = 0;
+			r->slot_retracted[s] = 0;
 		}
 		if (g->dropped > r->slot_dropped[s]) {
 			r->dropped += g->dropped - r->slot_dropped[s];
 			r->slot_dropped[s] = g->dropped;
+		}
+		if (g->retracted > r->slot_retracted[s]) {
+			r->retracted += g->retracted - r->slot_retracted[s];
+			r->slot_retracted[s] = g->retracted;
 		}
 		/* a read that failed is the process gone, not a corrupt ring */
 		if (g->err == -EPROTO || g->err == -EBADMSG) {

@@ -76,6 +76,7 @@ struct proc_rings {
 	uint64_t seq;
 	/* what each slot's ring had dropped when last read, per owner */
 	uint64_t slot_dropped[WALK_RING_SLOTS];
+	uint64_t slot_retracted[WALK_RING_SLOTS]; /* ... and taken back */
 	uint32_t slot_life[WALK_RING_SLOTS];
 	/* the tsc of the last record read from each slot's ring: a ring's
 	 * records are applied in its order whatever the CPUs' TSCs say */
@@ -91,6 +92,8 @@ struct proc_rings {
 	uint64_t records;     /* applied to the ledger */
 	uint64_t cancelled;   /* allocations the process freed before they were read (cancelled) */
 	uint64_t straddled;   /* ... of them allocated before a drain's time, freed after it */
+	uint64_t retracted;   /* allocations taken back by their frees (the library's count:
+			       * nothing of them was read) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */
@@ -113,7 +116,9 @@ struct proc_rings {
  * IMAGE_SEED: the process's image.  Frees may cancel records not read
  * yet (walk_ring_abi.h); ALONE: the library sees every allocator call of
  * PID (no uprobe beside its sites), so a cancelled block is forgotten
- * whole; else its free is applied (a probe may have recorded the block).  Returns 0, or a negative errno (R
+ * whole, and a free of its thread's last record takes it back (on
+ * x86_64); else its free is applied (a probe may have recorded the
+ * block).  Returns 0, or a negative errno (R
  * then off: the sites serve, as without rings): -EPERM for a process
  * under a seccomp filter (the library's walk makes system calls of its
  * own, openat of /proc/self/maps among them, which a filter may punish).

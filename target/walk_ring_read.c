@@ -74,6 +74,7 @@ static int header_check(const struct walk_ring_header *h, struct walk_ring_ring 
 	r->head = h->head;
 	r->records = h->records;
 	r->dropped = h->dropped;
+	r->retracted = h->retracted;
 	if ((h->tail | h->published | h->head) % 8)
 		return RING_FAIL(r, -EBADMSG, "slot %u: positions not 8-byte aligned (tail %#llx, published %#llx, "
 				 "head %#llx)", r->slot, (unsigned long long)h->tail,
@@ -113,6 +114,37 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 }
 
 /*
+ * Reads ring R's header again after its claim (walk_ring_abi.h's Taking
+ * back): R's PUBLISHED becomes the lower of the two reads' and
+ * R->short_of says whether the second read's was above it (a record
+ * that crosses it is then the next drain's, not an error).  0, or R's
+ * error (a header that changed what only a new owner or dwleak changes).
+ */
+static int published_again(walk_ring_read_fn read_mem, void *rctx, struct walk_ring_ring *r)
+{
+	struct walk_ring_header h;
+	uint64_t size = 1ull << r->data_bits;
+	int err = read_bytes(read_mem, rctx, r->ring, &h, sizeof(h));
+
+	if (err)
+		return RING_FAIL(r, err, "slot %u: reading its ring's header again", r->slot);
+	if (h.magic != WALK_RING_MAGIC || h.version != WALK_RING_VERSION || h.tid != r->tid || h.life != r->life ||
+	    h.data_bits != r->data_bits || h.tail != r->tail || h.published % 8 || h.head % 8 ||
+	    h.published < h.tail || h.head < h.published || h.head - h.tail > size)
+		return RING_FAIL(r, -EBADMSG, "slot %u: its header changed under the claim (thread %u, life %u, "
+				 "tail %#llx, published %#llx, head %#llx)", r->slot, h.tid, h.life,
+				 (unsigned long long)h.tail, (unsigned long long)h.published,
+				 (unsigned long long)h.head);
+	if (h.published < r->published) {
+		r->published = h.published;
+		r->taken_back = true;
+	} else if (h.published > r->published) {
+		r->short_of = true;
+	}
+	return 0;
+}
+
+/*
  * Reads ring R's records from its tail to its published head, in chunks
  * through BUF, handing each to ON_RECORD.  Returns the callback's nonzero
  * result (the drain stops), else 0 (R->err says whether the ring was read
@@ -140,6 +172,10 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 	/* the records below PUBLISHED are read after PUBLISHED was (the
 	 * library's release on a weakly ordered CPU pairs with this) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* the header again, after the claim: a record taken back before it
+	 * is below the first read's PUBLISHED, not this one's (Taking back) */
+	if (write_mem && pos < r->published && (err = published_again(read_mem, rctx, r)))
+		return 0;
 	while (pos < r->published) {
 		off = pos & mask;
 		span = r->published - pos < size - off ? r->published - pos : size - off;
@@ -158,6 +194,8 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 						 (unsigned long long)pos, (unsigned long long)check),
 				       0;
 			if (WALK_RING_CHECK_TYPE(check) == WALK_RING_REC_PAD) {
+				if (off + b && pos + (size - off - b) > r->published && r->short_of)
+					return 0; /* written after a take-back: the next drain's */
 				if (off + b == 0 || pos + (size - off - b) > r->published)
 					return RING_FAIL(r, -EBADMSG, "slot %u: pad at %#llx (offset %#llx)", r->slot,
 							 (unsigned long long)pos, (unsigned long long)(off + b)),
@@ -165,6 +203,8 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 				pos += size - off - b;
 				break; /* the chunk reached the end of the data: the next one starts at 0 */
 			}
+			if (pos + sizeof(*rec) > r->published && r->short_of)
+				return 0;
 			if (pos + sizeof(*rec) > r->published || sizeof(*rec) > size - off - b)
 				return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx cut by published %#llx or the end",
 						 r->slot, (unsigned long long)pos, (unsigned long long)r->published),
@@ -180,6 +220,8 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 						 (unsigned long long)pos, rec->nframes),
 				       0;
 			len = WALK_RING_RECORD_BYTES(rec->nframes);
+			if (pos + len > r->published && r->short_of)
+				return 0;
 			if (record_check(rec, pos, len, size - off - b, r))
 				return 0;
 			if (b + len > got)

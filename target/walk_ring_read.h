@@ -10,6 +10,7 @@
 #ifndef DWLEAK_WALK_RING_READ_H
 #define DWLEAK_WALK_RING_READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,10 +62,15 @@ struct walk_ring_ring {
 	uint64_t tail_addr;  /* where its TAIL is (walk_ring_tail_write) */
 	uint64_t tail;	     /* as read */
 	uint64_t new_tail;   /* past the last record consumed (TAIL when none) */
-	uint64_t published;  /* as read: NEW_TAIL reaches it when all was read */
+	uint64_t published;  /* as read (the lower of the two reads around the claim): NEW_TAIL
+			      * reaches it when all was read */
+	bool taken_back;     /* the second read's PUBLISHED was lower: records taken back */
+	bool short_of;	     /* the second read's was higher: a record crossing PUBLISHED is
+			      * the next drain's */
 	uint64_t head;
-	uint64_t records;    /* the header's counters: written, dropped (ring full) */
+	uint64_t records;    /* the header's counters: written, dropped (ring full), taken back */
 	uint64_t dropped;
+	uint64_t retracted;
 	uint64_t delivered;  /* records handed to the callback by this drain */
 	/* 0, or why this ring was not (fully) read: the callback's error,
 	 * -ENODATA (its header reads 0: wiped, a fork's copy), -EPROTO (not a
@@ -106,8 +112,9 @@ struct walk_ring_drain {
  * <= published <= head, head - tail <= the data size, positions 8-byte
  * aligned, no ring overlapping another or the directory), then, when it
  * has records, its CLAIMED written (WRITE_MEM, RCTX: PUBLISHED as read;
- * its failure is the ring's error, nothing of it read), then its records
- * from TAIL to PUBLISHED in chunks of WALK_RING_READ_CHUNK bytes, each
+ * its failure is the ring's error, nothing of it read) and its header
+ * read again (Taking back: the lower PUBLISHED of the two is read up to),
+ * then its records from TAIL to PUBLISHED in chunks of WALK_RING_READ_CHUNK bytes, each
  * checked (its check word's position and type, a pad not at offset 0 nor
  * past PUBLISHED, a record within the data area and PUBLISHED, nframes,
  * kind, end, fp, pad, addr) and handed to ON_RECORD (CCTX) in ring order.

@@ -264,6 +264,10 @@ enum dwleak_preload_rings_cancel {
 	/* a free cancels its block's record dwleak has not claimed, the
 	 * record stamped with the free's time (walk_ring_abi.h) */
 	DWLEAK_PRELOAD_CANCEL_STAMPED = 1,
+	/* stamped cancels, and a free of the thread's own last record takes
+	 * it back (walk_ring_abi.h's Taking back): only where the library
+	 * alone records the process's calls (a pair leaves no trace) */
+	DWLEAK_PRELOAD_CANCEL_RETRACT = 2,
 };
 
 /* Why the library stopped walking in the process (the rings' directory's

@@ -31,16 +31,20 @@
  *   published  the writer's: every record below it is whole.  A thread's
  *              outermost record (not one of a signal handler made inside
  *              another) raises it to HEAD once written, as perf's ring does
- *              with nested NMIs; it never goes down
+ *              with nested NMIs; it goes down only when a
+ *              record is taken back (see Taking back)
  *   tail       dwleak's: records below it are read; the writer never
  *              overwrites them (a record that does not fit is dropped and
  *              counted in DROPPED, the writer never waits)
  *   claimed    dwleak's: records below it may have been read (it is
  *              written before they are, see Cancelling); claimed >= tail
- * dwleak reads the header (one read), writes CLAIMED = PUBLISHED (when
- * there is something to read), then reads [tail, published) (later reads:
- * separate reads are ordered), and writes TAIL back: 8 bytes each, through
- * /proc/PID/mem, while the slot is LIVE.
+ * dwleak reads the header (one read); when there is something to read it
+ * writes CLAIMED = PUBLISHED as read (P0), fences, reads the header again
+ * (P2: PUBLISHED may have gone down and up meanwhile, see Taking back),
+ * then reads [tail, min(P0, P2)) (later reads: separate reads are
+ * ordered; a record that crosses P0 where P2 is above it is left for the
+ * next drain), and writes TAIL back: 8 bytes each, through /proc/PID/mem,
+ * while the slot is LIVE.
  *
  * Records.  Each is a struct walk_ring_record and its NFRAMES pcs, 40 +
  * 8 * NFRAMES bytes (8-byte aligned), never across the end of the data
@@ -84,6 +88,26 @@
  * drain's reading of its ring, and is read again by the next.  The
  * control block turns cancelling on (control.rings_cancel).
  *
+ * Taking back.  Most of those frees come right after their allocation,
+ * in the same thread: the record is the last one of the thread's own
+ * ring.  Where the control block allows it (control.rings_cancel ==
+ * RETRACT: the library is the only one recording the process's calls,
+ * so a pair that leaves no trace loses nothing), such a free takes the
+ * record back instead of cancelling it, and the next record is written
+ * where it was: dwleak reads nothing of the pair, and the thread writes
+ * into the same few cache lines.  The thread, outside any record of its
+ * own (nest 0: PUBLISHED == HEAD == the record's end):
+ *     published = pos  (sequentially consistent: a store-load order)
+ *     if CLAIMED <= pos:  head = pos  (a compare-exchange: a signal
+ *                         handler that reserved meanwhile keeps it)
+ *     else, or when head moved:  the record is cancelled as above and
+ *                         PUBLISHED raised to HEAD again
+ * dwleak's claim (CLAIMED = P0, a store-load fence, then the second header
+ * read) makes either the thread see CLAIMED above the record (it takes
+ * nothing back), or dwleak see PUBLISHED at or below it (P2), and read no
+ * byte of what is written there next; below min(P0, P2) every record is
+ * whole.  RETRACTED counts the records taken back.
+ *
  * Slots.  A thread claims a FREE slot on its first record: compare-
  * exchange of TID from 0 to its own, then (reusing the slot's ring when it
  * has one, else mapping one, RING written) the ring's header set up,
@@ -102,7 +126,7 @@
  */
 #define WALK_RING_DIR_MAGIC 0x726964726b6c7764ull  /* "dwlkrdir", little-endian */
 #define WALK_RING_MAGIC 0x676e69726b6c7764ull	   /* "dwlkring", little-endian */
-#define WALK_RING_VERSION 2 /* 2: CLAIMED and CANCELLED records */
+#define WALK_RING_VERSION 3 /* 2: CLAIMED and CANCELLED records; 3: taking back, RETRACTED */
 
 /* The directory's slots: threads recording at one time. */
 #define WALK_RING_SLOTS 256
@@ -183,7 +207,8 @@ struct walk_ring_header {
 	__u64 mask;	    /* 2^data_bits - 1 */
 	__u64 records;	    /* records written (relaxed) */
 	__u64 dropped;	    /* records dropped: the ring was full (dwleak slower than the thread) */
-	__u64 pad1[3];
+	__u64 retracted;    /* records taken back by their frees (relaxed; see Taking back) */
+	__u64 pad1[2];
 	/* dwleak's line */
 	__u64 tail;
 	__u64 claimed;	    /* see Cancelling (the library sets it to TAIL at a claim) */

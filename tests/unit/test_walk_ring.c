@@ -600,13 +600,29 @@ static int cput(uint32_t type, uint64_t addr, uint32_t nframes)
 	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes);
 }
 
-/* A free as rings.c makes it: cancelled, or recorded. */
+/* Whether frees may take their thread's last record back (the control
+ * block's RETRACT), and each block a free took back (the thread's ring's
+ * count moved). */
+static bool ctake;
+static uint8_t ctaken[2][CANCEL_ALLOCS];
+static uint64_t ctaken_by[2];
+
+/* A free as rings.c makes it: taken back, cancelled, or recorded. */
 static bool cfree(uint64_t addr)
 {
+	struct walk_ring_header *mine = ring_tls.ring;
+	uint64_t before = mine ? LOAD(mine->retracted) : 0;
+	unsigned src = (unsigned)(addr >> 40) - 1 - CSRC0;
+	uint64_t seq = (addr & ((1ull << 40) - 1)) >> 4;
 	int err;
 
-	if (walk_ring_cancel(addr))
+	if (walk_ring_cancel(addr, ctake)) {
+		if (mine && LOAD(mine->retracted) != before && src <= 1 && seq < CANCEL_ALLOCS) {
+			ctaken[src][seq] = 1;
+			ctaken_by[src]++;
+		}
 		return true;
+	}
 	while ((err = cput(WALK_RING_REC_FREE, addr, 0)) == -ENOBUFS)
 		sched_yield(); /* a full ring: the reader is behind (the library would wait) */
 	CHECK(err == 0);
@@ -650,9 +666,9 @@ static void test_cancel_steps(void)
 	cdrain(&c); /* what earlier tests left */
 	memset(&c, 0, sizeof(c));
 	CHECK(cput(WALK_RING_REC_ALLOC, a, 3) == 0);
-	CHECK(!walk_ring_cancel(x)); /* no allocation of it recorded */
-	CHECK(walk_ring_cancel(a));
-	CHECK(!walk_ring_cancel(a)); /* forgotten once freed */
+	CHECK(!walk_ring_cancel(x, false)); /* no allocation of it recorded */
+	CHECK(walk_ring_cancel(a, false));
+	CHECK(!walk_ring_cancel(a, false)); /* forgotten once freed */
 	cdrain(&c);
 	CHECK(c.cancelled == 1 && c.last_cancelled == a && c.alloc == 0 && c.free == 0);
 	/* claimed by a drain: its free is recorded */
@@ -679,7 +695,7 @@ static void test_cancel_steps(void)
 
 		t0 = tsc_now(); /* the allocation's stamp is after it, the free's not before that */
 		CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
-		CHECK(walk_ring_cancel(b));
+		CHECK(walk_ring_cancel(b, false));
 		cdrain(&c);
 		CHECK(c.cancelled == 2 && c.last_cancelled == b && c.last_cancelled_tsc >= t0);
 		/* a record caught while its free stamps it (CANCELLING): the
@@ -698,6 +714,135 @@ static void test_cancel_steps(void)
 		CHECK(!cfree(x));
 		cdrain(&c);
 	}
+}
+
+/* A reader whose first read of this thread's ring header runs HOOK
+ * right after it (as if the thread went on between dwleak's two reads). */
+static void (*hook_after_header)(void);
+static uint64_t hook_header;
+
+static int hooked_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	int err = check_self_read(ctx, addr, buf, len);
+	void (*hook)(void) = hook_after_header;
+
+	if (!err && addr == hook_header && hook) {
+		hook_after_header = NULL;
+		hook();
+	}
+	return err;
+}
+
+static uint64_t tb_x, tb_y, tb_z;
+static uint32_t tb_y_frames;
+
+/* The thread between the reader's header read and its claim: takes X
+ * back, then writes Y (TB_Y_FRAMES frames) where X was, and Z. */
+static void take_back_and_write(void)
+{
+	CHECK(cfree(tb_x));
+	CHECK(cput(WALK_RING_REC_ALLOC, tb_y, tb_y_frames) == 0);
+	if (tb_z)
+		CHECK(cput(WALK_RING_REC_ALLOC, tb_z, 1) == 0);
+}
+
+/* This thread's ring in the last drain (NULL: not read). */
+static const struct walk_ring_ring *my_ring(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < drain_buf.n; i++)
+		if (drain_buf.ring[i].slot == ring_tls.slot)
+			return &drain_buf.ring[i];
+	return NULL;
+}
+
+static void cdrain_hooked(struct ctype_count *c, void (*hook)(void))
+{
+	uint32_t i;
+
+	hook_header = (uint64_t)(uintptr_t)ring_tls.ring;
+	hook_after_header = hook;
+	CHECK(walk_ring_drain(hooked_read, check_self_write, NULL, dir_addr(), ctype_record, c, &drain_buf) == 0);
+	CHECK(!hook_after_header); /* it ran */
+	for (i = 0; i < drain_buf.n; i++)
+		CHECK(drain_buf.ring[i].err == 0, "%s", drain_buf.ring[i].why);
+	tails_back(&drain_buf);
+}
+
+/* Taking back (walk_ring_abi.h), step by step: a free of the thread's
+ * last record unclaimed leaves nothing; not the last, or claimed, it is
+ * cancelled or recorded as before; and a reader that read the header
+ * before a take-back reads no byte written after it. */
+static void test_take_back_steps(void)
+{
+	struct walk_ring_header *r;
+	struct ctype_count c = { 0 };
+	uint64_t a = caddr(CSRC0, 11), b = caddr(CSRC0, 12), x = caddr(CSRC0, 13), head, taken;
+
+	ctake = true;
+	cdrain(&c); /* what earlier tests left in this thread's ring */
+	memset(&c, 0, sizeof(c));
+	r = ring_tls.ring;
+	CHECK(r != NULL);
+	head = LOAD(r->head);
+	taken = LOAD(r->retracted);
+
+	/* the last record, unclaimed: taken back, the ring as before it */
+	CHECK(cput(WALK_RING_REC_ALLOC, a, 3) == 0);
+	CHECK(LOAD(r->head) == head + WALK_RING_RECORD_BYTES(3));
+	CHECK(cfree(a));
+	CHECK(LOAD(r->head) == head && LOAD(r->published) == head && LOAD(r->retracted) == taken + 1);
+	cdrain(&c);
+	CHECK(c.alloc == 0 && c.cancelled == 0 && c.free == 0);
+
+	/* not the last: cancelled in place; then the last one taken back */
+	CHECK(cput(WALK_RING_REC_ALLOC, a, 2) == 0);
+	CHECK(cput(WALK_RING_REC_ALLOC, b, 1) == 0);
+	CHECK(cfree(a));
+	CHECK(LOAD(r->retracted) == taken + 1);
+	CHECK(cfree(b));
+	CHECK(LOAD(r->retracted) == taken + 2);
+	CHECK(LOAD(r->head) == head + WALK_RING_RECORD_BYTES(2));
+	cdrain(&c);
+	CHECK(c.cancelled == 1 && c.last_cancelled == a && c.alloc == 0 && c.free == 0);
+
+	/* claimed (the reader wrote CLAIMED past it, as before its reads):
+	 * neither taken back nor cancelled quietly: its free is recorded */
+	head = LOAD(r->head);
+	CHECK(cput(WALK_RING_REC_ALLOC, b, 2) == 0);
+	__atomic_store_n(&r->claimed, LOAD(r->published), __ATOMIC_SEQ_CST);
+	CHECK(!cfree(b));
+	CHECK(LOAD(r->retracted) == taken + 2);
+	cdrain(&c);
+	CHECK(c.cancelled == 1 && c.alloc == 1 && c.free == 1); /* read as an allocation and its free */
+
+	/* the reader read the header, then the thread took X back and wrote
+	 * a longer Y where X was, and Z after it: the reader's claim covers
+	 * X's end only, and it reads nothing of Y (it crosses that end) */
+	memset(&c, 0, sizeof(c));
+	tb_x = x, tb_y = a, tb_z = b, tb_y_frames = 4;
+	CHECK(cput(WALK_RING_REC_ALLOC, tb_x, 1) == 0);
+	cdrain_hooked(&c, take_back_and_write);
+	CHECK(c.alloc == 0 && c.cancelled == 0 && c.free == 0);
+	CHECK(my_ring() && my_ring()->short_of && !my_ring()->taken_back);
+	cdrain(&c); /* the next drain reads Y and Z */
+	CHECK(c.alloc == 2 && c.cancelled == 0 && c.free == 0);
+	CHECK(!cfree(tb_y) && !cfree(tb_z)); /* claimed: recorded */
+	cdrain(&c);
+	CHECK(c.free == 2);
+
+	/* ... a shorter Y and nothing after: the second read's PUBLISHED is
+	 * the lower, Y read whole and nothing of what X left past it */
+	memset(&c, 0, sizeof(c));
+	tb_x = x, tb_y = a, tb_z = 0, tb_y_frames = 0;
+	CHECK(cput(WALK_RING_REC_ALLOC, tb_x, 5) == 0);
+	cdrain_hooked(&c, take_back_and_write);
+	CHECK(c.alloc == 1 && c.cancelled == 0 && c.free == 0);
+	CHECK(my_ring() && my_ring()->taken_back && !my_ring()->short_of);
+	CHECK(!cfree(tb_y));
+	cdrain(&c);
+	ctake = false;
 }
 
 /* Two threads allocate and free (their own blocks and each other's)
@@ -746,6 +891,11 @@ static void *cancel_reader(void *arg)
 		int done = __atomic_load_n(&cwriters_done, __ATOMIC_ACQUIRE);
 
 		CHECK(walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), cancel_record, NULL, &d) == 0);
+		/* a record written where a taken-back one was, read torn, would
+		 * be a ring's error here */
+		for (uint32_t i = 0; i < d.n; i++)
+			if (d.ring[i].err && cbad++ < 3)
+				fprintf(stderr, "cancel race: %s\n", d.ring[i].why);
 		tails_back(&d);
 		if (last)
 			break;
@@ -787,11 +937,16 @@ static void *cancel_writer(void *arg)
 	return NULL;
 }
 
-static void test_cancel_race(void)
+/* TAKE: frees may take their thread's last record back as well. */
+static void test_cancel_race(bool take)
 {
 	pthread_t w[2], rd;
-	uint64_t i, live = 0, mism = 0, both = 0, cancelled = 0;
+	uint64_t i, live = 0, mism = 0, both = 0, cancelled = 0, taken = 0;
 	unsigned t;
+
+	ctake = take;
+	memset(ctaken, 0, sizeof(ctaken));
+	memset(ctaken_by, 0, sizeof(ctaken_by));
 
 	memset(cseen, 0, sizeof(cseen));
 	memset(ctruth, 0, sizeof(ctruth));
@@ -818,21 +973,27 @@ static void test_cancel_race(void)
 			live += ctruth[t][i];
 			cancelled += s == C_CANCELLED || s == C_CANCELLED_FREED;
 			both += s == C_CANCELLED_FREED;
-			if (ctruth[t][i] ? s != C_LIVE : s != C_DONE && s != C_CANCELLED && s != C_CANCELLED_FREED) {
+			taken += ctaken[t][i];
+			/* taken back: the reader saw nothing of it */
+			if (ctaken[t][i] ? s != C_NONE
+			    : ctruth[t][i] ? s != C_LIVE : s != C_DONE && s != C_CANCELLED && s != C_CANCELLED_FREED) {
 				if (mism++ < 5)
 					fprintf(stderr, "cancel race: thread %u block %lu: %s, seen as state %u\n", t, i,
 						ctruth[t][i] ? "live" : "freed", s);
 			}
 		}
-	printf("cancel race: %lu allocations, %lu live at the end, %lu cancelled (%lu of them also freed), "
-	       "%lu+%lu frees said cancelled\n",
-	       2ul * CANCEL_ALLOCS, live, cancelled, both, ccancelled_by[0], ccancelled_by[1]);
+	printf("cancel race%s: %lu allocations, %lu live at the end, %lu taken back, %lu cancelled (%lu of them "
+	       "also freed), %lu+%lu frees said cancelled or taken back\n", take ? " (taking back)" : "",
+	       2ul * CANCEL_ALLOCS, live, taken, cancelled, both, ccancelled_by[0], ccancelled_by[1]);
 	CHECK(mism == 0);
 	CHECK(cbad == 0);
 	/* what the writers were told is what the reader saw, less the races
 	 * where both sides acted (a cancelled record also freed) */
-	CHECK(cancelled - both == ccancelled_by[0] + ccancelled_by[1]);
-	CHECK(cancelled > CANCEL_ALLOCS / 4); /* most short-lived blocks never reach the reader */
+	CHECK(cancelled - both + taken == ccancelled_by[0] + ccancelled_by[1]);
+	/* most short-lived blocks never reach the reader */
+	CHECK(cancelled + taken > CANCEL_ALLOCS / 4);
+	CHECK(take ? taken > CANCEL_ALLOCS / 4 : taken == 0);
+	ctake = false;
 }
 
 int main(void)
@@ -847,6 +1008,8 @@ int main(void)
 	test_fork();
 	test_directory();
 	test_cancel_steps();
-	test_cancel_race();
+	test_take_back_steps();
+	test_cancel_race(false);
+	test_cancel_race(true);
 	return check_failures ? 1 : 0;
 }
