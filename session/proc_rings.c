@@ -167,6 +167,7 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	}
 	r->mode = mode;
 	r->alone = alone;
+	r->recording = mode == DWLEAK_PRELOAD_WALK_FP; /* no image to wait for */
 	return 0;
 }
 
@@ -218,6 +219,7 @@ static int image_handover(const struct proc_rings_io *io, struct proc_rings *r, 
 	if (err)
 		return err;
 	r->gen = gen;
+	r->recording = true; /* the library walks into its rings from its next call */
 	r->next_off = (off + r->blob_len + 63) & ~63ull;
 	free(r->blob);
 	r->blob = NULL;
@@ -333,7 +335,13 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 	 * Allocated before the drain's time and freed after it (cancelled
 	 * while the drain read the header): an allocation now, as a record
 	 * read then would have been, and its free held for its time.  Both
-	 * after it: nothing either, as the two records would be next time. */
+	 * after it: nothing either, as the two records would be next time.
+	 * Beside probes, but none has recorded anything since the library
+	 * began to write its rings (KERNEL_BESIDE): as alone, exactly.  A
+	 * probe's record of that address would have to come between the
+	 * allocation and the free, after the rings began, and before this
+	 * drain's time; the kernel's records up to that time were read before
+	 * these (session_drain), and none was there. */
 	if (rec->type == WALK_RING_REC_CANCELLED) {
 		struct ring_held f = h;
 		bool straddles;
@@ -347,7 +355,7 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec)
 			err = ring_alloc_held(d, rec, &h);
 			r->straddled++;
 		}
-		if (!err && (straddles || !r->alone)) {
+		if (!err && (straddles || (!r->alone && r->kernel_beside))) {
 			f.seq = r->seq++;
 			err = held_push(r, &f);
 		}
@@ -583,6 +591,11 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l)
 {
 	uint64_t stopped = 0;
+
+	/* read after the library began to write its rings: a cancelled
+	 * block's free must be applied from now on (on_record) */
+	if (r->mode && r->recording)
+		r->kernel_beside = true;
 
 	/* nothing held: nothing to apply first (and no read of the process
 	 * per site record, which a process could fire at will) */

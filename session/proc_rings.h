@@ -67,6 +67,12 @@ struct proc_rings {
 	uint32_t gen;	     /* the last image generation written */
 	uint32_t installed;  /* the library's image_installed, as last read */
 	uint32_t stopped;    /* the directory's stopped word, once seen (0: still walking) */
+	/* the library may be writing its rings (an image handed over; the FP
+	 * walk from the start), and a kernel record of the process (a probe
+	 * beside the library, a site) was applied since: a cancelled block's
+	 * free is applied, not forgotten (on_record) */
+	bool recording;
+	bool kernel_beside;
 	bool stopped_acked;  /* the directory's stopped_acked written */
 	int image_err;	     /* the library's image_error, as last read */
 	/* records read, not applied yet, by tsc once sorted */

@@ -319,8 +319,24 @@ static void test_cancel(void)
 		CHECK(ctl.rings_cancel == (alone ? DWLEAK_PRELOAD_CANCEL_RETRACT : DWLEAK_PRELOAD_CANCEL_STAMPED), "%u",
 		      ctl.rings_cancel);
 #endif
+		/* no kernel record yet: forgotten whole, beside probes too
+		 * (none recorded anything that a free would have to take) */
+		{
+			uint64_t applied = r.records;
+
+			put(WALK_RING_REC_ALLOC, 0xa0400, 48, pcs_of[1], 3);
+			CHECK(walk_ring_cancel(0xa0400, false));
+			CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+			CHECK(r.cancelled == 1 && r.records == applied && !r.kernel_beside,
+			      "%llu cancelled, %llu applied", (unsigned long long)r.cancelled,
+			      (unsigned long long)(r.records - applied));
+			r.cancelled = 0;
+		}
 		put(WALK_RING_REC_ALLOC, 0xa0000, 48, pcs_of[1], 3);
-		ledger_record(&l, &probe, sizeof(probe)); /* a probe's record of the same block */
+		/* a probe's record of the same block, as proc_record applies it */
+		proc_rings_site_record(&io, &r, getpid(), &l);
+		ledger_record(&l, &probe, sizeof(probe));
+		CHECK(r.kernel_beside);
 		CHECK(walk_ring_cancel(0xa0000, false));
 		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 		CHECK(r.cancelled == 1, "%llu cancelled", (unsigned long long)r.cancelled);
