@@ -34,6 +34,10 @@
 static uint32_t handover_busy;
 static uint8_t *arena_base;
 static uint64_t arena_size;	/* read without the lock too: only to see that a request is new */
+/* the arena before the newest (NULL: none): dwleak may have written an
+ * image there before it saw the newest one published */
+static uint8_t *arena_prev_base;
+static uint64_t arena_prev_size;
 static uint64_t arena_refused;	/* the largest request a mapping failed for (retried only above it) */
 static uint32_t image_tried;	/* the control block's image_gen last looked at */
 
@@ -85,6 +89,8 @@ static void arena_grow(void)
 		__atomic_store_n(&ctl.image_error, err, __ATOMIC_RELAXED);
 		return;
 	}
+	arena_prev_base = arena_base;
+	arena_prev_size = arena_size;
 	arena_base = m;
 	__atomic_store_n(&arena_size, len, __ATOMIC_RELAXED);
 	__atomic_store_n(&ctl.image_arena_len, len, __ATOMIC_RELAXED);
@@ -110,6 +116,14 @@ static void image_install(void)
 		err = -EINVAL;
 	else
 		err = walk_image_check(arena_base + off, len, &check);
+	/* written into the arena before the newest one: dwleak asks for a new
+	 * arena while the one in use still holds the image it writes (so that
+	 * the next image need not wait for it), and reads the arena's address
+	 * before it writes; an image that is not whole where it was looked for
+	 * fails the check, so trying both reads nothing of the wrong one */
+	if (err && arena_prev_base && !(off % UNWIND_IMAGE_ALIGN) && off <= arena_prev_size &&
+	    len <= arena_prev_size - off && !walk_image_check(arena_prev_base + off, len, &check))
+		err = 0;
 	img = err ? NULL : map_new(IMAGE_CACHE_OFFSET + IMAGE_CACHE_BYTES, 0, &err);
 	if (!img) {
 		__atomic_store_n(&ctl.image_error, err, __ATOMIC_RELAXED);

@@ -97,7 +97,18 @@ static int image_prepare(const struct proc_rings_io *io, struct proc_rings *r, p
 	r->blob = blob;
 	r->blob_len = len;
 	want = arena_for(len);
-	if (r->next_off + len > r->arena_len && want > r->arena_request) {
+	/* the arena in use cannot take this image and one more of its size:
+	 * a new one, unless one asked for already (larger than the arena in
+	 * use: the library maps it at its next call) holds this image.
+	 * Asked a handover early, so that the library has mapped it by the
+	 * next dlopen, whose image then goes in at the linker's stop (asked
+	 * only when the arena is full, the new object's first calls ran with
+	 * the old image until the next drain).  It was asked only when the
+	 * image outgrew the last request, so an arena filled by images of one
+	 * size was never replaced and no image was handed over after it
+	 * (python importing a dozen extension modules walked the later ones'
+	 * code with its fourth image: "no unwind table for this object") */
+	if (r->next_off + 2 * len > r->arena_len && (r->arena_request <= r->arena_len || want > r->arena_request)) {
 		/* a new arena, twice the last one at least: the old one stays
 		 * mapped in the process, its images in use until replaced */
 		if (want < r->arena_request * 2)

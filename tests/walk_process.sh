@@ -12,7 +12,8 @@
 # lose nothing, and most of its calls (all after the first few) must have
 # been walked in the process (--stats).  Programs: the seed's stripped C++ build (debug file
 # beside it), four threads, code dlopen'ed after the start, python3.11 and
-# perl (interpreters without frame pointers); and --unwind fp the same way.
+# perl (interpreters without frame pointers), python3.11 loading two dozen
+# extension modules (a new image each); and --unwind fp the same way.
 # Part f: a process that writes over its own ring (testdata/ring_scribble)
 # loses its own records, said, and nothing else.  Part g: a seccomp filter
 # installed after the walk began (testdata/seccomp_late) sends the library
@@ -134,6 +135,11 @@ if lt_part d; then
 	# 0 installed")
 	both python -- "$LT_PYTHON" -c 'import json, time; time.sleep(1); d=[json.dumps({"k": i}) for i in range(2000)]; leak=[bytearray(100) for _ in range(10)]'
 	both perl -- perl -e 'select(undef, undef, undef, 1); my %h; $h{$_} = "x" x $_ for 1..500; our @keep = map { [$_] } 1..100;'
+	# two dozen extension modules dlopen'ed one after another, each a new
+	# image (a fourth of the arena or more): the arena fills and a larger
+	# one must come, or the later modules' code is walked with an image
+	# that has no table for it ("no unwind table for this object")
+	both python_imports -- "$LT_PYTHON" -c 'import time; time.sleep(1); import _json, _ssl, _ctypes, _decimal, _hashlib, _lzma, _bz2, _sqlite3, _asyncio, _queue, _uuid, _zoneinfo, mmap, _multibytecodec, _codecs_jp, _codecs_cn, _codecs_kr, _codecs_tw, _codecs_hk, _codecs_iso2022, _contextvars, _typing, ssl; keep = [ssl.create_default_context() for _ in range(2)]'
 fi
 if lt_part e; then
 	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 200 --interval-ms 1
