@@ -123,14 +123,15 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 static int published_again(walk_ring_read_fn read_mem, void *rctx, struct walk_ring_ring *r)
 {
 	struct walk_ring_header h;
-	uint64_t size = 1ull << r->data_bits;
+	struct walk_ring_ring again = *r;
 	int err = read_bytes(read_mem, rctx, r->ring, &h, sizeof(h));
 
 	if (err)
 		return RING_FAIL(r, err, "slot %u: reading its ring's header again", r->slot);
-	if (h.magic != WALK_RING_MAGIC || h.version != WALK_RING_VERSION || h.tid != r->tid || h.life != r->life ||
-	    h.data_bits != r->data_bits || h.tail != r->tail || h.published % 8 || h.head % 8 ||
-	    h.published < h.tail || h.head < h.published || h.head - h.tail > size)
+	/* the first read's checks, on a copy, and nothing that only a new
+	 * owner or dwleak changes changed */
+	if (header_check(&h, &again) || again.life != r->life || again.data_bits != r->data_bits ||
+	    again.tail != r->tail)
 		return RING_FAIL(r, -EBADMSG, "slot %u: its header changed under the claim (thread %u, life %u, "
 				 "tail %#llx, published %#llx, head %#llx)", r->slot, h.tid, h.life,
 				 (unsigned long long)h.tail, (unsigned long long)h.published,
