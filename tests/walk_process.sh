@@ -138,8 +138,11 @@ if lt_part d; then
 	# two dozen extension modules dlopen'ed one after another, each a new
 	# image (a fourth of the arena or more): the arena fills and a larger
 	# one must come, or the later modules' code is walked with an image
-	# that has no table for it ("no unwind table for this object")
-	both python_imports -- "$LT_PYTHON" -c 'import time; time.sleep(1); import _json, _ssl, _ctypes, _decimal, _hashlib, _lzma, _bz2, _sqlite3, _asyncio, _queue, _uuid, _zoneinfo, mmap, _multibytecodec, _codecs_jp, _codecs_cn, _codecs_kr, _codecs_tw, _codecs_hk, _codecs_iso2022, _contextvars, _typing, ssl; keep = [ssl.create_default_context() for _ in range(2)]'
+	# that has no table for it ("no unwind table for this object").  ssl
+	# (libcrypto: the image doubles) before the first image: an image that
+	# alone outgrows the arena asked for early still waits one drain (the
+	# README says so), which is not what this checks
+	both python_imports -- "$LT_PYTHON" -c 'import ssl, time; time.sleep(1); import _json, _ctypes, _decimal, _hashlib, _lzma, _bz2, _sqlite3, _asyncio, _queue, _uuid, _zoneinfo, mmap, _multibytecodec, _codecs_jp, _codecs_cn, _codecs_kr, _codecs_tw, _codecs_hk, _codecs_iso2022, _contextvars, _typing; keep = [ssl.create_default_context() for _ in range(2)]'
 fi
 if lt_part e; then
 	both seed_fp --unwind fp -- "$TESTDATA/seed_O0_fp" --iterations 200 --interval-ms 1
