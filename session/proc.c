@@ -110,7 +110,8 @@ static int tables_refresh(const struct proc_services *sv, struct proc *p)
 		p->table_dropped = dropped; /* the most any publish left out */
 	/* the library's walk needs them too: its image anew (handed over now,
 	 * while a process stopped at its linker's stop waits) */
-	if (!err && p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)))
+	if (!err && p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)) && err != -ESRCH &&
+	    err != -ENOENT) /* gone, or exec'ing: its exec or exit is told next */
 		say(sv, SESSION_WARNING, "pid %d: cannot build its new unwind image (%s): its walks end in what it "
 		    "mapped since", p->pid, strerror(-err));
 	rings_walking_say(sv, p);

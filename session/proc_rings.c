@@ -248,7 +248,12 @@ int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	 * its linker's stop then walks the objects it just loaded from its
 	 * first call into them */
 	err = image_prepare(io, r, pid);
-	return err ?: image_handover(io, r, pid);
+	err = err ?: image_handover(io, r, pid);
+	/* its memory is not where it was: most often it exec'd (the refresh
+	 * came before the exec was told; its rings then start anew).  The
+	 * image stays pending: the next drain hands it over, or says so when
+	 * the fault outlasts any exec's telling (proc_rings_drain) */
+	return err == -EFAULT || err == -EIO ? 0 : err;
 }
 
 struct drain_ctx {

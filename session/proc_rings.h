@@ -135,7 +135,9 @@ int proc_rings_start(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 /* PID's objects changed and their tables were loaded: a new image is
  * built, and handed over now if the library's arena holds it (else at a
  * drain once it mapped a larger one).  Returns 0 or a negative errno
- * (the old image stays in use). */
+ * (the old image stays in use); 0 too when PID's memory faults (it
+ * exec'd, not told yet): the image waits for the next drain, which says
+ * a fault that lasts. */
 int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid);
 
 /*
