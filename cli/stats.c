@@ -47,13 +47,15 @@ void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 	fprintf(f, "dwleak: stats: pid %d walked in the process: %llu records applied in %llu drains, %llu "
 		   "allocations freed before they were read (%llu taken back from their thread's ring, %llu "
 		   "cancelled in it, %llu of those freed while a drain read); %llu dropped "
-		   "(ring full), %llu without a ring, %llu reads of a corrupt ring, %llu slots handed back; image %u installed%s%s%s\n",
+		   "(ring full), %llu without a ring, %llu reads of a corrupt ring, %llu slots handed back; %llu walks "
+		   "answered by the thread's memo of whole walks; image %u "
+		   "installed%s%s%s\n",
 		pid, (unsigned long long)r->records, (unsigned long long)r->drains,
 		(unsigned long long)(r->cancelled + r->retracted), (unsigned long long)r->retracted,
 		(unsigned long long)r->cancelled, (unsigned long long)r->straddled,
 		(unsigned long long)r->dropped,
 		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
-		r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "",
+		(unsigned long long)r->remembered, r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "",
 		r->stopped == DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP ? "; back at its sites since it installed a seccomp filter"
 		: r->stopped ? "; back at its sites (a reason this dwleak does not know)" : "");
 	if (r->ring_why[0])

@@ -217,6 +217,33 @@ static void rings_put(uint32_t mode, uint32_t type, uint32_t kind, const struct 
 		__atomic_store_n(&ctl.rings_active, mode, __ATOMIC_RELAXED);
 }
 
+/* Set while the thread walks with its memo: a signal handler's walk in
+ * the middle of it walks without (the memo is the thread's, no lock). */
+static __thread uint32_t memo_busy __attribute__((tls_model("initial-exec")));
+
+_Static_assert(sizeof(struct walk_memo) <= WALK_RING_SCRATCH_BYTES, "the walk memo in its ring's scratch");
+
+/* The DWARF walk, with the thread's memo of whole walks (walk.h) when it
+ * has one: in its ring's scratch memory, so that it goes with the ring to
+ * the next thread when this one ends, not mapped for each thread. */
+static void walk_dwarf_thread(const struct walk_image *img, const struct walk_regs *regs,
+			      const struct walk_bounds *b, struct walk_frames *f)
+{
+	struct walk_memo *m = memo_busy ? NULL : walk_ring_scratch();
+
+	if (m) {
+		memo_busy = 1;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	walk_dwarf_memo(img, regs, b, m, f);
+	if (m) {
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		memo_busy = 0;
+	}
+	if (f->remembered)
+		walk_ring_count_remembered();
+}
+
 /*
  * The walk starts where dwleak's kernel program starts it at dwleak:alloc
  * (bpf/usdt.bpf.h, site_alloc): at the entry of the real function the
@@ -256,7 +283,7 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 	} else if (c->walk == DWLEAK_PRELOAD_WALK_FP) {
 		walk_fp(&regs, &b, &f);
 	} else {
-		walk_dwarf(img, &regs, &b, &f);
+		walk_dwarf_thread(img, &regs, &b, &f);
 	}
 	rings_put(c->walk, WALK_RING_REC_ALLOC, fns[c->f].kind, &f, p, c->size);
 }

@@ -150,6 +150,18 @@ struct walk_state {
 #endif
 	uint64_t lo;
 	uint64_t hi_word; /* the last address an 8-byte read may start at, + 1 */
+#if defined(__x86_64__)
+	/* walk_dwarf_memo's record of what the walk read (walk_memo_ops) */
+	struct walk_memo_entry *rec_e; /* the entry it is written into */
+	uint64_t sp0;
+	uint64_t bp_addr;  /* where the rbp restored last came from */
+	uint32_t rec;	   /* still to be remembered */
+	uint32_t nrec;	   /* words read so far */
+	uint32_t bp_reg;   /* rbp is still the start's */
+	uint32_t bp_unrec; /* rbp was restored from BP_ADDR and is not recorded yet */
+	uint32_t use_bp0;  /* a rule used the start's rbp */
+	uint32_t pad;
+#endif
 };
 
 /* The word at ADDR, if it lies inside the bounds.  Not checked by ASan in
@@ -191,6 +203,54 @@ static inline void walk_bp_use(struct unwind_regs *r)
 
 static const struct unwind_step_ops walk_ops = { walk_read, walk_note, walk_bp_use };
 
+/* The same walk, recording for the memo (walk.h): every word a step read,
+ * but the rbp restored at a CFA, which is recorded only when a rule uses
+ * it (the kernel program's bp_restored and bp_use). */
+static inline void memo_record(struct walk_state *w, uint64_t addr, uint64_t val)
+{
+	uint64_t off = addr - w->sp0; /* below sp0 wraps far above 4 GiB */
+	uint32_t k = w->nrec++;
+
+	if (!w->rec)
+		return;
+	if (k >= WALK_MEMO_WORDS || off > 0xffffffffull) {
+		w->rec = 0;
+		return;
+	}
+	w->rec_e->off[k] = (uint32_t)off;
+	w->rec_e->val[k] = val;
+}
+
+static inline void memo_note(struct unwind_regs *r, __u64 addr, __u64 val, enum unwind_word what)
+{
+	struct walk_state *w = (struct walk_state *)r;
+
+	if (what == UNWIND_WORD_BP_AT_CFA) {
+		w->bp_reg = 0;
+		w->bp_addr = addr;
+		w->bp_unrec = 1;
+		return;
+	}
+	memo_record(w, addr, val);
+	if (what == UNWIND_WORD_BP_AT_BP || what == UNWIND_WORD_SIG_BP) {
+		w->bp_reg = 0;
+		w->bp_unrec = 0; /* recorded */
+	}
+}
+
+static inline void memo_bp_use(struct unwind_regs *r)
+{
+	struct walk_state *w = (struct walk_state *)r;
+
+	w->use_bp0 |= w->bp_reg;
+	if (w->bp_unrec) {
+		w->bp_unrec = 0;
+		memo_record(w, w->bp_addr, r->bp);
+	}
+}
+
+static const struct unwind_step_ops walk_memo_ops = { walk_read, memo_note, memo_bp_use };
+
 /* The walk's start: REGS as the step's registers. */
 static inline void state_init(struct walk_state *w, const struct walk_regs *regs)
 {
@@ -206,15 +266,18 @@ static inline uint64_t state_lookup(const struct walk_state *w)
 	return unwind_lookup_pc(&w->r);
 }
 
-/* Steps W by RULE: 1 when W is now its caller's frame, else 0 with *END. */
-static inline int state_step(struct walk_state *w, const struct unwind_rule *rule, __u32 *end)
+/* Steps W by RULE: 1 when W is now its caller's frame, else 0 with *END.
+ * MEMO (a constant): recording what it reads for the memo. */
+static inline __attribute__((always_inline)) int state_step(struct walk_state *w, const struct unwind_rule *rule,
+							    __u32 *end, const int memo)
 {
+	const struct unwind_step_ops *ops = memo ? &walk_memo_ops : &walk_ops;
 	int ret;
 
 	/* the common rules inline, the others (and a refused read) stepped */
-	ret = unwind_step_try(&w->r, rule, end, &walk_ops);
+	ret = unwind_step_try(&w->r, rule, end, ops);
 	if (ret == UNWIND_STEP_DECLINED)
-		ret = unwind_step(&w->r, rule, end, &walk_ops);
+		ret = unwind_step(&w->r, rule, end, ops);
 	return ret == UNWIND_STEP_NEXT;
 }
 
@@ -307,8 +370,9 @@ static inline uint64_t state_lookup(const struct walk_state *w)
 	return unwind_a64_lookup_pc(&w->r);
 }
 
-static inline int state_step(struct walk_state *w, const struct unwind_rule *rule, __u32 *end)
+static inline int state_step(struct walk_state *w, const struct unwind_rule *rule, __u32 *end, const int memo)
 {
+	(void)memo; /* no memo on aarch64 */
 	return !unwind_step_a64(&w->r, rule, end, &walk_ops, w);
 }
 
@@ -435,10 +499,12 @@ static inline const struct unwind_rule *cache_rule(const struct walk_image *img,
 	return tm->rules + idx;
 }
 
-uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
-		    struct walk_frames *f)
+/* The DWARF walk from W (its registers and bounds set): RECORD (a
+ * constant) steps with the memo's recording hooks. */
+static inline __attribute__((always_inline)) uint32_t walk_from(const struct walk_image *img, struct walk_state *wp,
+								 struct walk_frames *f, const int record)
 {
-	struct walk_state w;
+	struct walk_state w = *wp; /* in registers and the frame, not behind a pointer */
 	const struct unwind_rule *rule;
 	uint64_t *const cache = img->cache, *slot, want = 0, lookup;
 	const uint32_t bits = img->cache_bits;
@@ -447,8 +513,6 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 	uint32_t n = 0, misses = 0, table;
 	__u32 end = WALK_END_TRUNCATED;
 
-	state_init(&w, regs);
-	bounds_set(b, &w.lo, &w.hi_word);
 	while (n < DWLEAK_MAX_FRAMES) {
 		f->pcs[n] = w.r.pc | (n && w.r.exact_pc ? DWLEAK_FRAME_EXACT : 0);
 		n++;
@@ -475,15 +539,126 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 		}
 		if (rule->cfa_type == UNWIND_CFA_SIGNAL)
 			f->pcs[n - 1] |= DWLEAK_FRAME_EXACT; /* the trampoline's first byte, not a return */
-		if (!state_step(&w, rule, &end))
+		if (!state_step(&w, rule, &end, record))
 			break;
 	}
 	f->n = n;
 	f->end = end;
 	f->cache_misses = misses;
-	f->pad = 0;
+	f->remembered = 0;
+	*wp = w;
 	return n;
 }
+
+uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
+		    struct walk_frames *f)
+{
+	struct walk_state w;
+
+	state_init(&w, regs);
+	bounds_set(b, &w.lo, &w.hi_word);
+	return walk_from(img, &w, f, 0);
+}
+
+/* --- Whole walks remembered (walk.h) -------------------------------------- */
+
+#if defined(__x86_64__)
+#define WALK_MEMO_BITS 3
+_Static_assert(WALK_MEMO_ENTRIES == 1 << WALK_MEMO_BITS, "the memo's slot bits");
+_Static_assert(WALK_MEMO_FRAMES <= DWLEAK_MAX_FRAMES, "a remembered walk fits walk_frames");
+
+/* The entry of a walk starting at SP with return address RA at it. */
+static inline uint32_t memo_slot(uint64_t sp, uint64_t ra)
+{
+	return (uint32_t)(((ra ^ sp * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS));
+}
+
+/* Whether E is a walk from REGS with IMG in bounds LO..HI_WORD (B) whose
+ * every word still holds its value.  E's bytes are not trusted: each
+ * word is read inside the bounds, as the walk would. */
+__attribute__((no_sanitize_address)) static inline int memo_match(const struct walk_memo_entry *e,
+								   const struct walk_image *img,
+								   const struct walk_regs *regs,
+								   const struct walk_bounds *b, uint64_t lo,
+								   uint64_t hi_word)
+{
+	uint32_t i, nwords = e->nwords;
+	__u64 v;
+
+	if (e->pc0 != regs->pc || e->sp0 != regs->sp || e->image != img || e->lo != b->lo || e->hi != b->hi ||
+	    e->exact_pc != regs->exact_pc || (e->use_bp0 && e->bp0 != regs->bp) || nwords > WALK_MEMO_WORDS ||
+	    !e->n || e->n > WALK_MEMO_FRAMES)
+		return 0;
+	for (i = 0; i < nwords; i++)
+		if (stack_word(lo, hi_word, regs->sp + e->off[i], &v) || v != e->val[i])
+			return 0;
+	return 1;
+}
+
+uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
+			 struct walk_memo *m, struct walk_frames *f)
+{
+	struct walk_memo_entry *e;
+	struct walk_state w;
+	uint64_t lo, hi_word;
+	__u64 ra;
+	uint32_t n;
+
+	bounds_set(b, &lo, &hi_word);
+	/* the word at sp (the return address at an entry) picks the entry:
+	 * two callers' walks from one sp do not take each other's */
+	if (!m || stack_word(lo, hi_word, regs->sp, &ra))
+		return walk_dwarf(img, regs, b, f);
+	e = &m->e[memo_slot(regs->sp, ra)];
+	if (memo_match(e, img, regs, b, lo, hi_word)) {
+		__builtin_memcpy(f->pcs, e->pcs, e->n * sizeof(f->pcs[0]));
+		f->n = e->n;
+		f->end = e->end;
+		f->cache_misses = 0;
+		f->remembered = 1;
+		m->hits++;
+		return f->n;
+	}
+	m->walks++;
+	e->pc0 = 0; /* empty while the walk writes its words into it */
+	state_init(&w, regs);
+	w.lo = lo;
+	w.hi_word = hi_word;
+	w.rec_e = e;
+	w.sp0 = regs->sp;
+	w.bp_addr = 0;
+	w.rec = 1;
+	w.nrec = 0;
+	w.bp_reg = 1;
+	w.bp_unrec = 0;
+	w.use_bp0 = 0;
+	w.pad = 0;
+	n = walk_from(img, &w, f, 1);
+	if (w.rec && w.nrec <= WALK_MEMO_WORDS && n <= WALK_MEMO_FRAMES &&
+	    (f->end == WALK_END_OK || f->end == WALK_END_ZERO_RA || f->end == WALK_END_TRUNCATED)) {
+		e->sp0 = regs->sp;
+		e->bp0 = regs->bp;
+		e->lo = b->lo;
+		e->hi = b->hi;
+		e->image = img;
+		e->exact_pc = regs->exact_pc;
+		e->use_bp0 = w.use_bp0;
+		e->nwords = w.nrec;
+		e->n = n;
+		e->end = f->end;
+		__builtin_memcpy(e->pcs, f->pcs, n * sizeof(f->pcs[0]));
+		e->pc0 = regs->pc; /* last: whole */
+	}
+	return n;
+}
+#else
+uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *regs, const struct walk_bounds *b,
+			 struct walk_memo *m, struct walk_frames *f)
+{
+	(void)m; /* its step notes no words: every walk is made */
+	return walk_dwarf(img, regs, b, f);
+}
+#endif
 
 /* --- The frame-pointer walk ------------------------------------------------ */
 
@@ -551,7 +726,7 @@ uint32_t walk_fp(const struct walk_regs *regs, const struct walk_bounds *b, stru
 out: __attribute__((unused)); /* no read before the chain on aarch64 */
 	f->n = n;
 	f->cache_misses = 0;
-	f->pad = 0;
+	f->remembered = 0;
 	return n;
 }
 

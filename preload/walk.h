@@ -145,13 +145,14 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out);
  * counted by the caller.  cache_misses: the frames whose rule the DWARF
  * walk searched for (every frame without a cache; a slot empty, another
  * pc's, out of range or not cacheable), for the caller to count; 0 from
- * the FP walk. */
+ * the FP walk.  remembered: 1 when walk_dwarf_memo took the frames from
+ * its memo, else 0. */
 struct walk_frames {
 	uint64_t pcs[DWLEAK_MAX_FRAMES];
 	uint32_t n;
 	uint32_t end;
 	uint32_t cache_misses;
-	uint32_t pad;
+	uint32_t remembered;
 };
 
 /*
@@ -166,6 +167,68 @@ struct walk_frames {
  */
 uint32_t walk_dwarf(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,
 		    struct walk_frames *f);
+
+/*
+ * Whole walks remembered, per thread: the kernel program's walk_memo
+ * (bpf/walk.bpf.h) in the library.  A DWARF walk depends on nothing but
+ * its start (pc, sp, and rbp if a rule used it before any frame restored
+ * it), the image, the stack's bounds and the stack words it read (the rbp
+ * a frame restored counts once a rule uses it: a general register in code
+ * built without frame pointers, which changes at every call).  A walk
+ * that starts where a remembered one did, with the same image and bounds,
+ * and finds each of those words holding the value it read, has the same
+ * frames: they are taken from the memo, one load and compare a word
+ * instead of a rule's lookup and a step a frame.  Only walks that ended
+ * well (WALK_END_OK, WALK_END_ZERO_RA, WALK_END_TRUNCATED) with at most
+ * WALK_MEMO_FRAMES frames and WALK_MEMO_WORDS words read are kept: one
+ * that ended in an error (a pc in no mapping, no rule, a read refused) is
+ * made again.
+ *
+ * Direct-mapped by the start's sp and the return address at it, an entry
+ * overwritten by the next walk that lands on it.  A memo belongs to one
+ * thread (its walks only: no lock, no atomics) and must not be used by a
+ * signal handler while its thread uses it: the caller's to ensure.  Zeroed
+ * memory is an empty memo; any bytes are safe (an entry is used only when
+ * its key and every word match, and a word is read only inside the walk's
+ * bounds), so memory a thread that ended left is fine too.
+ * x86_64: on aarch64 (its step notes no words) every walk is made.
+ */
+#define WALK_MEMO_ENTRIES 8   /* a power of two */
+#define WALK_MEMO_WORDS 128   /* stack words a remembered walk read, at most */
+#define WALK_MEMO_FRAMES 64   /* frames a remembered walk has, at most */
+
+struct walk_memo_entry {
+	uint64_t pc0;	      /* the start's pc; 0: empty */
+	uint64_t sp0;
+	uint64_t bp0;	      /* compared only when use_bp0 */
+	uint64_t lo, hi;      /* the bounds it was walked in */
+	const struct walk_image *image;
+	uint32_t exact_pc;    /* the start's walk_regs.exact_pc */
+	uint32_t use_bp0;     /* a rule used the start's rbp */
+	uint32_t nwords;
+	uint32_t n;	      /* its frames and end (walk_frames) */
+	uint32_t end;
+	uint32_t pad;
+	uint32_t off[WALK_MEMO_WORDS]; /* each word read: its address - sp0 */
+	uint64_t val[WALK_MEMO_WORDS]; /* ... and the value it held */
+	uint64_t pcs[WALK_MEMO_FRAMES];
+};
+
+struct walk_memo {
+	uint64_t hits;	 /* walks answered from the memo */
+	uint64_t walks;	 /* walks made (a miss, or none could be remembered) */
+	struct walk_memo_entry e[WALK_MEMO_ENTRIES];
+};
+
+/*
+ * walk_dwarf with the memo M (NULL: walk_dwarf): the remembered frames
+ * when an entry matches (F->cache_misses 0, F->remembered 1, M->hits counted),
+ * else the walk made (M->walks counted) and remembered in its entry when
+ * it can be.  F's frames and end are walk_dwarf's either way.  Returns
+ * F->n.
+ */
+uint32_t walk_dwarf_memo(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,
+			 struct walk_memo *m, struct walk_frames *f);
 
 /*
  * The frame-pointer walk (--unwind fp): pcs[0] REGS's pc, then (exact_pc)

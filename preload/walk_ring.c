@@ -179,6 +179,7 @@ static void ring_setup(uint32_t i, struct walk_ring_header *r, uint32_t bits, ui
 	r->records = 0;
 	r->dropped = 0;
 	r->retracted = 0;
+	r->remembered = 0;
 	r->head = pos;
 	r->published = pos;
 	r->tail = pos; /* the slot is not LIVE: no reader writes it now */
@@ -249,8 +250,8 @@ static __attribute__((noinline, cold)) struct walk_ring_header *ring_claim(struc
 	bits = slot_bits[i];
 	if (!ring) {
 		bits = bits_wanted();
-		m = mmap(NULL, WALK_RING_DATA_OFFSET + (1ul << bits), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		m = mmap(NULL, WALK_RING_MAP_BYTES(bits), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			 0);
 		if (m == MAP_FAILED) {
 			__atomic_store_n(&d->slot[i].tid, 0, __ATOMIC_RELEASE);
 			r = give_up(t, reclaimed, &d->no_map);
@@ -258,7 +259,7 @@ static __attribute__((noinline, cold)) struct walk_ring_header *ring_claim(struc
 		}
 		/* a kernel before 4.14 refuses: the atfork handler still gives
 		 * a child rings of its own (only a raw clone's would be copies) */
-		(void)madvise(m, WALK_RING_DATA_OFFSET + (1ul << bits), MADV_WIPEONFORK);
+		(void)madvise(m, WALK_RING_MAP_BYTES(bits), MADV_WIPEONFORK);
 		ring = (uint64_t)(uintptr_t)m;
 		slot_bits[i] = (uint8_t)bits;
 		__atomic_store_n(&d->slot[i].ring, ring, __ATOMIC_RELEASE);
@@ -523,6 +524,27 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	if (--t->nest == 0)
 		publish(r);
 	return 0;
+}
+
+void *walk_ring_scratch(void)
+{
+	struct ring_tls *t = &ring_tls;
+	struct walk_ring_header *r = t->ring;
+
+	/* slot_bits is the library's own record of the mapping's size (the
+	 * header is not trusted for it); a wiped ring is set up again by its
+	 * next record, and its zeroed scratch is an empty memo meanwhile */
+	if (!r || LOAD(r->magic) != WALK_RING_MAGIC)
+		return NULL;
+	return (uint8_t *)r + WALK_RING_DATA_OFFSET + (1ul << slot_bits[t->slot]);
+}
+
+void walk_ring_count_remembered(void)
+{
+	struct walk_ring_header *r = ring_tls.ring;
+
+	if (r && LOAD(r->magic) == WALK_RING_MAGIC)
+		inc_local(&r->remembered);
 }
 
 void walk_ring_fork_child(void)

@@ -54,6 +54,20 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
  */
 bool walk_ring_cancel(uint64_t addr, bool may_take_back);
 
+/*
+ * The calling thread's scratch memory: WALK_RING_SCRATCH_BYTES after its
+ * ring's data (walk_ring_abi.h), 64-byte aligned, zeroed when the ring
+ * was mapped or wiped by a fork, left as it was when the ring passes from
+ * a thread that ended to a new one (its contents are not to be trusted).
+ * NULL while the thread has no ring (its first record claims one).  Only
+ * the thread (not a signal handler while the thread uses it) may use it.
+ */
+void *walk_ring_scratch(void);
+
+/* Counts, in the calling thread's ring (its header's REMEMBERED), one
+ * allocation whose walk its memo answered.  Nothing without a ring. */
+void walk_ring_count_remembered(void);
+
 /* How long a thread's record waits for room in its full ring (dwleak
  * reading) before it is dropped, in ms: 0 (the default) never waits.  The
  * traced paths set it while dwleak asks for the rings. */

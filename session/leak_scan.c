@@ -578,7 +578,8 @@ static int index_read(pid_t reader, uint64_t header, uint32_t session, struct bl
 }
 
 /* The library's rings of walked records in process memory (R's last
- * drain: each ring's header and data, those of live threads and those
+ * drain: each ring's header, data and scratch (remembered walks: stack
+ * words), those of live threads and those
  * handed back, whose stale records hold block addresses all the same), as
  * ranges, into OWN (at most 2 * WALK_RING_SLOTS); returns how many. */
 static size_t rings_ranges(const struct proc_rings *r, struct proc_snapshot_gap *own)
@@ -589,13 +590,12 @@ static size_t rings_ranges(const struct proc_rings *r, struct proc_snapshot_gap 
 		const struct walk_ring_ring *g = &r->drain->ring[i];
 
 		if (g->data_bits >= WALK_RING_BITS_MIN && g->data_bits <= WALK_RING_BITS_MAX)
-			own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_DATA_OFFSET +
-									 (1ull << g->data_bits) };
+			own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_MAP_BYTES(g->data_bits) };
 	}
 	for (i = 0; r && r->drain && i < r->drain->nidle && i < WALK_RING_SLOTS; i++) {
 		const struct walk_ring_idle *g = &r->drain->idle[i];
 
-		own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_DATA_OFFSET + (1ull << g->data_bits) };
+		own[n++] = (struct proc_snapshot_gap){ g->ring, g->ring + WALK_RING_MAP_BYTES(g->data_bits) };
 	}
 	return n;
 }

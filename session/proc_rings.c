@@ -487,6 +487,7 @@ static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
 			r->slot_life[s] = g->life;
 			r->slot_dropped[s] = 0;
 			r->slot_retracted[s] = 0;
+			r->slot_remembered[s] = 0;
 		}
 		if (g->dropped > r->slot_dropped[s]) {
 			r->dropped += g->dropped - r->slot_dropped[s];
@@ -495,6 +496,10 @@ static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
 		if (g->retracted > r->slot_retracted[s]) {
 			r->retracted += g->retracted - r->slot_retracted[s];
 			r->slot_retracted[s] = g->retracted;
+		}
+		if (g->remembered > r->slot_remembered[s]) {
+			r->remembered += g->remembered - r->slot_remembered[s];
+			r->slot_remembered[s] = g->remembered;
 		}
 		/* a read that failed is the process gone, not a corrupt ring */
 		if (g->err == -EPROTO || g->err == -EBADMSG) {

@@ -83,6 +83,7 @@ struct proc_rings {
 	/* what each slot's ring had dropped when last read, per owner */
 	uint64_t slot_dropped[WALK_RING_SLOTS];
 	uint64_t slot_retracted[WALK_RING_SLOTS]; /* ... and taken back */
+	uint64_t slot_remembered[WALK_RING_SLOTS]; /* ... and walks its memo answered */
 	uint32_t slot_life[WALK_RING_SLOTS];
 	/* the tsc of the last record read from each slot's ring: a ring's
 	 * records are applied in its order whatever the CPUs' TSCs say */
@@ -100,6 +101,7 @@ struct proc_rings {
 	uint64_t straddled;   /* ... of them allocated before a drain's time, freed after it */
 	uint64_t retracted;   /* allocations taken back by their frees (the library's count:
 			       * nothing of them was read) */
+	uint64_t remembered;  /* allocations whose walk a thread's memo answered (the library's count) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */

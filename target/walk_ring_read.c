@@ -32,10 +32,11 @@ static int read_bytes(walk_ring_read_fn read_mem, void *ctx, uint64_t addr, void
 	return r < 0 ? r : r > 0 ? -EIO : 0;
 }
 
-/* The memory a ring occupies: its header and data area. */
+/* The memory a ring occupies: its header, data area and the thread's
+ * scratch. */
 static uint64_t ring_end(const struct walk_ring_ring *r)
 {
-	return r->ring + WALK_RING_DATA_OFFSET + (1ull << r->data_bits);
+	return r->ring + WALK_RING_MAP_BYTES(r->data_bits);
 }
 
 /* Whether a ring of 2^BITS bytes of data can be at RING: aligned, inside
@@ -43,7 +44,7 @@ static uint64_t ring_end(const struct walk_ring_ring *r)
 static bool ring_addr_ok(uint64_t ring, uint32_t bits)
 {
 	return !(ring % WALK_RING_ALIGN) && ring >= WALK_RING_ADDR_MIN &&
-	       ring <= WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - (1ull << bits);
+	       ring <= WALK_RING_ADDR_END - WALK_RING_MAP_BYTES(bits);
 }
 
 /* Checks the header H of slot S's ring into R (the slot's fields set). */
@@ -63,7 +64,7 @@ static int header_check(const struct walk_ring_header *h, struct walk_ring_ring 
 				 (unsigned long long)h->mask);
 	r->data_bits = h->data_bits;
 	size = 1ull << h->data_bits;
-	if (r->ring > WALK_RING_ADDR_END - WALK_RING_DATA_OFFSET - size)
+	if (r->ring > WALK_RING_ADDR_END - WALK_RING_MAP_BYTES(h->data_bits))
 		return RING_FAIL(r, -EBADMSG, "slot %u: ring at %#llx of 2^%u bytes past the address space",
 				 r->slot, (unsigned long long)r->ring, h->data_bits);
 	if (h->tid != r->tid)
@@ -75,6 +76,7 @@ static int header_check(const struct walk_ring_header *h, struct walk_ring_ring 
 	r->records = h->records;
 	r->dropped = h->dropped;
 	r->retracted = h->retracted;
+	r->remembered = h->remembered;
 	if ((h->tail | h->published | h->head) % 8)
 		return RING_FAIL(r, -EBADMSG, "slot %u: positions not 8-byte aligned (tail %#llx, published %#llx, "
 				 "head %#llx)", r->slot, (unsigned long long)h->tail,

@@ -68,9 +68,11 @@ struct walk_ring_ring {
 	bool short_of;	     /* the second read's was higher: a record crossing PUBLISHED is
 			      * the next drain's */
 	uint64_t head;
-	uint64_t records;    /* the header's counters: written, dropped (ring full), taken back */
+	uint64_t records;    /* the header's counters: written, dropped (ring full), taken back,
+			      * walks the thread's memo answered */
 	uint64_t dropped;
 	uint64_t retracted;
+	uint64_t remembered;
 	uint64_t delivered;  /* records handed to the callback by this drain */
 	/* 0, or why this ring was not (fully) read: the callback's error,
 	 * -ENODATA (its header reads 0: wiped, a fork's copy), -EPROTO (not a

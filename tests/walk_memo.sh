@@ -8,6 +8,7 @@
 # from_right (40 B): the report must hold exactly
 #   malloc <- leaf <- from_left  <- main: 24000 B in 1000 allocations
 #   malloc <- leaf <- from_right <- main: 80000 B in 2000 allocations
+# Then the same program walked in the process, with the library's memo.
 # and --stats must show remembered walks were used (from_right after
 # from_right), so the case is really exercised.  The kernel walks here
 # (--walk kernel): by default the preload library walks in the process
@@ -31,8 +32,13 @@ if [ "${remembered:-0}" -ge 500 ]; then
 else
 	fail "walks_remembered '${remembered}': the memo was used fewer than 500 times of 1000 it could be"
 fi
-lt_check "$T/memo.json" << 'PY'
-want = {"from_left": (24000, 1000), "from_right": (80000, 2000)}
+# the stacks of same_depth --iterations N, exact: its calls i % 3 == 0
+# from from_left (24 B), the others from from_right (40 B)
+same_depth_check() {
+	lt_check "$1" "$2" << 'PY'
+n = int(ARGS[0])
+left = (n + 2) // 3
+want = {"from_left": (24 * left, left), "from_right": (40 * (n - left), n - left)}
 for fn, (b, a) in want.items():
     s = only_stack_with(fn)
     if s is None:
@@ -48,4 +54,26 @@ mixed = [s for s in r["stacks"] if "leaf" in names(s) and not ({"from_left", "fr
 for s in mixed:
     fail("a leaf stack with neither caller:\n" + show(s))
 PY
+}
+same_depth_check "$T/memo.json" 3000
+
+# The same in the process (the default walk): the preload library's memo
+# of whole walks (preload/walk.c, walk_dwarf_memo), one per thread, keyed
+# the same way.  Its first calls fire the sites (the kernel's walk) until
+# dwleak hands the library its image; 99,999 calls leave tens of thousands
+# to the library, a third of which follow a walk from the same place.
+echo "== same_depth --iterations 99999, walked in the process"
+timeout -k 5 60 "$DWLEAK" --stats -t 0 --format json -o "$T/proc.json" -- "$PROG" --iterations 99999 \
+	> "$T/proc.out" 2> "$T/proc.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "dwleak exited $rc"; sed 's/^/    /' "$T/proc.err" | tail -n 20; }
+read -r applied answered < <(sed -n 's/^dwleak: stats: pid [0-9]* walked in the process: \([0-9]*\) records applied.* \([0-9]*\) walks answered by the thread.s memo.*/\1 \2/p' "$T/proc.err")
+if [ "${applied:-0}" -lt 3000 ]; then
+	fail "only '${applied}' records walked in the process of 99999 calls: $(grep -m1 'walked in' "$T/proc.err")"
+elif [ "${answered:-0}" -ge $((applied / 4)) ]; then
+	pass "$answered of $applied walks in the process answered by the thread's memo"
+else
+	fail "$answered of $applied walks in the process answered by the memo: want a third (from_right after from_right)"
+fi
+same_depth_check "$T/proc.json" 99999
 check_finish

@@ -18,7 +18,11 @@
  * of its own (page-aligned, MADV_WIPEONFORK: a fork's child and the leak
  * check's snapshot see it zeroed, so neither inherits the parent's records
  * nor finds block addresses in them): a struct walk_ring_header, then
- * 2^data_bits bytes of records at WALK_RING_DATA_OFFSET.
+ * 2^data_bits bytes of records at WALK_RING_DATA_OFFSET, then
+ * WALK_RING_SCRATCH_BYTES of the thread's own (its remembered walks:
+ * stack words and return addresses), which dwleak never reads and its
+ * leak check counts, like the rest of the mapping, as the library's
+ * memory, not the program's (WALK_RING_MAP_BYTES).
  *
  * Positions.  HEAD, PUBLISHED and TAIL are absolute byte positions (they
  * only grow; a record at position P lies at offset P & MASK of the data
@@ -126,7 +130,8 @@
  */
 #define WALK_RING_DIR_MAGIC 0x726964726b6c7764ull  /* "dwlkrdir", little-endian */
 #define WALK_RING_MAGIC 0x676e69726b6c7764ull	   /* "dwlkring", little-endian */
-#define WALK_RING_VERSION 3 /* 2: CLAIMED and CANCELLED records; 3: taking back, RETRACTED */
+#define WALK_RING_VERSION 4 /* 2: CLAIMED and CANCELLED records; 3: taking back, RETRACTED; 4: the
+			     * scratch area, REMEMBERED */
 
 /* The directory's slots: threads recording at one time. */
 #define WALK_RING_SLOTS 256
@@ -139,6 +144,11 @@
 #define WALK_RING_BITS_DEFAULT 20
 /* Where the data area starts in a ring's mapping. */
 #define WALK_RING_DATA_OFFSET 256
+/* The thread's scratch memory after the data area (the library's walk
+ * memo, preload/walk.h), and the whole mapping of a ring of 2^BITS bytes
+ * of data. */
+#define WALK_RING_SCRATCH_BYTES (32u << 10)
+#define WALK_RING_MAP_BYTES(bits) (WALK_RING_DATA_OFFSET + (1ull << (bits)) + WALK_RING_SCRATCH_BYTES)
 /* A ring's address: aligned to this at least (the library's are page-
  * aligned), below WALK_RING_ADDR_END. */
 #define WALK_RING_ALIGN 64
@@ -208,7 +218,8 @@ struct walk_ring_header {
 	__u64 records;	    /* records written (relaxed) */
 	__u64 dropped;	    /* records dropped: the ring was full (dwleak slower than the thread) */
 	__u64 retracted;    /* records taken back by their frees (relaxed; see Taking back) */
-	__u64 pad1[2];
+	__u64 remembered;   /* allocations whose walk the thread's memo answered (relaxed) */
+	__u64 pad1;
 	/* dwleak's line */
 	__u64 tail;
 	__u64 claimed;	    /* see Cancelling (the library sets it to TAIL at a claim) */

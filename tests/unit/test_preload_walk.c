@@ -117,7 +117,59 @@ struct point {
 	struct walk_frames dw, fp, bad, cut;
 	/* the same walks with the cache: emptied, then filled by them */
 	struct walk_frames cold, warm, bad_warm, cut_warm;
+	/* with the memo: walked, then remembered; a return address it read
+	 * changed (M_RA_AT: its word, -1: none found), and the start's rbp
+	 * changed, each against walk_dwarf in the same state */
+	struct walk_frames m_first, m_again, m_changed, m_changed_ref, m_bp, m_bp_ref;
+	int m_ra_at;
 };
+
+/* One thread's memo at a time (points are taken one after another). */
+static struct walk_memo memo;
+
+/* Stores V in the stack word at ADDR, returning what it held: a live
+ * frame's return address, put back before anything returns through it
+ * (ASan's checks off: a stack word like the walk's reads). */
+__attribute__((no_sanitize_address, noinline)) static uint64_t stack_poke(uint64_t addr, uint64_t v)
+{
+	volatile uint64_t *w = (volatile uint64_t *)(uintptr_t)addr;
+	uint64_t old = *w;
+
+	*w = v;
+	return old;
+}
+
+/* The memo's walks of P (see struct point), made where P's frames are live. */
+static void point_memo(struct point *p)
+{
+	const struct walk_memo_entry *e = NULL;
+	struct walk_regs bp_regs = p->regs;
+	uint32_t i, k;
+
+	memset(&memo, 0, sizeof(memo));
+	walk_dwarf_memo(&self_img, &p->regs, &p->b, &memo, &p->m_first);
+	walk_dwarf_memo(&self_img, &p->regs, &p->b, &memo, &p->m_again);
+	for (i = 0; i < WALK_MEMO_ENTRIES; i++)
+		if (memo.e[i].pc0 == p->regs.pc && memo.e[i].sp0 == p->regs.sp)
+			e = &memo.e[i];
+	p->m_ra_at = -1;
+	/* a word the walk read that holds one of its return addresses, in the
+	 * middle of the stack: changed, the walk must be made again */
+	for (k = e ? e->nwords / 2 : 0; e && k < e->nwords && p->m_ra_at < 0; k++)
+		for (i = 1; i < p->dw.n; i++)
+			if (e->val[k] == p->dw.pcs[i]) {
+				uint64_t addr = p->regs.sp + e->off[k], old = stack_poke(addr, e->val[k] + 0x10);
+
+				walk_dwarf(&self_img, &p->regs, &p->b, &p->m_changed_ref);
+				walk_dwarf_memo(&self_img, &p->regs, &p->b, &memo, &p->m_changed);
+				stack_poke(addr, old);
+				p->m_ra_at = (int)k;
+				break;
+			}
+	bp_regs.bp ^= 0x1000;
+	walk_dwarf(&self_img, &bp_regs, &p->b, &p->m_bp_ref);
+	walk_dwarf_memo(&self_img, &bp_regs, &p->b, &memo, &p->m_bp);
+}
 
 static uint64_t pc_of(uint64_t pc)
 {
@@ -141,6 +193,7 @@ static __attribute__((noinline)) void point_here(void *arg)
 	walk_dwarf(&self_cached, &p->regs, &p->b, &p->cold);
 	walk_dwarf(&self_cached, &p->regs, &p->b, &p->warm);
 	walk_fp(&p->regs, &p->b, &p->fp);
+	point_memo(p);
 	/* the stack cut 64 bytes above the start: a read past it ends the walk */
 	walk_dwarf(&self_img, &p->regs, &(struct walk_bounds){ p->b.lo, p->regs.sp + 64 }, &p->cut);
 	walk_dwarf(&self_cached, &p->regs, &(struct walk_bounds){ p->b.lo, p->regs.sp + 64 }, &p->cut_warm);
@@ -223,6 +276,28 @@ static void point_check_cached(const struct point *p)
 	       p->dw.cache_misses, p->cold.cache_misses, p->warm.cache_misses);
 }
 
+/* The memo's walks of a point are walk_dwarf's in the same state: the
+ * first made, the second remembered (when it can be), one whose return
+ * address changed made again, one whose rbp changed the same frames. */
+static void point_check_memo(const struct point *p)
+{
+	bool fits = p->dw.n <= WALK_MEMO_FRAMES;
+
+	EXPECT(frames_same(&p->m_first, &p->dw) && !p->m_first.remembered, "%s: the memo's first walk", p->what);
+	EXPECT(frames_same(&p->m_again, &p->dw), "%s: the remembered walk differs", p->what);
+	EXPECT(p->m_again.remembered == fits, "%s: %u frames, remembered %u", p->what, p->dw.n, p->m_again.remembered);
+	if (fits) {
+		EXPECT(p->m_ra_at >= 0, "%s: no return address among the words the walk read", p->what);
+		EXPECT(frames_same(&p->m_changed, &p->m_changed_ref) && !p->m_changed.remembered,
+		       "%s: a return address changed: remembered %u, %u frames against %u", p->what,
+		       p->m_changed.remembered, p->m_changed.n, p->m_changed_ref.n);
+		EXPECT(!frames_same(&p->m_changed_ref, &p->dw), "%s: the changed word changed nothing", p->what);
+	}
+	EXPECT(frames_same(&p->m_bp, &p->m_bp_ref), "%s: rbp changed: the memo's walk differs", p->what);
+	printf("%s: memo: walked, remembered %u, made again when word %d changed; rbp changed: remembered %u\n",
+	       p->what, p->m_again.remembered, p->m_ra_at, p->m_bp.remembered);
+}
+
 /* The checks of one point: the DWARF walk is backtrace()'s, frame by
  * frame, to the outermost frame; perturbed, it differs; cut short, it
  * ends reading; with the cache, nothing changes. */
@@ -244,6 +319,7 @@ static void point_check(struct point *p, unsigned min_frames)
 		EXPECT(p->bad.n && differ > 0, "%s: a perturbed rule went unnoticed", p->what);
 	}
 	point_check_cached(p);
+	point_check_memo(p);
 }
 
 /* --- The points ------------------------------------------------------------- */

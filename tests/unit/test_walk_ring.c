@@ -511,7 +511,7 @@ static void test_scribble(void)
 
 		if (s->state != WALK_RING_SLOT_LIVE)
 			continue;
-		c.len[i] = WALK_RING_DATA_OFFSET + (1ul << h->data_bits);
+		c.len[i] = WALK_RING_MAP_BYTES(h->data_bits); /* the scratch too: rings may not overlap */
 		c.ring[i] = aligned_alloc(4096, (c.len[i] + 4095) & ~4095ul);
 		CHECK(c.ring[i]);
 		memcpy(c.ring[i], h, c.len[i]);
