@@ -36,11 +36,11 @@ raw=$("$BUILD/bench/walk_bench" --walks "$WALKS" --reps "$REPS") || exit 1
 	echo "|---|---:|---|---:|---:|---:|---:|---:|"
 	echo "$raw" | awk 'NR > 3 { printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
 	echo
-	for walk in dwarf dwarf-cold dwarf-warm; do
+	for walk in dwarf dwarf-cold dwarf-warm dwarf-memo; do
 		echo "$raw" | awk -v ht="$HEAPTRACK_NS" -v w="$walk" 'NR > 3 && $3 == w { n++; s += $5; f += $4; if ($5 > max) max = $5 }
 			END { printf "- %s walks: %.0f ns on average (%.1f a frame), %.0f at most; the budget for an exact trace in the process (<= 0.5 x heaptrack, %s ns a pair) is %.0f ns for everything: %s\n", w, s / n, s / f, max, ht, ht / 2, (max <= ht / 2 ? "met" : "NOT met") }'
 	done
-	echo "- dwarf: no rule cache (every rule searched); dwarf-cold: the cache emptied of the walk's slots before each walk (a store a frame, timed too); dwarf-warm: every rule in the cache"
+	echo "- dwarf: no rule cache (every rule searched); dwarf-cold: the cache emptied of the walk's slots before each walk (a store a frame, timed too); dwarf-warm: every rule in the cache; dwarf-memo: the walk repeated from the thread's memo of whole walks (its words loaded and compared), as the library's walk from a place it walked from before"
 	echo "- end 0: the walk reached the outermost frame; 8 (FP walks): the rbp chain left code built with frame pointers (libc's, -fomit-frame-pointer frames), as frame-pointer tools stop there"
 } > "$OUT"
 cat "$OUT"

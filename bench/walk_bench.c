@@ -9,7 +9,9 @@
  * (dwarf: every rule searched), with it emptied of the walk's entries
  * before each walk (dwarf-cold: searched and written; the emptying, a
  * store a frame, is timed too) and with it holding them (dwarf-warm: a
- * process's usual case, its allocation sites walked again and again).
+ * process's usual case, its allocation sites walked again and again);
+ * and behind the thread's memo of whole walks (dwarf-memo: the walk
+ * repeated, each word it read loaded and compared).
  *
  *   fp D       D frames of recursion built with frame pointers, then the
  *              program's own outer frames (main, libc's start)
@@ -83,8 +85,13 @@ static void *image_of_self(size_t *len, size_t *nmaps_out)
 	return blob;
 }
 
-enum mode { DWARF, DWARF_COLD, DWARF_WARM, FP, MODES };
-static const char *const mode_names[MODES] = { "dwarf", "dwarf-cold", "dwarf-warm", "fp" };
+enum mode { DWARF, DWARF_COLD, DWARF_WARM, DWARF_MEMO, FP, MODES };
+static const char *const mode_names[MODES] = { "dwarf", "dwarf-cold", "dwarf-warm", "dwarf-memo", "fp" };
+
+/* dwarf-memo: the warm walk behind the thread's memo of whole walks, as
+ * the library walks (every walk here starts where the last one did and
+ * reads the same words: the memo's best case, its cost per word read) */
+static struct walk_memo bench_memo;
 
 struct result {
 	double best_ns; /* per walk */
@@ -130,6 +137,8 @@ static __attribute__((noinline)) void measure(enum mode mode, struct result *r)
 				walk_dwarf(&img, &regs, &b, &f);
 			else if (mode == FP)
 				walk_fp(&regs, &b, &f);
+			else if (mode == DWARF_MEMO)
+				walk_dwarf_memo(&img_cached, &regs, &b, &bench_memo, &f);
 			else
 				walk_dwarf(&img_cached, &regs, &b, &f);
 			if (mode == DWARF_COLD)
