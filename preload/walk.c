@@ -563,14 +563,15 @@ uint32_t walk_dwarf(const struct walk_image *img, const struct walk_regs *regs, 
 /* --- Whole walks remembered (walk.h) -------------------------------------- */
 
 #if defined(__x86_64__)
-#define WALK_MEMO_BITS 3
-_Static_assert(WALK_MEMO_ENTRIES == 1 << WALK_MEMO_BITS, "the memo's slot bits");
+#define WALK_MEMO_SET_BITS 4 /* sets of two entries */
+_Static_assert(WALK_MEMO_ENTRIES == 2 << WALK_MEMO_SET_BITS, "the memo's sets");
 _Static_assert(WALK_MEMO_FRAMES <= DWLEAK_MAX_FRAMES, "a remembered walk fits walk_frames");
 
-/* The entry of a walk starting at SP with return address RA at it. */
-static inline uint32_t memo_slot(uint64_t sp, uint64_t ra)
+/* The first entry of the set of a walk starting at SP with return
+ * address RA at it (the other is the next one). */
+static inline uint32_t memo_set(uint64_t sp, uint64_t ra)
 {
-	return (uint32_t)(((ra ^ sp * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_BITS));
+	return 2 * (uint32_t)(((ra ^ sp * 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull) >> (64 - WALK_MEMO_SET_BITS));
 }
 
 /* Whether E is a walk from REGS with IMG in bounds LO..HI_WORD (B) whose
@@ -609,16 +610,22 @@ uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *r
 	 * two callers' walks from one sp do not take each other's */
 	if (!m || stack_word(lo, hi_word, regs->sp, &ra))
 		return walk_dwarf(img, regs, b, f);
-	e = &m->e[memo_slot(regs->sp, ra)];
-	if (memo_match(e, img, regs, b, lo, hi_word)) {
+	e = &m->e[memo_set(regs->sp, ra)];
+	m->clock++;
+	if (memo_match(e, img, regs, b, lo, hi_word) || memo_match(++e, img, regs, b, lo, hi_word)) {
 		__builtin_memcpy(f->pcs, e->pcs, e->n * sizeof(f->pcs[0]));
 		f->n = e->n;
 		f->end = e->end;
 		f->cache_misses = 0;
 		f->remembered = 1;
+		e->used = m->clock;
 		m->hits++;
 		return f->n;
 	}
+	/* E is the set's second: the first goes if it was used less lately */
+	if ((int32_t)(e[-1].used - e->used) < 0)
+		e--;
+	e->used = m->clock;
 	m->walks++;
 	e->pc0 = 0; /* empty while the walk writes its words into it */
 	state_init(&w, regs);

@@ -100,14 +100,30 @@ static void rings_walking_say(const struct proc_services *sv, struct proc *p)
 		sv->walking(sv->ctx, p);
 }
 
+/* Why P's tables are looked at: its first probe, an event of its (a
+ * dlopen, dlclose: an injected library routes the objects loaded since),
+ * or the periodic look at every process, which changes nothing of P's
+ * when it finds its objects as they were (a new image every second cost
+ * the process its rule cache and remembered walks, and a route request a
+ * pass over every object's GOT). */
+enum refresh_why { REFRESH_FIRST, REFRESH_EVENT, REFRESH_RESCAN };
+
 /* Loads the tables of the objects P maps and republishes its mappings. */
-static int tables_refresh(const struct proc_services *sv, struct proc *p)
+static int tables_refresh(const struct proc_services *sv, struct proc *p, enum refresh_why why)
 {
 	uint32_t dropped = 0;
-	int err = sv->tables(sv->ctx, p->pid, p->slot, &dropped);
+	int err = sv->tables(sv->ctx, p->pid, p->slot, &dropped), changed = err == 1;
 
+	if (err > 0)
+		err = 0;
 	if (dropped > p->table_dropped)
 		p->table_dropped = dropped; /* the most any publish left out */
+	if (why == REFRESH_RESCAN && !changed && !err) {
+		rings_walking_say(sv, p);
+		return 0;
+	}
+	if (why != REFRESH_FIRST && p->injected)
+		sv->route(sv->ctx, p->pid, &p->sites); /* the objects loaded since, routed too */
 	/* the library's walk needs them too: its image anew (handed over now,
 	 * while a process stopped at its linker's stop waits) */
 	if (!err && p->rings.mode && (err = proc_rings_image(&sv->rings_io, &p->rings, p->pid)) && err != -ESRCH &&
@@ -311,7 +327,7 @@ static int proc_probe(const struct proc_services *sv, struct proc *p, bool first
 		return err;
 	}
 	proc_notes_probed(sv, p);
-	err = tables_refresh(sv, p);
+	err = tables_refresh(sv, p, REFRESH_FIRST);
 	if (err)
 		say(sv, SESSION_WARNING, "loading unwind tables for pid %d failed: %s", p->pid, strerror(-err));
 	/* at the preload library's sites when it can, else uprobes */
@@ -433,7 +449,7 @@ int proc_on_exec(const struct proc_services *sv, struct procs *ps, pid_t pid)
 		return 0;
 	}
 	p->awaiting_linker = true;
-	tables_refresh(sv, p); /* the program's and the linker's, for the first walks */
+	tables_refresh(sv, p, REFRESH_FIRST); /* the program's and the linker's, for the first walks */
 	/* without ptrace nothing holds it: its linker may be done already */
 	return linker_done(sv, p);
 }
@@ -451,9 +467,7 @@ int proc_on_stop(const struct proc_services *sv, struct procs *ps, pid_t pid)
 	}
 	if (p->awaiting_linker)
 		return proc_probe(sv, p, false) == -ENOMEM ? -ENOMEM : 0;
-	if (p->injected)
-		sv->route(sv->ctx, p->pid, &p->sites); /* the objects loaded since, routed too */
-	err = tables_refresh(sv, p); /* dlopen, dlclose */
+	err = tables_refresh(sv, p, REFRESH_EVENT); /* dlopen, dlclose */
 	if (err)
 		say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", pid, strerror(-err));
 	return 0;
@@ -653,16 +667,16 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 	for (i = 0; i < ps->n; i++) {
 		struct proc *p = ps->v[i];
 
-		if (p->exited || p->untraced || !(p->refresh || all))
+		bool event = p->refresh;
+
+		if (p->exited || p->untraced || !(event || all))
 			continue;
 		p->refresh = false;
 		if (p->awaiting_linker) {
 			linker_done(sv, p);
 			continue;
 		}
-		if (p->injected)
-			sv->route(sv->ctx, p->pid, &p->sites);
-		err = tables_refresh(sv, p);
+		err = tables_refresh(sv, p, event ? REFRESH_EVENT : REFRESH_RESCAN);
 		if (err)
 			say(sv, SESSION_WARNING, "loading new unwind tables for pid %d failed: %s", p->pid,
 			    strerror(-err));

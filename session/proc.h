@@ -136,7 +136,9 @@ struct proc_services {
 
 	/* the walker: a mapping-table slot (DWLEAK_NO_SLOT when all are
 	 * taken), the tables of PID's objects loaded and its mappings
-	 * published into SLOT (*DROPPED: mappings left out, may be NULL) */
+	 * published into SLOT (*DROPPED: mappings left out, may be NULL);
+	 * tables returns 1 when the walker's view of PID changed (a table or
+	 * a mapping), 0 when not or PID is gone, or a negative errno */
 	uint32_t (*slot_take)(void *ctx, pid_t pid);
 	void (*slot_release)(void *ctx, uint32_t slot);
 	int (*tables)(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped);

@@ -133,7 +133,7 @@ static int sv_tables(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped)
 	err = unwinder_publish(s->uw, pid, slot, dropped);
 	if (err == 1)
 		probes_tables_changed(s->probes);
-	return err == -ENOENT || err == 1 ? 0 : err;
+	return err == -ENOENT ? 0 : err; /* 1: changed */
 }
 
 static int sv_add(void *ctx, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,

@@ -147,7 +147,7 @@
 /* The thread's scratch memory after the data area (the library's walk
  * memo, preload/walk.h), and the whole mapping of a ring of 2^BITS bytes
  * of data. */
-#define WALK_RING_SCRATCH_BYTES (32u << 10)
+#define WALK_RING_SCRATCH_BYTES (64u << 10)
 #define WALK_RING_MAP_BYTES(bits) (WALK_RING_DATA_OFFSET + (1ull << (bits)) + WALK_RING_SCRATCH_BYTES)
 /* A ring's address: aligned to this at least (the library's are page-
  * aligned), below WALK_RING_ADDR_END. */

@@ -45,6 +45,7 @@ struct fake {
 	int added, removed;
 	int attach_allocator, attach_sites, attach_linker, attach_exit, detach;
 	int leak_scans, tables, traced, moves, forgets, mappings_taken, routes;
+	int tables_ret; /* what tables returns: 1 the walker's view changed */
 	int said[4];
 	char last_said[512];
 	uint32_t next_slot;
@@ -179,7 +180,7 @@ static int fk_tables(void *ctx, pid_t pid, uint32_t slot, uint32_t *dropped)
 	if (dropped)
 		*dropped = 0;
 	F(ctx)->tables++;
-	return 0;
+	return F(ctx)->tables_ret;
 }
 
 static int fk_add(void *ctx, struct probes_proc *pp, pid_t pid, uint32_t slot, uint32_t image,
@@ -459,6 +460,15 @@ static void test_injected(void)
 	EXPECT(f.routes == 1, "objects came: routed (%d)", f.routes);
 	CHECK(!proc_on_stop(&f.sv, &f.ps, 15));
 	EXPECT(f.routes == 2, "the linker stopped it: routed (%d)", f.routes);
+	/* the periodic look at every process: routed only when the walker's
+	 * view of it changed (a route request a second was a pass over every
+	 * object's GOT in the process, a new image its walks gone cold) */
+	proc_tables_due(&f.sv, &f.ps, true);
+	EXPECT(f.routes == 2, "a rescan that found nothing new: not routed (%d)", f.routes);
+	f.tables_ret = 1;
+	proc_tables_due(&f.sv, &f.ps, true);
+	EXPECT(f.routes == 3, "a rescan that found a new table: routed (%d)", f.routes);
+	f.tables_ret = 0;
 	f.image[16] = &redis_injected;
 	CHECK(!proc_on_fork(&f.sv, &f.ps, 15, 16, false));
 	c = procs_find(&f.ps, 16);
