@@ -195,9 +195,10 @@ static void rings_drain(const struct proc_services *sv, struct proc *p, bool fin
 	(void)err;
 }
 
-uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before)
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before, uint32_t *fill_ppm)
 {
 	uint64_t had, read = 0;
+	uint32_t fill = 0;
 	size_t i;
 
 	for (i = 0; i < ps->n; i++) {
@@ -208,7 +209,10 @@ uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uin
 		had = p->rings.records + p->rings.nheld;
 		rings_drain(sv, p, false, before);
 		read += p->rings.records + p->rings.nheld - had;
+		fill = p->rings.fill_ppm > fill ? p->rings.fill_ppm : fill;
 	}
+	if (fill_ppm)
+		*fill_ppm = fill;
 	return read;
 }
 

@@ -237,8 +237,9 @@ void proc_record(const struct proc_services *sv, struct procs *ps, uint64_t now_
 /* Drains the rings of every live process walking in itself into its
  * ledger (proc_rings.h), applying records only below BEFORE (taken before
  * the kernel's records were read: proc_rings_drain).  Returns the records
- * read. */
-uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before);
+ * read; *FILL_PPM (may be NULL): how full the fullest ring of any process
+ * was when read, parts per million (0 without rings). */
+uint64_t procs_rings_drain(const struct proc_services *sv, struct procs *ps, uint64_t before, uint32_t *fill_ppm);
 
 void proc_mmap(struct procs *ps, const struct mmap_event *e);
 /* TGID's objects changed (dlopen, dlclose): tables due. */

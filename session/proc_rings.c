@@ -471,6 +471,28 @@ static void held_apply(struct proc_rings *r, struct ledger *l, uint64_t limit)
 	r->nheld = keep;
 }
 
+/* How full the fullest ring was when the drain D read it: its unread
+ * bytes (cancelled and taken-back records' too: they fill it all the
+ * same), parts per million of its size. */
+static void fill_measure(struct proc_rings *r, const struct walk_ring_drain *d)
+{
+	uint64_t most = 0, ppm;
+	uint32_t i;
+
+	for (i = 0; i < d->n; i++) {
+		const struct walk_ring_ring *g = &d->ring[i];
+
+		if (g->err || g->data_bits < WALK_RING_BITS_MIN || g->data_bits > WALK_RING_BITS_MAX ||
+		    g->published < g->tail)
+			continue;
+		ppm = g->published - g->tail >= (1ull << g->data_bits)
+			      ? 1000000
+			      : ((g->published - g->tail) * 1000000) >> g->data_bits;
+		most = ppm > most ? ppm : most;
+	}
+	r->fill_ppm = (uint32_t)most;
+}
+
 /* The counts of what the library could not record, from the drain. */
 static void drops_count(struct proc_rings *r, const struct walk_ring_drain *d)
 {
@@ -586,6 +608,7 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 		}
 	} else {
 		drops_count(r, r->drain);
+		fill_measure(r, r->drain);
 		if (!r->stopped && r->drain->stopped)
 			r->stopped = stop_reason(r->drain->stopped);
 	}

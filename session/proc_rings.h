@@ -109,6 +109,8 @@ struct proc_rings {
 			       * ended without a last drain) */
 	uint64_t reclaimed;   /* slots of ended threads handed back */
 	uint64_t drains;
+	uint32_t fill_ppm;    /* the last drain: its fullest ring's unread bytes, parts per
+			       * million of the ring (how soon the next drain is due) */
 	uint64_t fault_ns;    /* when its memory was first found not there (0: it is) */
 	int err;	      /* the first error that stopped a drain (0: none) */
 	char why[192];	      /* and what it was */

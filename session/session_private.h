@@ -31,7 +31,8 @@ struct session {
 	int ep, sigfd;		     /* what session_poll waits on (-1: not yet) */
 	int timerfd;		     /* --walk process: the rings' drain, every RINGS_DRAIN_MS */
 	bool walking_said;	     /* a process walking in itself was said */
-	bool rings_busy;	     /* the rings' drain runs at its busy pace */
+	long rings_ms;		     /* the rings' drain timer's period (rings_pace) */
+	uint64_t rings_last_ns;	     /* when they were drained last (0: not yet) */
 	double next_scan;	     /* when every process's tables are looked at again */
 	pid_t *execs;		     /* processes not followed with ptrace that exec'd, */
 	size_t nexecs, execs_cap;    /* to handle after the records are applied */
