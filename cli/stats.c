@@ -55,7 +55,8 @@ void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 		(unsigned long long)r->cancelled, (unsigned long long)r->straddled,
 		(unsigned long long)r->dropped,
 		(unsigned long long)r->no_ring, (unsigned long long)r->bad, (unsigned long long)r->reclaimed,
-		(unsigned long long)r->remembered, r->installed, r->image_err ? ", last image refused: " : "", r->image_err ? strerror(-r->image_err) : "",
+		(unsigned long long)r->remembered, r->installed, r->image_err ? ", last image refused: " : "",
+		r->image_err ? strerror(-r->image_err) : "",
 		r->stopped == DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP ? "; back at its sites since it installed a seccomp filter"
 		: r->stopped ? "; back at its sites (a reason this dwleak does not know)" : "");
 	if (r->ring_why[0])

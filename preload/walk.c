@@ -619,14 +619,12 @@ uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *r
 		f->cache_misses = 0;
 		f->remembered = 1;
 		e->used = m->clock;
-		m->hits++;
 		return f->n;
 	}
 	/* E is the set's second: the first goes if it was used less lately */
 	if ((int32_t)(e[-1].used - e->used) < 0)
 		e--;
 	e->used = m->clock;
-	m->walks++;
 	e->pc0 = 0; /* empty while the walk writes its words into it */
 	state_init(&w, regs);
 	w.lo = lo;

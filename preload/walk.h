@@ -217,9 +217,9 @@ struct walk_memo_entry {
 	uint64_t pcs[WALK_MEMO_FRAMES];
 };
 
+/* The memo; whether a walk came from it is F->remembered (the library
+ * counts those in its ring's header). */
 struct walk_memo {
-	uint64_t hits;	 /* walks answered from the memo */
-	uint64_t walks;	 /* walks made (a miss, or none could be remembered) */
 	uint32_t clock;	 /* counts the memo's uses */
 	uint32_t pad;
 	struct walk_memo_entry e[WALK_MEMO_ENTRIES];
@@ -227,9 +227,8 @@ struct walk_memo {
 
 /*
  * walk_dwarf with the memo M (NULL: walk_dwarf): the remembered frames
- * when an entry matches (F->cache_misses 0, F->remembered 1, M->hits counted),
- * else the walk made (M->walks counted) and remembered in its entry when
- * it can be.  F's frames and end are walk_dwarf's either way.  Returns
+ * when an entry matches (F->cache_misses 0, F->remembered 1), else the
+ * walk made and remembered in its entry when it can be.  F's frames and end are walk_dwarf's either way.  Returns
  * F->n.
  */
 uint32_t walk_dwarf_memo(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,

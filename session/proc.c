@@ -670,8 +670,7 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 
 	for (i = 0; i < ps->n; i++) {
 		struct proc *p = ps->v[i];
-
-		bool event = p->refresh;
+		bool event = p->refresh; /* else the periodic rescan */
 
 		if (p->exited || p->untraced || !(event || all))
 			continue;

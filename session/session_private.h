@@ -29,7 +29,7 @@ struct session {
 	double t_start, t_traced;    /* CLOCK_MONOTONIC s: made, first process traced */
 	uint64_t records_now;	     /* when the records being applied were drained */
 	int ep, sigfd;		     /* what session_poll waits on (-1: not yet) */
-	int timerfd;		     /* --walk process: the rings' drain, every RINGS_DRAIN_MS */
+	int timerfd;		     /* --walk process: the rings' drain, every rings_ms (rings_pace) */
 	bool walking_said;	     /* a process walking in itself was said */
 	long rings_ms;		     /* the rings' drain timer's period (rings_pace) */
 	uint64_t rings_last_ns;	     /* when they were drained last (0: not yet) */
