@@ -115,7 +115,7 @@ static void *writer_run(void *arg)
 	for (k = 0; k < FRAMES; k++)
 		pcs[k] = 0x400000 + k * 64;
 	/* the ring claimed, untimed */
-	walk_ring_put(WALK_RING_REC_ALLOC, 0, 0, 0, 0x1000, 8, pcs, FRAMES);
+	walk_ring_put(WALK_RING_REC_ALLOC, 0, 0, 0, 0x1000, 8, pcs, FRAMES, NULL, 0);
 	ring = own_ring();
 	pthread_barrier_wait(&start_line);
 	while (i < records) {
@@ -130,7 +130,7 @@ static void *writer_run(void *arg)
 				memcpy(sink, pcs, sizeof(pcs));
 				__asm__ volatile("" : : "r"(sink) : "memory");
 			} else if (walk_ring_put(WALK_RING_REC_ALLOC, 0, 0, 0, 0x1000 + (uint64_t)i * 16, 64, pcs,
-						 FRAMES)) {
+						 FRAMES, NULL, 0)) {
 				r->dropped++;
 			}
 		}

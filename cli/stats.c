@@ -61,6 +61,10 @@ void stats_print_rings(FILE *f, int pid, const struct proc_rings *r)
 		: r->stopped ? "; back at its sites (a reason this dwleak does not know)" : "");
 	if (r->ring_why[0])
 		fprintf(f, "dwleak: stats: pid %d: the first corrupt ring: %s\n", pid, r->ring_why);
+	if (r->unnamed)
+		fprintf(f, "dwleak: stats: pid %d: %llu allocations named a stack no record this dwleak read defined "
+			   "(written before it attached, or a corrupt ring): counted, their stacks lost\n",
+			pid, (unsigned long long)r->unnamed);
 }
 
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s)

@@ -204,7 +204,8 @@ static void rings_put(uint32_t mode, uint32_t type, uint32_t kind, const struct 
 
 	alloc_depth++; /* a thread's first record maps its ring: the library's memory */
 	err = walk_ring_put(type, kind, f ? f->end : WALK_END_OK, mode == DWLEAK_PRELOAD_WALK_FP,
-			    (uint64_t)(uintptr_t)p, size, f ? f->pcs : NULL, f ? f->n : 0);
+			    (uint64_t)(uintptr_t)p, size, f ? f->pcs : NULL, f ? f->n : 0, f ? f->name : NULL,
+			    __atomic_load_n(&ctl.generation, __ATOMIC_RELAXED));
 	alloc_depth--;
 	if (unlikely(err)) {
 		CTL_COUNT(ring_failed);
@@ -217,16 +218,21 @@ static void rings_put(uint32_t mode, uint32_t type, uint32_t kind, const struct 
 		__atomic_store_n(&ctl.rings_active, mode, __ATOMIC_RELAXED);
 }
 
-/* Set while the thread walks with its memo: a signal handler's walk in
- * the middle of it walks without (the memo is the thread's, no lock). */
+/* Set while the thread walks with its memo and writes the walk's record:
+ * a signal handler's walk in the middle of it walks without (the memo is
+ * the thread's, no lock), so that the entry a record names still holds
+ * its frames when the record is written. */
 static __thread uint32_t memo_busy __attribute__((tls_model("initial-exec")));
 
 _Static_assert(sizeof(struct walk_memo) <= WALK_RING_SCRATCH_BYTES, "the walk memo in its ring's scratch");
+_Static_assert(WALK_MEMO_ENTRIES <= WALK_RING_STACK_SLOTS, "a memo entry's index names its stack in the ring");
 
 /* The DWARF walk, with the thread's memo of whole walks (walk.h) when it
  * has one: in its ring's scratch memory, so that it goes with the ring to
- * the next thread when this one ends, not mapped for each thread. */
-static void walk_dwarf_thread(const struct walk_image *img, const struct walk_regs *regs,
+ * the next thread when this one ends, not mapped for each thread.
+ * Returns whether it took the memo (the caller releases it with
+ * memo_release once the walk's record is written). */
+static bool walk_dwarf_thread(const struct walk_image *img, const struct walk_regs *regs,
 			      const struct walk_bounds *b, struct walk_frames *f)
 {
 	struct walk_memo *m = memo_busy ? NULL : walk_ring_scratch();
@@ -236,12 +242,15 @@ static void walk_dwarf_thread(const struct walk_image *img, const struct walk_re
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	walk_dwarf_memo(img, regs, b, m, f);
-	if (m) {
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		memo_busy = 0;
-	}
 	if (f->remembered)
 		walk_ring_count_remembered();
+	return m != NULL;
+}
+
+static void memo_release(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memo_busy = 0;
 }
 
 /*
@@ -262,6 +271,7 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 	struct walk_frames f;
 	struct walk_bounds b;
 	struct walk_regs regs;
+	bool memo = false;
 
 	/* rbp (x29) through walk_regs_capture, the library's one reader of it
 	 * (tests/preload_transparency.sh and tests/arm64_build.sh check that
@@ -283,9 +293,13 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 	} else if (c->walk == DWLEAK_PRELOAD_WALK_FP) {
 		walk_fp(&regs, &b, &f);
 	} else {
-		walk_dwarf_thread(img, &regs, &b, &f);
+		memo = walk_dwarf_thread(img, &regs, &b, &f);
 	}
+	if (!memo)
+		f.name = NULL;
 	rings_put(c->walk, WALK_RING_REC_ALLOC, fns[c->f].kind, &f, p, c->size);
+	if (memo)
+		memo_release();
 }
 
 void rings_free(void *p, uint32_t kind, uint64_t how, uint32_t mode)

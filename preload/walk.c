@@ -546,6 +546,7 @@ static inline __attribute__((always_inline)) uint32_t walk_from(const struct wal
 	f->end = end;
 	f->cache_misses = misses;
 	f->remembered = 0;
+	f->name = NULL;
 	*wp = w;
 	return n;
 }
@@ -619,6 +620,7 @@ uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *r
 		f->cache_misses = 0;
 		f->remembered = 1;
 		e->used = m->clock;
+		f->name = &e->name;
 		return f->n;
 	}
 	/* E is the set's second: the first goes if it was used less lately */
@@ -626,6 +628,8 @@ uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *r
 		e--;
 	e->used = m->clock;
 	e->pc0 = 0; /* empty while the walk writes its words into it */
+	e->name.epoch = 0; /* new frames: not written yet */
+	e->name.slot = (uint32_t)(e - m->e);
 	state_init(&w, regs);
 	w.lo = lo;
 	w.hi_word = hi_word;
@@ -653,6 +657,7 @@ uint32_t walk_dwarf_memo(const struct walk_image *img, const struct walk_regs *r
 		e->end = f->end;
 		__builtin_memcpy(e->pcs, f->pcs, n * sizeof(f->pcs[0]));
 		e->pc0 = regs->pc; /* last: whole */
+		f->name = &e->name;
 	}
 	return n;
 }
@@ -732,6 +737,7 @@ out: __attribute__((unused)); /* no read before the chain on aarch64 */
 	f->n = n;
 	f->cache_misses = 0;
 	f->remembered = 0;
+	f->name = NULL;
 	return n;
 }
 

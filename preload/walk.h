@@ -147,12 +147,23 @@ int walk_stack_bounds(uint64_t sp, struct walk_bounds *out);
  * pc's, out of range or not cacheable), for the caller to count; 0 from
  * the FP walk.  remembered: 1 when walk_dwarf_memo took the frames from
  * its memo, else 0. */
+/* Where a walk's frames were last written whole into the thread's ring
+ * (walk_ring.h's walk_ring_put, NAME; walk_ring_abi.h's Stacks named
+ * once): kept with a remembered walk, forgotten when its memo entry takes
+ * other frames. */
+struct walk_stack_name {
+	uint64_t epoch; /* the ring's stream they were written in (walk_ring_put's); 0: not written */
+	uint32_t kind;	/* that record's kind */
+	uint32_t slot;	/* the name: the memo entry's index */
+};
+
 struct walk_frames {
 	uint64_t pcs[DWLEAK_MAX_FRAMES];
 	uint32_t n;
 	uint32_t end;
 	uint32_t cache_misses;
 	uint32_t remembered;
+	struct walk_stack_name *name; /* the memo entry's name when it holds these frames, else NULL */
 };
 
 /*
@@ -212,6 +223,7 @@ struct walk_memo_entry {
 	uint32_t n;	      /* its frames and end (walk_frames) */
 	uint32_t end;
 	uint32_t used;	      /* the memo's clock when last used: the older of a set goes */
+	struct walk_stack_name name; /* the recorder's (walk_frames.name); epoch 0 when filled */
 	uint32_t off[WALK_MEMO_WORDS]; /* each word read: its address - sp0 */
 	uint64_t val[WALK_MEMO_WORDS]; /* ... and the value it held */
 	uint64_t pcs[WALK_MEMO_FRAMES];

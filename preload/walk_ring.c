@@ -373,7 +373,9 @@ static bool take_back(struct ring_tls *t, struct walk_ring_header *r, uint64_t p
 	__u64 end = pos + WALK_RING_RECORD_BYTES(LOAD(rec->nframes));
 	bool taken = false;
 
-	if (t->nest || t->claiming || LOAD(r->head) != end || LOAD(r->published) != end)
+	/* a record that defines a stack name stays: later ones may name it */
+	if (t->nest || t->claiming || LOAD(r->head) != end || LOAD(r->published) != end ||
+	    (LOAD(rec->flags) & WALK_RING_FLAG_STACK_DEF))
 		return false;
 	/* a signal handler's record meanwhile goes after END (the head's
 	 * compare-exchange below then fails) and is published below */
@@ -457,12 +459,13 @@ out:
 }
 
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
-		  const uint64_t *pcs, uint32_t n)
+		  const uint64_t *pcs, uint32_t n, struct walk_stack_name *name, uint32_t generation)
 {
 	struct ring_tls *t = &ring_tls;
 	struct walk_ring_header *r = t->ring;
 	struct walk_ring_record *rec;
-	__u64 len = WALK_RING_RECORD_BYTES(n), h, off, room, need, mask;
+	__u64 len, h, off, room, need, mask, epoch = 0;
+	uint32_t flags = fp ? WALK_RING_FLAG_FP : 0;
 	uint8_t *data;
 
 	if (unlikely(n > DWLEAK_MAX_FRAMES || !addr || type == WALK_RING_REC_NONE || type >= WALK_RING_REC_PAD))
@@ -473,6 +476,19 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 		if (!r)
 			return -ENOSPC;
 	}
+	/* the name, in this ring's stream: its frames once per owner and
+	 * tracer (walk_ring_abi.h's Stacks named once) */
+	if (name && type == WALK_RING_REC_ALLOC && n && name->slot < WALK_RING_STACK_SLOTS) {
+		epoch = (uint64_t)generation << 32 | LOAD(r->life);
+		flags |= name->slot << WALK_RING_STACK_SLOT_SHIFT;
+		if (name->epoch == epoch && name->kind == kind) {
+			flags |= WALK_RING_FLAG_STACK_REF;
+			n = 0;
+		} else {
+			flags |= WALK_RING_FLAG_STACK_DEF;
+		}
+	}
+	len = WALK_RING_RECORD_BYTES(n);
 	t->nest++;
 	BARRIER();
 	mask = r->mask;
@@ -508,7 +524,7 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	rec->nframes = (uint8_t)n;
 	rec->kind = (uint8_t)kind;
 	rec->end = (uint8_t)end;
-	rec->fp = (uint8_t)fp;
+	rec->flags = (uint8_t)flags;
 	rec->pad = 0;
 	rec->tsc = tsc_now();
 	rec->addr = addr;
@@ -523,6 +539,10 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	BARRIER();
 	if (--t->nest == 0)
 		publish(r);
+	if (flags & WALK_RING_FLAG_STACK_DEF) {
+		name->epoch = epoch;
+		name->kind = kind;
+	}
 	return 0;
 }
 

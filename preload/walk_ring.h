@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "walk.h" /* struct walk_stack_name */
 #include "walk_ring_abi.h"
 
 /* The directory dwleak reads (its address goes in the control block's
@@ -36,9 +37,16 @@ extern struct walk_ring_dir walk_ring_directory;
  * Never overwrites a record dwleak has not read; blocks only as
  * walk_ring_wait_ms allows (the outermost record of a thread).  An
  * allocation's record is remembered for walk_ring_cancel.
+ * NAME (an allocation's, NULL for none): its frames are a stack the
+ * thread's memo holds (walk_frames.name).  When this ring's stream already
+ * has them whole under that name (NAME->epoch is the ring's life and
+ * GENERATION, the control block's, and NAME->kind KIND), the record names
+ * them and carries no frames; else it carries them and defines the name,
+ * and NAME is set to say so once it is written (walk_ring_abi.h's Stacks
+ * named once).
  */
 int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint64_t addr, uint64_t size,
-		  const uint64_t *pcs, uint32_t n);
+		  const uint64_t *pcs, uint32_t n, struct walk_stack_name *name, uint32_t generation);
 
 /*
  * ADDR is being freed (by any thread): when the record of its allocation

@@ -306,6 +306,13 @@ static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec,
 	uint64_t *seen;
 
 	h.type = AEV_ALLOC;
+	if (rec->named == WALK_RING_FLAG_STACK_REF && !rec->nframes) {
+		/* a name with no definition this dwleak read: the block is
+		 * kept, its stack lost (counted: unnamed) */
+		h.stack_id = DWLEAK_STACK_NOT_STORED;
+		h.seq = r->seq++;
+		return held_push(r, &h);
+	}
 	h.stack_id = proc_rings_stack_id(r->image_seed, rec->kind, rec->end, rec->fp, rec->pcs, rec->nframes);
 	/* a stack stored already (the common case: a few call sites
 	 * allocate most) is not copied again */
@@ -328,11 +335,27 @@ static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec,
 	return held_push(r, &h);
 }
 
-static int on_record(void *ctx, const struct walk_ring_rec *rec)
+static int on_record(void *ctx, const struct walk_ring_rec *rec0)
 {
 	struct drain_ctx *d = ctx;
 	struct proc_rings *r = d->r;
-	struct ring_held h = { .tsc = rec->tsc, .addr = rec->addr, .size = rec->size, .kind = rec->kind };
+	struct ring_held h = { .tsc = rec0->tsc, .addr = rec0->addr, .size = rec0->size, .kind = rec0->kind };
+	struct walk_ring_rec named = *rec0;
+	const struct walk_ring_rec *rec = rec0;
+
+	/* a stack named once in its ring (walk_ring_abi.h): a definition
+	 * kept, cancelled or not; a use given its frames */
+	if (rec0->named) {
+		int err = -ENOMEM;
+
+		if (!r->names)
+			r->names = walk_ring_names_new();
+		if (r->names)
+			err = walk_ring_names_resolve(r->names, &named);
+		if (err && rec0->named == WALK_RING_FLAG_STACK_REF)
+			r->unnamed++;
+		rec = &named;
+	}
 
 	/* a ring's records stay in its order: a thread that moved to a CPU
 	 * whose TSC lags (a VM's vCPUs may) would read a smaller tsc for a
@@ -661,6 +684,8 @@ void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r
 
 void proc_rings_free(struct proc_rings *r)
 {
+	walk_ring_names_free(r->names);
+	r->names = NULL;
 	free(r->blob);
 	free(r->held);
 	free(r->merge);

@@ -92,6 +92,7 @@ struct proc_rings {
 	 * slot is handed back by a later drain, which read all it wrote */
 	uint32_t slot_ended[WALK_RING_SLOTS];
 	struct walk_ring_drain *drain; /* the last drain (large: kept, not on the stack) */
+	struct walk_ring_names *names; /* its rings' stack names (made at the first) */
 	/* stack ids stored already, by their low bits (a miss stores again:
 	 * the store keeps one copy) */
 	uint64_t ids_seen[RINGS_IDS_SEEN];
@@ -102,6 +103,8 @@ struct proc_rings {
 	uint64_t retracted;   /* allocations taken back by their frees (the library's count:
 			       * nothing of them was read) */
 	uint64_t remembered;  /* allocations whose walk a thread's memo answered (the library's count) */
+	uint64_t unnamed;     /* allocations that named a stack no record read defined (their
+			       * stacks lost: written before this dwleak read the ring, or corrupt) */
 	uint64_t dropped;     /* the library could not record them: rings full */
 	uint64_t no_ring;     /* ... no ring (no slot, no mapping, a handler in a claim) */
 	uint64_t bad;	      /* drains that found a ring corrupt (records of theirs lost) */

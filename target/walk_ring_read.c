@@ -88,6 +88,25 @@ static int header_check(const struct walk_ring_header *h, struct walk_ring_ring 
 	return 0;
 }
 
+/* Whether a record of TYPE and NFRAMES may have FLAGS (walk_ring_abi.h's
+ * Stacks named once). */
+static bool flags_valid(uint32_t flags, uint32_t type, uint32_t nframes)
+{
+	uint32_t use = flags & (WALK_RING_FLAG_STACK_DEF | WALK_RING_FLAG_STACK_REF);
+	bool alloc = type == WALK_RING_REC_ALLOC || type == WALK_RING_REC_CANCELLED ||
+		     type == WALK_RING_REC_CANCELLING;
+
+	if (!use)
+		return WALK_RING_STACK_SLOT(flags) == 0;
+	if (!alloc)
+		return false;
+	if (use == WALK_RING_FLAG_STACK_DEF)
+		return nframes > 0;
+	if (use == WALK_RING_FLAG_STACK_REF)
+		return nframes == 0;
+	return false; /* both */
+}
+
 /* Checks record REC (whole in the buffer) at POS, LEN bytes, against ring
  * R's bounds: 0 or R's error. */
 static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64_t len, uint64_t room,
@@ -107,11 +126,16 @@ static int record_check(const struct walk_ring_record *rec, uint64_t pos, uint64
 				 type);
 	/* an allocation's PAD is its cancel's (a copy may catch the check
 	 * word before the cancel and the pad after it): a free's is 0 */
-	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT || rec->fp > 1 ||
+	if (rec->kind >= ALLOC_KIND_COUNT || rec->end >= WALK_END_COUNT ||
 	    (rec->pad && (type == WALK_RING_REC_FREE || type == WALK_RING_REC_REALLOC_FREE)) || !rec->addr)
-		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u: kind %u, end %u, fp %u, pad %u, addr %#llx",
-				 r->slot, (unsigned long long)pos, type, rec->kind, rec->end, rec->fp, rec->pad,
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u: kind %u, end %u, flags %#x, pad %u, addr %#llx",
+				 r->slot, (unsigned long long)pos, type, rec->kind, rec->end, rec->flags, rec->pad,
 				 (unsigned long long)rec->addr);
+	/* a name: an allocation's, defined with frames or used without;
+	 * no name, no slot bits */
+	if (!flags_valid(rec->flags, type, rec->nframes))
+		return RING_FAIL(r, -EBADMSG, "slot %u: record at %#llx of type %u and %u frames: flags %#x", r->slot,
+				 (unsigned long long)pos, type, rec->nframes, rec->flags);
 	return 0;
 }
 
@@ -239,8 +263,10 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 				.type = WALK_RING_CHECK_TYPE(check),
 				.kind = rec->kind,
 				.end = rec->end,
-				.fp = rec->fp,
+				.fp = rec->flags & WALK_RING_FLAG_FP,
 				.nframes = rec->nframes,
+				.named = rec->flags & (WALK_RING_FLAG_STACK_DEF | WALK_RING_FLAG_STACK_REF),
+				.name = WALK_RING_STACK_SLOT(rec->flags),
 				.pos = pos,
 				.tsc = rec->tsc,
 				.freed_tsc = WALK_RING_CHECK_TYPE(check) == WALK_RING_REC_CANCELLED ? rec->tsc + rec->pad : 0,
@@ -411,3 +437,72 @@ int walk_ring_reclaim_plan(const struct walk_ring_drain *d, const struct walk_ri
 _Static_assert(WALK_RING_READ_CHUNK >= WALK_RING_RECORD_BYTES(DWLEAK_MAX_FRAMES), "a chunk holds any record");
 _Static_assert(WALK_RING_RECORD_BYTES(DWLEAK_MAX_FRAMES) * 2 <= (1ull << WALK_RING_BITS_MIN),
 	       "the smallest ring holds two of the largest records");
+
+/* --- Stack names ------------------------------------------------------------ */
+
+/* One name's last definition in one ring. */
+struct name_def {
+	uint32_t defined;
+	uint32_t kind, end, fp;
+	uint32_t nframes;
+	uint32_t pad;
+	uint64_t pcs[DWLEAK_MAX_FRAMES];
+};
+
+/* Each ring's names, made when the ring first defines one. */
+struct walk_ring_names {
+	struct name_def *ring[WALK_RING_SLOTS];
+};
+
+struct walk_ring_names *walk_ring_names_new(void)
+{
+	return calloc(1, sizeof(struct walk_ring_names));
+}
+
+void walk_ring_names_free(struct walk_ring_names *n)
+{
+	size_t i;
+
+	if (!n)
+		return;
+	for (i = 0; i < WALK_RING_SLOTS; i++)
+		free(n->ring[i]);
+	free(n);
+}
+
+int walk_ring_names_resolve(struct walk_ring_names *n, struct walk_ring_rec *rec)
+{
+	struct name_def *defs, *d;
+
+	if (!rec->named)
+		return 0;
+	/* the reader checked both (flags_valid, the directory's slots); a
+	 * caller's record may not have been */
+	if (rec->slot >= WALK_RING_SLOTS || rec->name >= WALK_RING_STACK_SLOTS || rec->nframes > DWLEAK_MAX_FRAMES)
+		return -ENOENT;
+	defs = n->ring[rec->slot];
+	if (rec->named == WALK_RING_FLAG_STACK_DEF) {
+		if (!defs) {
+			defs = calloc(WALK_RING_STACK_SLOTS, sizeof(*defs));
+			if (!defs)
+				return -ENOMEM;
+			n->ring[rec->slot] = defs;
+		}
+		d = &defs[rec->name];
+		d->kind = rec->kind;
+		d->end = rec->end;
+		d->fp = rec->fp;
+		d->nframes = rec->nframes;
+		memcpy(d->pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
+		d->defined = 1;
+		return 0;
+	}
+	d = defs ? &defs[rec->name] : NULL;
+	if (!d || !d->defined || d->kind != rec->kind || d->end != rec->end || d->fp != rec->fp) {
+		rec->nframes = 0;
+		return -ENOENT;
+	}
+	rec->pcs = d->pcs;
+	rec->nframes = d->nframes;
+	return 0;
+}

@@ -38,7 +38,12 @@ struct walk_ring_rec {
 	uint32_t kind;	  /* enum alloc_kind, < ALLOC_KIND_COUNT */
 	uint32_t end;	  /* enum walk_end, < WALK_END_COUNT */
 	uint32_t fp;	  /* 0 or 1 */
-	uint32_t nframes; /* <= DWLEAK_MAX_FRAMES */
+	uint32_t nframes; /* <= DWLEAK_MAX_FRAMES; 0 in a record that names its stack (see
+			   * walk_ring_names_resolve) */
+	uint32_t named;	  /* an allocation's: WALK_RING_FLAG_STACK_DEF (its frames define
+			   * stack NAME of the ring), WALK_RING_FLAG_STACK_REF (it has those
+			   * frames), or 0 */
+	uint32_t name;	  /* < WALK_RING_STACK_SLOTS */
 	uint32_t pad;
 	uint64_t pos;	  /* its position in the ring */
 	uint64_t tsc;	  /* when it was written (a CANCELLED one: its allocation's) */
@@ -159,5 +164,29 @@ struct walk_ring_write {
  */
 int walk_ring_reclaim_plan(const struct walk_ring_drain *d, const struct walk_ring_ring *r,
 			   struct walk_ring_write w[3]);
+
+/*
+ * The stack names of one process's rings (walk_ring_abi.h's Stacks named
+ * once), kept by its reader from drain to drain: each ring's definitions,
+ * so that a record that names a stack is handed on with its frames.
+ * walk_ring_names_new returns an empty set (NULL: no memory); free it with
+ * walk_ring_names_free (NULL is fine).
+ */
+struct walk_ring_names;
+struct walk_ring_names *walk_ring_names_new(void);
+void walk_ring_names_free(struct walk_ring_names *n);
+
+/*
+ * Record REC as read (a drain's callback gets it; call this first, for
+ * every record, cancelled ones included, in each ring's order): a
+ * definition is kept (its frames copied); a record that names a stack
+ * gets that definition's frames (REC->pcs and nframes, valid until the
+ * name is defined again).  Returns 0; -ENOENT for a name with no
+ * definition of the same kind and end in that ring (a record written
+ * before this reader attached, or a corrupt ring: that record's stack is
+ * lost, REC left with no frames); -ENOMEM for a definition that could not
+ * be kept (its later names are -ENOENT).
+ */
+int walk_ring_names_resolve(struct walk_ring_names *n, struct walk_ring_rec *rec);
 
 #endif

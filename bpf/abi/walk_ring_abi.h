@@ -99,8 +99,10 @@
  * so a pair that leaves no trace loses nothing), such a free takes the
  * record back instead of cancelling it, and the next record is written
  * where it was: dwleak reads nothing of the pair, and the thread writes
- * into the same few cache lines.  The thread, outside any record of its
- * own (nest 0: PUBLISHED == HEAD == the record's end):
+ * into the same few cache lines.  A record that defines a stack name is
+ * never taken back (later records may name it): it is cancelled.  The
+ * thread, outside any record of its own (nest 0: PUBLISHED == HEAD == the
+ * record's end):
  *     published = pos  (sequentially consistent: a store-load order)
  *     if CLAIMED <= pos:  head = pos  (a compare-exchange: a signal
  *                         handler that reserved meanwhile keeps it)
@@ -130,8 +132,8 @@
  */
 #define WALK_RING_DIR_MAGIC 0x726964726b6c7764ull  /* "dwlkrdir", little-endian */
 #define WALK_RING_MAGIC 0x676e69726b6c7764ull	   /* "dwlkring", little-endian */
-#define WALK_RING_VERSION 4 /* 2: CLAIMED and CANCELLED records; 3: taking back, RETRACTED; 4: the
-			     * scratch area, REMEMBERED */
+#define WALK_RING_VERSION 5 /* 2: CLAIMED and CANCELLED records; 3: taking back, RETRACTED; 4: the
+			     * scratch area, REMEMBERED; 5: stacks named once (FLAGS) */
 
 /* The directory's slots: threads recording at one time. */
 #define WALK_RING_SLOTS 256
@@ -254,7 +256,7 @@ struct walk_ring_record {
 	__u8 nframes;	/* <= DWLEAK_MAX_FRAMES; 0 for a free */
 	__u8 kind;	/* enum alloc_kind of the call */
 	__u8 end;	/* enum walk_end: why the walk stopped */
-	__u8 fp;	/* 1: a frame-pointer walk, 0: DWARF */
+	__u8 flags;	/* WALK_RING_FLAG_*: a frame-pointer walk; a stack named (see Stacks) */
 	__u32 pad;	/* 0 in a free; CANCELLED: the free's tsc minus TSC (see Cancelling) */
 	__u64 tsc;	/* rdtscp: when (see Ordering above) */
 	__u64 addr;	/* the block, never 0 */
@@ -263,6 +265,34 @@ struct walk_ring_record {
 };
 
 _Static_assert(sizeof(struct walk_ring_record) == 40, "walk_ring_record layout");
+
+/*
+ * Stacks named once.  Most allocations come from a few call sites: a
+ * thread's walks repeat (the library's memo of whole walks answers most
+ * of them), and writing the same frames again and again is most of what
+ * a record costs the process (a record of 20 frames fills three cache
+ * lines the ring streams through) and most of what dwleak reads.  So an
+ * ALLOC record may name its stack: STACK_DEF with its frames says that
+ * stack STACK_SLOT(flags) of this ring is now these frames (and this
+ * record's KIND and END); a later ALLOC record of the same ring with
+ * STACK_REF and no frames (NFRAMES 0) has the frames of that name's last
+ * definition, and the same KIND and END.  A definition stays a record of
+ * the stream: a cancelled one still defines (dwleak reads its frames),
+ * and one is never taken back (see Taking back).  A ring's names hold for
+ * the owner and the tracer that wrote and read them: the library defines
+ * a name again once the ring has a new owner (LIFE) or the control block
+ * a new GENERATION (a new tracer, which never read the old definitions),
+ * so a reader that finds a name it has no definition of (a record left
+ * from before it attached, or a corrupt ring) loses that record's stack
+ * only, and counts it.  Frees carry no name.
+ */
+#define WALK_RING_FLAG_FP 0x01	      /* a frame-pointer walk (else DWARF) */
+#define WALK_RING_FLAG_STACK_DEF 0x02 /* the frames define stack STACK_SLOT */
+#define WALK_RING_FLAG_STACK_REF 0x04 /* no frames: those of stack STACK_SLOT */
+#define WALK_RING_FLAGS_KNOWN 0xff    /* every bit has a meaning (the slot the high five) */
+#define WALK_RING_STACK_SLOT_SHIFT 3
+#define WALK_RING_STACK_SLOTS 32 /* names per ring */
+#define WALK_RING_STACK_SLOT(flags) ((__u32)(flags) >> WALK_RING_STACK_SLOT_SHIFT)
 
 /* A record of N frames, in bytes. */
 #define WALK_RING_RECORD_BYTES(n) (sizeof(struct walk_ring_record) + 8 * (__u64)(n))

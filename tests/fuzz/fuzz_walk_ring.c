@@ -21,6 +21,7 @@
 #include "walk_ring_read.h"
 
 struct sink {
+	struct walk_ring_names *names; /* the stack names the records define and use */
 	uint64_t records, sum;
 	uint32_t stop_at; /* stop the drain at this record (0: never) */
 };
@@ -28,14 +29,30 @@ struct sink {
 static int on_record(void *ctx, const struct walk_ring_rec *r)
 {
 	struct sink *s = ctx;
+	struct walk_ring_rec x = *r;
 	uint32_t i;
+	int err;
 
 	if (r->nframes > DWLEAK_MAX_FRAMES || r->kind >= ALLOC_KIND_COUNT || r->end >= WALK_END_COUNT || r->fp > 1 ||
 	    !r->addr || r->pos % 8 ||
-	    (r->type != WALK_RING_REC_ALLOC && r->type != WALK_RING_REC_FREE && r->type != WALK_RING_REC_REALLOC_FREE))
+	    (r->type != WALK_RING_REC_ALLOC && r->type != WALK_RING_REC_FREE && r->type != WALK_RING_REC_REALLOC_FREE &&
+	     r->type != WALK_RING_REC_CANCELLED))
 		abort();
 	for (i = 0; i < r->nframes; i++)
 		s->sum += r->pcs[i]; /* ASan: every pc inside the reader's buffer */
+	/* a name: defined with frames, used without, an allocation's */
+	if (r->named && ((r->named != WALK_RING_FLAG_STACK_DEF && r->named != WALK_RING_FLAG_STACK_REF) ||
+			 (r->named == WALK_RING_FLAG_STACK_REF) != (r->nframes == 0) ||
+			 r->name >= WALK_RING_STACK_SLOTS || r->type == WALK_RING_REC_FREE ||
+			 r->type == WALK_RING_REC_REALLOC_FREE))
+		abort();
+	err = walk_ring_names_resolve(s->names, &x);
+	if (err && err != -ENOENT && err != -ENOMEM)
+		abort();
+	if (!err && x.nframes > DWLEAK_MAX_FRAMES)
+		abort();
+	for (i = 0; !err && i < x.nframes; i++)
+		s->sum += x.pcs[i]; /* ASan: a named stack's frames inside its definition */
 	if (++s->records == s->stop_at)
 		return -ECANCELED;
 	return 0;
@@ -95,7 +112,7 @@ static int known_error(int err)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct walk_ring_drain out;
-	struct sink sink = { 0 };
+	struct sink sink = { .names = walk_ring_names_new() };
 	struct fuzz_memory m;
 	uint64_t control, dir, addr, value;
 	uint8_t *bytes;
@@ -103,8 +120,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t i;
 	int err;
 
-	if (size < 8)
+	if (!sink.names)
+		abort();
+	if (size < 8) {
+		walk_ring_names_free(sink.names);
 		return 0;
+	}
 	memcpy(&control, data, 8);
 	m.len = size - 8;
 	bytes = malloc(m.len ? m.len : 1);
@@ -145,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	}
+	walk_ring_names_free(sink.names);
 	free(bytes);
 	return 0;
 }

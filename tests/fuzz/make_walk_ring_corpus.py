@@ -3,7 +3,8 @@
 directory, slot 0 and its ring's header valid) and memory holding a
 directory at 0 whose slot 0 names a ring at 4288 (4 KiB of data), its
 published head set so that the records written into it are read: none
-(empty), one free, an allocation of 3 frames after a pad (wrapped)."""
+(empty), one free, an allocation of 3 frames after a pad (wrapped), a
+stack named once: defined with 3 frames, then used without (named)."""
 import os
 import struct
 import sys
@@ -14,8 +15,8 @@ HEADER = 256
 DATA = 4096
 
 
-def record(pos, typ, nframes=0, kind=0, end=0, addr=0x1000, size=0, pcs=()):
-    return struct.pack("<QBBBBIQQQ", (pos << 8) | typ, nframes, kind, end, 0, 0, 0, addr, size) + b"".join(
+def record(pos, typ, nframes=0, kind=0, end=0, addr=0x1000, size=0, pcs=(), flags=0):
+    return struct.pack("<QBBBBIQQQ", (pos << 8) | typ, nframes, kind, end, flags, 0, 0, addr, size) + b"".join(
         struct.pack("<Q", p) for p in pcs)
 
 
@@ -40,6 +41,9 @@ def main():
         "one_free": seed(0, 40, [(0, record(0, 2))]),
         "wrapped": seed(4000, 4096 + 64, [(4000, record(4000, 4)),
                                           (0, record(4096, 1, 3, 0, 2, 0x2000, 64, (1, 2, 3)))]),
+        # flags: STACK_DEF 0x02 / STACK_REF 0x04, the name (5) from bit 3
+        "named": seed(0, 104, [(0, record(0, 1, 3, 0, 0, 0x2000, 64, (1, 2, 3), 0x02 | 5 << 3)),
+                               (64, record(64, 1, 0, 0, 0, 0x3000, 64, (), 0x04 | 5 << 3))]),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

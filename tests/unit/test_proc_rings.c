@@ -113,7 +113,7 @@ static void put(uint32_t type, uint64_t addr, uint64_t size, const uint64_t *pcs
 	int err;
 
 	while ((err = walk_ring_put(type, type == WALK_RING_REC_ALLOC ? ALLOC_MALLOC : ALLOC_FREE, WALK_END_OK, 1,
-				    addr, size, pcs, n)) == -ENOBUFS)
+				    addr, size, pcs, n, NULL, 0)) == -ENOBUFS)
 		sched_yield();
 	CHECK(!err, "%d", err);
 }

@@ -73,7 +73,7 @@ static int put_pattern(unsigned src, uint64_t seq)
 	for (i = 0; i < n; i++)
 		pcs[i] = seq * 1000 + i;
 	return walk_ring_put(n ? WALK_RING_REC_ALLOC : WALK_RING_REC_FREE, (uint32_t)(seq % ALLOC_KIND_COUNT),
-			     (uint32_t)(seq % WALK_END_COUNT), (uint32_t)(seq & 1), addr_of(src, seq), seq, pcs, n);
+			     (uint32_t)(seq % WALK_END_COUNT), (uint32_t)(seq & 1), addr_of(src, seq), seq, pcs, n, NULL, 0);
 }
 
 /* What the reader saw of each source. */
@@ -340,7 +340,7 @@ static void *claim_run(void *arg)
 {
 	int *err = arg;
 
-	*err = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	*err = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0, NULL, 0);
 	return NULL;
 }
 
@@ -348,10 +348,10 @@ static void *claim_run(void *arg)
 static void *late_run(void *arg)
 {
 	(void)arg;
-	late_err[0] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	late_err[0] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0, NULL, 0);
 	pthread_barrier_wait(&bar);
 	pthread_barrier_wait(&bar);
-	late_err[1] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0);
+	late_err[1] = walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x1000, 0, NULL, 0, NULL, 0);
 	return NULL;
 }
 
@@ -433,7 +433,7 @@ static void child_check(bool handler)
 		_exit(3);
 	if (handler)
 		walk_ring_fork_child();
-	if (walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x2000, 0, NULL, 0))
+	if (walk_ring_put(WALK_RING_REC_FREE, ALLOC_FREE, 0, 0, 0x2000, 0, NULL, 0, NULL, 0))
 		_exit(4);
 	err = walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), count_record, &n, d);
 	if (err || n != 1)
@@ -597,7 +597,8 @@ static int cput(uint32_t type, uint64_t addr, uint32_t nframes)
 {
 	uint64_t pcs[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 
-	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes);
+	return walk_ring_put(type, 0, WALK_END_OK, 0, addr, type == WALK_RING_REC_ALLOC ? 64 : 0, pcs, nframes, NULL,
+			     0);
 }
 
 /* Whether frees may take their thread's last record back (the control
@@ -996,6 +997,131 @@ static void test_cancel_race(bool take)
 	ctake = false;
 }
 
+
+/* --- Stacks named once (walk_ring_abi.h) --- */
+
+#define NSRC 24 /* caddr's source of these records */
+#define NAMES_MAX 16
+
+/* What the reader made of each record of source NSRC, by its seq. */
+struct names_seen {
+	struct walk_ring_names *names;
+	uint32_t type[NAMES_MAX], named[NAMES_MAX], nframes[NAMES_MAX];
+	int err[NAMES_MAX];
+	uint64_t pc0[NAMES_MAX];
+};
+
+static int names_record(void *ctx, const struct walk_ring_rec *r0)
+{
+	struct names_seen *ns = ctx;
+	struct walk_ring_rec r = *r0;
+	uint64_t seq = (r.addr & ((1ull << 40) - 1)) >> 4;
+
+	if ((r.addr >> 40) != NSRC + 1 || seq >= NAMES_MAX)
+		return 0;
+	ns->err[seq] = walk_ring_names_resolve(ns->names, &r);
+	ns->type[seq] = r.type;
+	ns->named[seq] = r0->named;
+	ns->nframes[seq] = r.nframes;
+	ns->pc0[seq] = r.nframes ? r.pcs[0] : 0;
+	/* on the wire: a use carries no frames, a definition its own */
+	CHECK(r0->named != WALK_RING_FLAG_STACK_REF || r0->nframes == 0, "seq %llu: a use with frames",
+	      (unsigned long long)seq);
+	return 0;
+}
+
+static int nput(uint64_t seq, uint32_t kind, uint64_t pc0, struct walk_stack_name *name, uint32_t gen)
+{
+	uint64_t pcs[6] = { pc0, pc0 + 1, pc0 + 2, pc0 + 3, pc0 + 4, pc0 + 5 };
+
+	return walk_ring_put(WALK_RING_REC_ALLOC, kind, WALK_END_OK, 0, caddr(NSRC, seq), 64, pcs, 6, name, gen);
+}
+
+static void test_names(void)
+{
+	struct names_seen ns = { .names = walk_ring_names_new() };
+	struct walk_stack_name a = { .slot = 5 }, b = { .slot = 6 };
+	struct walk_ring_header *r;
+	uint64_t head, taken;
+	struct ctype_count c = { 0 };
+	struct walk_ring_rec fake = { .type = WALK_RING_REC_ALLOC, .named = WALK_RING_FLAG_STACK_REF, .name = 5 };
+	uint32_t i;
+
+	CHECK(ns.names);
+	ctake = true;
+	cdrain(&c); /* what earlier tests left in this thread's ring */
+	r = ring_tls.ring;
+	CHECK(r != NULL);
+	head = LOAD(r->head);
+	/* 0: defined (frames); 1: named (none); 2: another kind, defined
+	 * again; 3: a new generation (a new tracer), defined again; 4: named */
+	CHECK(nput(0, ALLOC_MALLOC, 0xa000, &a, 7) == 0);
+	CHECK(a.epoch == (7ull << 32 | LOAD(r->life)) && a.kind == ALLOC_MALLOC);
+	CHECK(nput(1, ALLOC_MALLOC, 0xa000, &a, 7) == 0);
+	CHECK(LOAD(r->head) == head + WALK_RING_RECORD_BYTES(6) + WALK_RING_RECORD_BYTES(0),
+	      "a named record is its header only");
+	CHECK(nput(2, ALLOC_CALLOC, 0xa000, &a, 7) == 0);
+	CHECK(nput(3, ALLOC_CALLOC, 0xa000, &a, 8) == 0);
+	CHECK(nput(4, ALLOC_CALLOC, 0xa000, &a, 8) == 0);
+	/* 5: a definition freed at once, its thread's last record: cancelled,
+	 * not taken back (6 names it) */
+	taken = LOAD(r->retracted);
+	CHECK(nput(5, ALLOC_MALLOC, 0xb000, &b, 8) == 0);
+	CHECK(cfree(caddr(NSRC, 5)));
+	CHECK(LOAD(r->retracted) == taken, "a definition taken back");
+	CHECK(nput(6, ALLOC_MALLOC, 0xb000, &b, 8) == 0);
+	/* 7: a name's use, freed at once: taken back (it defines nothing) */
+	CHECK(nput(7, ALLOC_MALLOC, 0xb000, &b, 8) == 0);
+	CHECK(cfree(caddr(NSRC, 7)));
+	CHECK(LOAD(r->retracted) == taken + 1, "a use not taken back");
+	/* 8: no name: frames */
+	CHECK(nput(8, ALLOC_MALLOC, 0xc000, NULL, 8) == 0);
+	CHECK(walk_ring_drain(check_self_read, check_self_write, NULL, dir_addr(), names_record, &ns, &drain_buf) ==
+	      0);
+	tails_back(&drain_buf);
+	for (i = 0; i < 9; i++)
+		CHECK(!ns.err[i], "seq %u: %s", i, strerror(-ns.err[i]));
+	{
+		static const uint32_t named[9] = { WALK_RING_FLAG_STACK_DEF, WALK_RING_FLAG_STACK_REF,
+						   WALK_RING_FLAG_STACK_DEF, WALK_RING_FLAG_STACK_DEF,
+						   WALK_RING_FLAG_STACK_REF, WALK_RING_FLAG_STACK_DEF,
+						   WALK_RING_FLAG_STACK_REF, 0, 0 };
+		static const uint64_t pc0[9] = { 0xa000, 0xa000, 0xa000, 0xa000, 0xa000, 0xb000, 0xb000, 0, 0xc000 };
+
+		for (i = 0; i < 9; i++) {
+			if (i == 7)
+				continue; /* taken back: never read */
+			CHECK(ns.named[i] == named[i], "seq %u: named %#x, want %#x", i, ns.named[i], named[i]);
+			CHECK(ns.nframes[i] == 6 && ns.pc0[i] == pc0[i], "seq %u: %u frames from %#llx", i, ns.nframes[i],
+			      (unsigned long long)ns.pc0[i]);
+		}
+		CHECK(ns.type[5] == WALK_RING_REC_CANCELLED && ns.type[7] == 0);
+	}
+	/* a reader that never read the definition (a new tracer), or one of
+	 * another kind: the stack is lost, the record kept */
+	walk_ring_names_free(ns.names);
+	ns.names = walk_ring_names_new();
+	CHECK(ns.names);
+	fake.slot = drain_buf.ring[0].slot;
+	CHECK(walk_ring_names_resolve(ns.names, &fake) == -ENOENT && fake.nframes == 0);
+	{
+		uint64_t pcs[2] = { 1, 2 };
+		struct walk_ring_rec def = { .slot = fake.slot, .type = WALK_RING_REC_ALLOC, .kind = ALLOC_CALLOC,
+					     .named = WALK_RING_FLAG_STACK_DEF, .name = 5, .nframes = 2, .pcs = pcs };
+
+		CHECK(walk_ring_names_resolve(ns.names, &def) == 0);
+		fake.kind = ALLOC_MALLOC;
+		CHECK(walk_ring_names_resolve(ns.names, &fake) == -ENOENT);
+		fake.kind = ALLOC_CALLOC;
+		CHECK(walk_ring_names_resolve(ns.names, &fake) == 0 && fake.nframes == 2 && fake.pcs[1] == 2);
+		fake.name = WALK_RING_STACK_SLOTS; /* out of bounds */
+		CHECK(walk_ring_names_resolve(ns.names, &fake) == -ENOENT);
+	}
+	walk_ring_names_free(ns.names);
+	ctake = false;
+	printf("names: a stack's frames once per ring, tracer and kind; a definition never taken back\n");
+}
+
 int main(void)
 {
 	pthread_t t;
@@ -1009,6 +1135,7 @@ int main(void)
 	test_directory();
 	test_cancel_steps();
 	test_take_back_steps();
+	test_names();
 	test_cancel_race(false);
 	test_cancel_race(true);
 	return check_failures ? 1 : 0;
