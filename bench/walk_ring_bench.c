@@ -3,7 +3,8 @@
  * ns per record of 20 frames, 1 and 2 writer threads, while a reader
  * thread drains every ring with dwleak's reader (target/walk_ring_read.c)
  * over process_vm_readv and writes the tails back, as dwleak will; next
- * to the cost of copying the 20 pcs alone.  Times are CPU time of the
+ * to the cost of copying the 20 pcs alone, and with the stack named
+ * once (walk_ring_abi.h: the records after the first carry no frames).  Times are CPU time of the
  * writers (CLOCK_THREAD_CPUTIME_ID) over timed batches of records, each
  * batch written into a ring the reader has emptied (see BATCH): no record
  * of a timed batch is dropped; each row the fastest of REPS runs.
@@ -80,7 +81,8 @@ static void *reader_run(void *arg)
 }
 
 struct run {
-	int copy_only; /* 1: the pcs copied only; 2: no reader, the writer empties its ring itself */
+	int copy_only; /* 1: the pcs copied only; 2: no reader, the writer empties its ring itself;
+			* 3: with a reader, every record after the first names its stack (no frames) */
 	double cpu_ns;
 	long dropped;
 };
@@ -108,6 +110,7 @@ static void *writer_run(void *arg)
 	struct run *r = arg;
 	uint64_t pcs[FRAMES], sink[FRAMES + 5];
 	struct walk_ring_header *ring;
+	struct walk_stack_name name = { .slot = 1 };
 	double t0;
 	long i = 0, j;
 	int k;
@@ -121,7 +124,8 @@ static void *writer_run(void *arg)
 	while (i < records) {
 		if (r->copy_only == 2)
 			__atomic_store_n(&ring->tail, ring->published, __ATOMIC_RELEASE);
-		while (!r->copy_only && __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) != ring->published)
+		while ((!r->copy_only || r->copy_only == 3) &&
+		       __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) != ring->published)
 			sched_yield();
 		t0 = thread_cpu_ns();
 		for (j = 0; j < BATCH && i < records; j++, i++) {
@@ -130,7 +134,7 @@ static void *writer_run(void *arg)
 				memcpy(sink, pcs, sizeof(pcs));
 				__asm__ volatile("" : : "r"(sink) : "memory");
 			} else if (walk_ring_put(WALK_RING_REC_ALLOC, 0, 0, 0, 0x1000 + (uint64_t)i * 16, 64, pcs,
-						 FRAMES, NULL, 0)) {
+						 FRAMES, r->copy_only == 3 ? &name : NULL, 1)) {
 				r->dropped++;
 			}
 		}
@@ -164,9 +168,9 @@ static void row(int threads, int copy_only)
 			dropped = run[0].dropped + (threads > 1 ? run[1].dropped : 0);
 		}
 	}
-	printf("%-36s %d thread%s  %6.2f ns/record  (%ld of %ld dropped: ring full)\n",
+	printf("%-40s %d thread%s  %6.2f ns/record  (%ld of %ld dropped: ring full)\n",
 	       copy_only == 1 ? "copy 20 pcs only" : copy_only == 2 ? "walk_ring_put, 20 frames, no reader" :
-	       "walk_ring_put, 20 frames, reader", threads, threads > 1 ? "s" : " ", best, copy_only == 1 ? 0 : dropped,
+	       copy_only == 3 ? "walk_ring_put, 20 frames named, reader" : "walk_ring_put, 20 frames, reader", threads, threads > 1 ? "s" : " ", best, copy_only == 1 ? 0 : dropped,
 	       records * threads);
 }
 
@@ -186,7 +190,9 @@ int main(int argc, char **argv)
 	row(1, 1);
 	row(1, 2);
 	row(1, 0);
+	row(1, 3);
 	row(2, 0);
+	row(2, 3);
 	__atomic_store_n(&stop_reader, 1, __ATOMIC_RELEASE);
 	pthread_join(reader, NULL);
 	printf("reader: %llu frames read (draining every 20 us); directory: %llu records without a slot\n",

@@ -188,11 +188,18 @@ static uint32_t ngot;
 static bool got_keep = true; /* false: records only counted (the cost) */
 static struct walk_ring_drain drain_buf;
 
-static int on_record(void *ctx, const struct walk_ring_rec *r)
+static struct walk_ring_names *names; /* the rings' stack names, as dwleak keeps them */
+
+static int on_record(void *ctx, const struct walk_ring_rec *r0)
 {
+	struct walk_ring_rec x = *r0;
+	const struct walk_ring_rec *r = &x;
 	struct got *g;
 
 	(void)ctx;
+	if (!names)
+		names = walk_ring_names_new();
+	CHECK(names && walk_ring_names_resolve(names, &x) == 0, "a record names a stack no record defined");
 	if (!got_keep)
 		return 0;
 	CHECK(ngot < GOT_MAX, "more records than the test keeps");
