@@ -72,6 +72,12 @@ load() {
 	     END { if (n == 2) printf "%.0f\n", s / n; else print "fail" }' <<< "$out"
 }
 
+# ticks PID: the process's CPU time so far (user + system, its children's
+# included), in clock ticks; 0 for no process
+ticks() {
+	[ -n "$1" ] && awk '{ print $14 + $15 + $16 + $17 }' "/proc/$1/stat" 2> /dev/null || echo 0
+}
+
 # dwleak_attach ARGS...: dwleak -p redis in the background, waiting for its
 # tracing line; sets dpid; prints the line's attach figures to $tmp/attach
 dwleak_attach() {
@@ -119,7 +125,19 @@ one() {
 		done
 		sleep 1 ;;
 	esac
+	# CPU ticks over the load: redis's own, and the tracer's process
+	# (dwleak; heaptrack's interpreter, which reads its pipe)
+	local tp=
+	case $row in
+	bare | idle) ;;
+	heaptrack) tp=$(pgrep -P "$hpid" -f heaptrack_interpret | head -1); [ -n "$tp" ] || tp=$(pgrep -f heaptrack_interpret | head -1) ;;
+	*) tp=$dpid ;;
+	esac
+	local r0 t0 r1 t1
+	r0=$(ticks "$rpid"); t0=$(ticks "$tp")
 	v=$(load "$n")
+	r1=$(ticks "$rpid"); t1=$(ticks "$tp")
+	echo "$((r1 - r0)) $((t1 - t0))" >> "$tmp/cpu.$row"
 	case $row in
 	inj_* | up_* | pre_*) dwleak_stop ;;
 	heaptrack) kill -INT "$hpid" 2> /dev/null; sleep 0.5; kill "$hpid" 2> /dev/null; wait "$hpid" 2> /dev/null ;;
@@ -194,6 +212,11 @@ bare=$(median <<< "${vals[bare]}")
 			s / b, s / b >= 0.95 ? "met" : "NOT met", e / b, e / b >= 0.80 ? "met" : "NOT met" }'
 	[ "$pre_s" != fail ] && [ "$pre_e" != fail ] && awk -v s="$inj_s" -v e="$inj_e" -v ps="$pre_s" -v pe="$pre_e" 'BEGIN {
 		printf "- injected against started with the library, the same sites: sampled %.2f x, exact %.2f x\n", s / ps, e / pe }'
+	echo "- CPU over each run's load, medians in clock ticks (100 a second): redis's own, and the tracer's process (dwleak; heaptrack's interpreter):"
+	for row in "${rows[@]}"; do
+		[ -s "$tmp/cpu.$row" ] || continue
+		echo "  - ${names[$row]}: redis $(cut -d' ' -f1 "$tmp/cpu.$row" | median), tracer $(cut -d' ' -f2 "$tmp/cpu.$row" | median)"
+	done
 	echo "- attach, as each tracing line said it (the library's injection included in \"ms to attach\"):"
 	sed 's/^dwleak: tracing pid [0-9]* /  - /; s/; Ctrl-C to stop//' "$tmp/attach" | sort | uniq -c | sed 's/^ *\([0-9]*\) /  \1x /'
 } > "$tmp/out.md"
