@@ -137,16 +137,6 @@ struct walk_bounds {
  */
 int walk_stack_bounds(uint64_t sp, struct walk_bounds *out);
 
-/* A walk's frames: pcs[0] is the start's pc; each later one is a return
- * address, or, with DWLEAK_FRAME_EXACT set, a pc that is not one (a
- * signal trampoline's first byte, the pc it interrupted): the kernel
- * program's stack_trace.pcs.  END is why the walk stopped (enum
- * walk_end): WALK_END_TRUNCATED when DWLEAK_MAX_FRAMES were not enough,
- * counted by the caller.  cache_misses: the frames whose rule the DWARF
- * walk searched for (every frame without a cache; a slot empty, another
- * pc's, out of range or not cacheable), for the caller to count; 0 from
- * the FP walk.  remembered: 1 when walk_dwarf_memo took the frames from
- * its memo, else 0. */
 /* Where a walk's frames were last written whole into the thread's ring
  * (walk_ring.h's walk_ring_put, NAME; walk_ring_abi.h's Stacks named
  * once): kept with a remembered walk, forgotten when its memo entry takes
@@ -157,6 +147,16 @@ struct walk_stack_name {
 	uint32_t slot;	/* the name: the memo entry's index */
 };
 
+/* A walk's frames: pcs[0] is the start's pc; each later one is a return
+ * address, or, with DWLEAK_FRAME_EXACT set, a pc that is not one (a
+ * signal trampoline's first byte, the pc it interrupted): the kernel
+ * program's stack_trace.pcs.  END is why the walk stopped (enum
+ * walk_end): WALK_END_TRUNCATED when DWLEAK_MAX_FRAMES were not enough,
+ * counted by the caller.  cache_misses: the frames whose rule the DWARF
+ * walk searched for (every frame without a cache; a slot empty, another
+ * pc's, out of range or not cacheable), for the caller to count; 0 from
+ * the FP walk.  remembered: 1 when walk_dwarf_memo took the frames from
+ * its memo, else 0. */
 struct walk_frames {
 	uint64_t pcs[DWLEAK_MAX_FRAMES];
 	uint32_t n;

@@ -108,12 +108,15 @@ static uint64_t pcs_of[4][3];
 
 /* One record, put again while its ring is full (the drain frees it): the
  * test wants every record, the library would drop it and count */
-static void put(uint32_t type, uint64_t addr, uint64_t size, const uint64_t *pcs, uint32_t n)
+static void put(uint32_t type, uint64_t addr, uint64_t size, const uint64_t *pcs, uint32_t n,
+		struct walk_stack_name *name)
 {
 	int err;
 
+	/* NAME: the library's memo entry of these frames (walk_ring_abi.h's
+	 * Stacks named once): the ring has them whole once, then the name */
 	while ((err = walk_ring_put(type, type == WALK_RING_REC_ALLOC ? ALLOC_MALLOC : ALLOC_FREE, WALK_END_OK, 1,
-				    addr, size, pcs, n, NULL, 0)) == -ENOBUFS)
+				    addr, size, pcs, n, name, 1)) == -ENOBUFS)
 		sched_yield();
 	CHECK(!err, "%d", err);
 }
@@ -121,6 +124,7 @@ static void put(uint32_t type, uint64_t addr, uint64_t size, const uint64_t *pcs
 static void *allocator_run(void *arg)
 {
 	uintptr_t who = (uintptr_t)arg;
+	struct walk_stack_name name = { .slot = (uint32_t)who };
 	uint64_t seq = 0, a;
 	int round = 0;
 
@@ -133,7 +137,7 @@ static void *allocator_run(void *arg)
 		last_size[(a - 0x10000) / 16] = who * 1000000000ull + seq;
 		/* an allocation is recorded after the allocator returned, before
 		 * the program sees the block: here, before it is passed on */
-		put(WALK_RING_REC_ALLOC, a, who * 1000000000ull + seq, pcs_of[who], 3);
+		put(WALK_RING_REC_ALLOC, a, who * 1000000000ull + seq, pcs_of[who], 3, &name);
 		q_put(&to_free, a);
 		round++;
 	}
@@ -152,7 +156,7 @@ static void *freer_run(void *arg)
 			continue;
 		}
 		/* a free is recorded before the block is released */
-		put(WALK_RING_REC_FREE, a, 0, NULL, 0);
+		put(WALK_RING_REC_FREE, a, 0, NULL, 0, NULL);
 		q_put(&free_addrs, a);
 	}
 	return NULL;
@@ -164,6 +168,7 @@ static void test_causal_order(void)
 	struct ledger l = { 0 };
 	struct stack_store *stacks = NULL;
 	struct proc_rings r;
+	struct walk_stack_name name = { .slot = 7 };
 	uint32_t image = 0;
 	uint64_t a, held = 0;
 	uintptr_t i;
@@ -198,17 +203,19 @@ static void test_causal_order(void)
 	for (i = 0; i < ALLOCATORS; i++)
 		pthread_join(al[i], NULL);
 	/* then a block of each of four addresses stays allocated, made by
-	 * this thread: the ledger must hold those four, with these sizes */
+	 * this thread: the ledger must hold those four, with these sizes and
+	 * the stack of the one record of the four that has its frames */
 	for (a = 0; a < 4; a++) {
 		uint64_t addr = q_take(&free_addrs);
 
 		CHECK(addr);
-		put(WALK_RING_REC_ALLOC, addr, 7 + a, pcs_of[0], 3);
+		put(WALK_RING_REC_ALLOC, addr, 7 + a, pcs_of[0], 3, &name);
 		last_size[(addr - 0x10000) / 16] = 7 + a;
 	}
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, true, UINT64_MAX));
 	CHECK(r.nheld == 0);
 	CHECK(r.records == (uint64_t)ALLOCATORS * ROUNDS * 2 + 4);
+	CHECK(r.unnamed == 0, "%llu records named a stack not defined", (unsigned long long)r.unnamed);
 	/* an allocation applied while the ledger still held its address: the
 	 * free before it applied late, or not at all */
 	CHECK(l.allocs.replaced == 0, "%llu blocks replaced", (unsigned long long)l.allocs.replaced);
@@ -268,13 +275,13 @@ static void test_stop(void)
 	CHECK(!stack_store_new(&stacks));
 	CHECK(!stack_store_image_new(stacks, &image));
 	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
-	put(WALK_RING_REC_ALLOC, 0x90000, 24, pcs_of[1], 3);
+	put(WALK_RING_REC_ALLOC, 0x90000, 24, pcs_of[1], 3, NULL);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(!r.stopped && !walk_ring_directory.stopped_acked, "no stop yet: %u", r.stopped);
 	CHECK(l.allocs.n == 1, "%zu blocks", l.allocs.n);
 	/* what rings_stop stores, then the last record it lets through */
 	walk_ring_directory.stopped = DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP;
-	put(WALK_RING_REC_ALLOC, 0x90040, 32, pcs_of[1], 3);
+	put(WALK_RING_REC_ALLOC, 0x90040, 32, pcs_of[1], 3, NULL);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(r.stopped == DWLEAK_PRELOAD_RINGS_STOPPED_SECCOMP, "%u", r.stopped);
 	CHECK(walk_ring_directory.stopped_acked == 1, "%llu", (unsigned long long)walk_ring_directory.stopped_acked);
@@ -324,7 +331,7 @@ static void test_cancel(void)
 		{
 			uint64_t applied = r.records;
 
-			put(WALK_RING_REC_ALLOC, 0xa0400, 48, pcs_of[1], 3);
+			put(WALK_RING_REC_ALLOC, 0xa0400, 48, pcs_of[1], 3, NULL);
 			CHECK(walk_ring_cancel(0xa0400, false));
 			CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 			CHECK(r.cancelled == 1 && r.records == applied && !r.kernel_beside,
@@ -332,7 +339,7 @@ static void test_cancel(void)
 			      (unsigned long long)(r.records - applied));
 			r.cancelled = 0;
 		}
-		put(WALK_RING_REC_ALLOC, 0xa0000, 48, pcs_of[1], 3);
+		put(WALK_RING_REC_ALLOC, 0xa0000, 48, pcs_of[1], 3, NULL);
 		/* a probe's record of the same block, as proc_record applies it */
 		proc_rings_site_record(&io, &r, getpid(), &l);
 		ledger_record(&l, &probe, sizeof(probe));
@@ -345,8 +352,8 @@ static void test_cancel(void)
 		CHECK(l.allocs.n == (alone ? 1u : 0u), "%s: %zu blocks", alone ? "alone" : "beside probes", l.allocs.n);
 		/* the address allocated again after the free, by the library,
 		 * and another block cancelled meanwhile: the new one stays */
-		put(WALK_RING_REC_ALLOC, 0xa0000, 64, pcs_of[2], 3);
-		put(WALK_RING_REC_ALLOC, 0xa0100, 16, pcs_of[2], 3);
+		put(WALK_RING_REC_ALLOC, 0xa0000, 64, pcs_of[2], 3, NULL);
+		put(WALK_RING_REC_ALLOC, 0xa0100, 16, pcs_of[2], 3, NULL);
 		CHECK(walk_ring_cancel(0xa0100, false));
 		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 		b = alloc_table_find(&l.allocs, 0xa0000);
@@ -354,7 +361,7 @@ static void test_cancel(void)
 		      "the reuse %s", b ? "has another size" : "is gone");
 		/* allocated before the drain's time, freed after it: in the
 		 * ledger at this drain, gone at the next */
-		put(WALK_RING_REC_ALLOC, 0xa0200, 32, pcs_of[3], 3);
+		put(WALK_RING_REC_ALLOC, 0xa0200, 32, pcs_of[3], 3, NULL);
 		cut = proc_rings_clock();
 		CHECK(walk_ring_cancel(0xa0200, false));
 		CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, cut));
@@ -368,7 +375,7 @@ static void test_cancel(void)
 		if (alone) {
 			size_t n = l.allocs.n;
 
-			put(WALK_RING_REC_ALLOC, 0xa0300, 32, pcs_of[3], 3);
+			put(WALK_RING_REC_ALLOC, 0xa0300, 32, pcs_of[3], 3, NULL);
 			CHECK(walk_ring_cancel(0xa0300, true));
 			CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 			CHECK(r.retracted == 1 && r.cancelled == 3 && l.allocs.n == n && !alloc_table_find(&l.allocs, 0xa0300),
