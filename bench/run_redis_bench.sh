@@ -196,8 +196,8 @@ bare=$(median <<< "${vals[bare]}")
 	[ "$inj_e" != fail ] && [ "$ht" != fail ] && awk -v w="$inj_e" -v h="$ht" -v b="$bare" 'BEGIN {
 		printf "- exact (walking in the process): %.2f x bare, %.2f x heaptrack -p (issue 24: >= 1: %s)\n",
 			w / b, w / h, w >= h ? "met" : "NOT met" }'
-	# the same comparison run by run (each rep measures the two a minute
-	# apart): this VM's drift between reps cancels in each ratio
+	# the same comparison run by run (each rep measures the two back to
+	# back): this VM's drift between reps cancels in each ratio
 	[ "$inj_e" != fail ] && [ "$ht" != fail ] && awk -v e="${vals[inj_exact]}" -v h="${vals[heaptrack]}" 'BEGIN {
 		n = split(e, ev, " "); split(h, hv, " ")
 		for (i = 1; i <= n; i++) if (ev[i] != "fail" && hv[i] != "fail" && hv[i] > 0) { r[++k] = ev[i] / hv[i]; above += ev[i] >= hv[i] }
