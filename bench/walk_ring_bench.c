@@ -4,10 +4,11 @@
  * thread drains every ring with dwleak's reader (target/walk_ring_read.c)
  * over process_vm_readv and writes the tails back, as dwleak will; next
  * to the cost of copying the 20 pcs alone, and with the stack named
- * once (walk_ring_abi.h: the records after the first carry no frames).  Times are CPU time of the
- * writers (CLOCK_THREAD_CPUTIME_ID) over timed batches of records, each
- * batch written into a ring the reader has emptied (see BATCH): no record
- * of a timed batch is dropped; each row the fastest of REPS runs.
+ * once (walk_ring_abi.h: the records after the first carry no frames).
+ * Times are CPU time of the writers (CLOCK_THREAD_CPUTIME_ID) over timed
+ * batches of records, each batch written into a ring the reader has
+ * emptied (see BATCH): no record of a timed batch is dropped; each row
+ * the fastest of REPS runs.
  *
  * Usage: walk_ring_bench [--records N] [--reps N]   (10000000, 5) */
 #define _GNU_SOURCE
@@ -170,8 +171,8 @@ static void row(int threads, int copy_only)
 	}
 	printf("%-40s %d thread%s  %6.2f ns/record  (%ld of %ld dropped: ring full)\n",
 	       copy_only == 1 ? "copy 20 pcs only" : copy_only == 2 ? "walk_ring_put, 20 frames, no reader" :
-	       copy_only == 3 ? "walk_ring_put, 20 frames named, reader" : "walk_ring_put, 20 frames, reader", threads, threads > 1 ? "s" : " ", best, copy_only == 1 ? 0 : dropped,
-	       records * threads);
+	       copy_only == 3 ? "walk_ring_put, 20 frames named, reader" : "walk_ring_put, 20 frames, reader",
+	       threads, threads > 1 ? "s" : " ", best, copy_only == 1 ? 0 : dropped, records * threads);
 }
 
 int main(int argc, char **argv)

@@ -290,13 +290,12 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 		f.pcs[0] = regs.pc;
 		f.n = 1;
 		f.end = WALK_ERR_READ;
+		f.name = NULL;
 	} else if (c->walk == DWLEAK_PRELOAD_WALK_FP) {
 		walk_fp(&regs, &b, &f);
 	} else {
 		memo = walk_dwarf_thread(img, &regs, &b, &f);
 	}
-	if (!memo)
-		f.name = NULL;
 	rings_put(c->walk, WALK_RING_REC_ALLOC, fns[c->f].kind, &f, p, c->size);
 	if (memo)
 		memo_release();

@@ -240,8 +240,9 @@ struct walk_memo {
 /*
  * walk_dwarf with the memo M (NULL: walk_dwarf): the remembered frames
  * when an entry matches (F->cache_misses 0, F->remembered 1), else the
- * walk made and remembered in its entry when it can be.  F's frames and end are walk_dwarf's either way.  Returns
- * F->n.
+ * walk made and remembered in its entry when it can be.  F's frames and
+ * end are walk_dwarf's either way; F->name the entry's name when the
+ * entry holds them (walk_ring_put names them), else NULL.  Returns F->n.
  */
 uint32_t walk_dwarf_memo(const struct walk_image *image, const struct walk_regs *regs, const struct walk_bounds *b,
 			 struct walk_memo *m, struct walk_frames *f);

@@ -340,7 +340,7 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec0)
 	struct drain_ctx *d = ctx;
 	struct proc_rings *r = d->r;
 	struct ring_held h = { .tsc = rec0->tsc, .addr = rec0->addr, .size = rec0->size, .kind = rec0->kind };
-	struct walk_ring_rec named = *rec0;
+	struct walk_ring_rec named;
 	const struct walk_ring_rec *rec = rec0;
 
 	/* a stack named once in its ring (walk_ring_abi.h): a definition
@@ -348,6 +348,7 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec0)
 	if (rec0->named) {
 		int err = -ENOMEM;
 
+		named = *rec0;
 		if (!r->names)
 			r->names = walk_ring_names_new();
 		if (r->names)

@@ -92,7 +92,7 @@ static int header_check(const struct walk_ring_header *h, struct walk_ring_ring 
  * Stacks named once). */
 static bool flags_valid(uint32_t flags, uint32_t type, uint32_t nframes)
 {
-	uint32_t use = flags & (WALK_RING_FLAG_STACK_DEF | WALK_RING_FLAG_STACK_REF);
+	uint32_t use = flags & WALK_RING_FLAGS_NAMED;
 	bool alloc = type == WALK_RING_REC_ALLOC || type == WALK_RING_REC_CANCELLED ||
 		     type == WALK_RING_REC_CANCELLING;
 
@@ -265,7 +265,7 @@ static int ring_records(walk_ring_read_fn read_mem, walk_ring_write_fn write_mem
 				.end = rec->end,
 				.fp = rec->flags & WALK_RING_FLAG_FP,
 				.nframes = rec->nframes,
-				.named = rec->flags & (WALK_RING_FLAG_STACK_DEF | WALK_RING_FLAG_STACK_REF),
+				.named = rec->flags & WALK_RING_FLAGS_NAMED,
 				.name = WALK_RING_STACK_SLOT(rec->flags),
 				.pos = pos,
 				.tsc = rec->tsc,

@@ -289,7 +289,7 @@ _Static_assert(sizeof(struct walk_ring_record) == 40, "walk_ring_record layout")
 #define WALK_RING_FLAG_FP 0x01	      /* a frame-pointer walk (else DWARF) */
 #define WALK_RING_FLAG_STACK_DEF 0x02 /* the frames define stack STACK_SLOT */
 #define WALK_RING_FLAG_STACK_REF 0x04 /* no frames: those of stack STACK_SLOT */
-#define WALK_RING_FLAGS_KNOWN 0xff    /* every bit has a meaning (the slot the high five) */
+#define WALK_RING_FLAGS_NAMED (WALK_RING_FLAG_STACK_DEF | WALK_RING_FLAG_STACK_REF)
 #define WALK_RING_STACK_SLOT_SHIFT 3
 #define WALK_RING_STACK_SLOTS 32 /* names per ring */
 #define WALK_RING_STACK_SLOT(flags) ((__u32)(flags) >> WALK_RING_STACK_SLOT_SHIFT)
