@@ -23,7 +23,8 @@ struct attach_set {
 
 /* True when this kernel creates uprobe_multi links that run their program
  * in every thread of the process they were made for (see
- * attach_multi_per_process): tried for real on this process. */
+ * attach_multi_per_process): known from Linux 6.10 on, tried for real on
+ * this process before. */
 bool attach_multi_supported(void);
 
 /* True when a uprobe_multi link made for a pid runs in every thread of

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,26 @@
  * drains it on its own timer anyway. */
 #define ALLOC_RING_BYTES (32u << 20)
 
+/*
+ * The uprobe path's allocator-entry program (alloc_enter_any, or
+ * alloc_session) is, with the preload library's site program, one of the
+ * two the kernel takes longest to verify (~60 ms each here), and only a
+ * process traced without the library needs it.  With the library on, it
+ * loads late: in an object of its own sharing every map of the first
+ * (bpf_map__reuse_fd), in a thread started once the first is loaded, so
+ * that its verification runs while the command starts instead of before
+ * it; the first process traced with uprobes waits for it (entry_ready).
+ * (The site program is needed within tens of ms, when the command's
+ * dynamic linker is done: loaded late too, it made the start slower.)
+ * Without the library it loads with the first object.
+ */
+struct probes_entry {
+	struct dwleak_bpf *skel; /* the late object, NULL when none */
+	pthread_t thread;
+	bool running; /* THREAD started and not joined */
+	int err;      /* the late object's load: 0 or a negative errno */
+};
+
 /* An array map mapped into dwleak: element I at MEM + I * STRIDE. */
 struct probes_array_mem {
 	void *mem;
@@ -61,6 +82,7 @@ struct probes {
 	/* rows and rules mapped into dwleak (NULL: written by batch updates) */
 	struct probes_array_mem rows_mem, rules_mem;
 	struct probes_stacks_stats stacks; /* moves of the stacks map */
+	struct probes_entry entry;
 };
 
 bool probes_privileged(void)
@@ -191,9 +213,10 @@ static int settings_apply(struct probes *p)
 	uint64_t rows, rules;
 	int err;
 
-	/* one of the two ways to probe allocator calls is loaded */
-	bpf_program__set_autoload(s->progs.alloc_session, p->session);
-	bpf_program__set_autoload(s->progs.alloc_enter_any, !p->session);
+	/* one of the two ways to probe allocator calls is loaded; with the
+	 * library on, its entry program late (struct probes_entry) */
+	bpf_program__set_autoload(s->progs.alloc_session, p->session && !p->set.preload);
+	bpf_program__set_autoload(s->progs.alloc_enter_any, !p->session && !p->set.preload);
 	bpf_program__set_autoload(s->progs.alloc_exit, !p->session);
 	if (p->session)
 		attach_prepare_session(s->progs.alloc_session);
@@ -285,6 +308,76 @@ static void array_mem_map(const struct bpf_map *map, struct probes_array_mem *m)
 	*m = (struct probes_array_mem){ mem, len, stride };
 }
 
+static struct bpf_program *entry_program(const struct probes *p, const struct dwleak_bpf *s)
+{
+	return p->session ? s->progs.alloc_session : s->progs.alloc_enter_any;
+}
+
+static void *entry_load(void *arg)
+{
+	struct probes *p = arg;
+
+	p->entry.err = dwleak_bpf__load(p->entry.skel);
+	return NULL;
+}
+
+/* Opens the late object (P's loaded maps, only the entry program to
+ * load) and starts loading it in a thread (in this one when no thread
+ * can be made).  Returns 0 or a negative errno (nothing left running). */
+static int entry_start(struct probes *p)
+{
+	struct dwleak_bpf *s = dwleak_bpf__open();
+	struct bpf_map *mine, *theirs = NULL;
+	struct bpf_program *prog;
+	int err = 0;
+
+	if (!s)
+		return -errno ?: -ENOMEM;
+	bpf_object__for_each_program(prog, s->obj)
+		bpf_program__set_autoload(prog, prog == entry_program(p, s));
+	if (p->session)
+		attach_prepare_session(entry_program(p, s));
+	else if (p->multi)
+		attach_prepare(&(struct attach_set){ .multi = true }, entry_program(p, s));
+	/* the same object, so the same maps in the same order */
+	bpf_object__for_each_map(mine, s->obj) {
+		theirs = bpf_object__next_map(p->skel->obj, theirs);
+		if (!theirs || strcmp(bpf_map__name(mine), bpf_map__name(theirs))) {
+			err = -EINVAL;
+			break;
+		}
+		if (bpf_map__reuse_fd(mine, bpf_map__fd(theirs))) {
+			err = -errno ?: -EINVAL;
+			break;
+		}
+	}
+	if (err) {
+		dwleak_bpf__destroy(s);
+		return err;
+	}
+	p->entry.skel = s;
+	p->entry.running = !pthread_create(&p->entry.thread, NULL, entry_load, p);
+	if (!p->entry.running)
+		entry_load(p);
+	return 0;
+}
+
+/* The entry program, loaded (waiting for the late object while it
+ * loads), at *PROG.  Returns 0 or why it could not be loaded. */
+static int entry_ready(struct probes *p, struct bpf_program **prog)
+{
+	if (p->entry.running) {
+		pthread_join(p->entry.thread, NULL);
+		p->entry.running = false;
+	}
+	if (!p->entry.skel) {
+		*prog = entry_program(p, p->skel);
+		return 0;
+	}
+	*prog = p->entry.err ? NULL : entry_program(p, p->entry.skel);
+	return p->entry.err;
+}
+
 int probes_open(const struct probes_settings *s, const struct probes_events *ev, struct probes **out)
 {
 	struct probes *p = calloc(1, sizeof(*p));
@@ -301,6 +394,8 @@ int probes_open(const struct probes_settings *s, const struct probes_events *ev,
 	p->skel = dwleak_bpf__open();
 	err = p->skel ? settings_apply(p) : -errno;
 	err = err ?: dwleak_bpf__load(p->skel);
+	if (!err && s->preload)
+		err = entry_start(p);
 	if (!err && s->sample_bytes)
 		err = sample_gaps_fill(bpf_map__fd(p->skel->maps.sample_gaps), (double)s->sample_bytes);
 	if (!err) {
@@ -352,6 +447,7 @@ static int object_attach(struct probes *p, struct probes_proc *pp, const struct 
 	uint64_t *cookies = offs + o->nfuncs + 1, *free_offs = cookies + o->nfuncs + 1;
 	uint64_t *free_cookies = free_offs + o->nfuncs + 1;
 	struct dwleak_bpf *s = p->skel;
+	struct bpf_program *entry = NULL;
 	struct attach_set *links = &pp->links;
 	pid_t pid = pp->pid;
 	size_t i, n = 0, nf = 0;
@@ -370,12 +466,14 @@ static int object_attach(struct probes *p, struct probes_proc *pp, const struct 
 			cookies[n++] = DWLEAK_COOKIE(f->kind, f->size, (uint32_t)pid);
 		}
 	}
-	if (returns && p->session && n)
-		err = attach_session(links, s->progs.alloc_session, o->path, pid, offs, cookies, n);
+	if (n && returns == p->session)
+		err = entry_ready(p, &entry);
+	if (!err && returns && p->session && n)
+		err = attach_session(links, entry, o->path, pid, offs, cookies, n);
 	else if (returns && !p->session && n)
 		err = attach_uprobes(links, s->progs.alloc_exit, o->path, pid, offs, cookies, n, true);
-	if (!returns && n && !p->session)
-		err = attach_uprobes(links, s->progs.alloc_enter_any, o->path, pid, offs, cookies, n, false);
+	if (!err && !returns && n && !p->session)
+		err = attach_uprobes(links, entry, o->path, pid, offs, cookies, n, false);
 	if (!returns && !err && nf)
 		err = attach_uprobes(links, s->progs.free_enter, o->path, pid, free_offs, free_cookies, nf, false);
 	free(offs);
@@ -441,7 +539,10 @@ int probes_proc_attach(struct probes *p, struct probes_proc *pp, const struct al
 		for (i = 0; i < a->nobjs; i++) {
 			err = object_attach(p, pp, &a->objs[i], pass == 0);
 			if (err) {
-				snprintf(what, len, "uprobes to %s", a->objs[i].name);
+				snprintf(what, len, "uprobes to %s%s", a->objs[i].name,
+					 p->entry.err ? " (the kernel did not load dwleak's uprobe program; run with "
+							"DWLEAK_DEBUG=1 to see the verifier)"
+						      : "");
 				return err;
 			}
 		}
@@ -752,6 +853,9 @@ void probes_close(struct probes *p)
 	if (!p)
 		return;
 	attach_close_wait();
+	if (p->entry.running)
+		pthread_join(p->entry.thread, NULL);
+	dwleak_bpf__destroy(p->entry.skel);
 	bpf_link__destroy(p->mmap_links[0]);
 	bpf_link__destroy(p->mmap_links[1]);
 	bpf_link__destroy(p->exec_link);
