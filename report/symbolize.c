@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,49 @@ struct symbolizer {
 	debuginfod_client *client;     /* symbolizer_fetch_debuginfo()'s own, made on first use */
 	struct sym_fetch_miss *misses; /* NMISSES of MISSES_CAP */
 	size_t nmisses, misses_cap;
+	struct sym_ahead *ahead;       /* symbolizer_prepare()'s, made on first use */
+};
+
+/*
+ * Work done ahead (symbolizer_prepare, symbolizer_prepare_addr) by a
+ * thread of the symbolizer's own while its owner goes on.  FILES: each
+ * file handed once (its path and a dup of its fd, which the thread hands
+ * to module_get; its module once opened); QUEUE: what the thread is yet
+ * to do, from HEAD to N: open a file, or name an address of one into its
+ * module's cache.  LOCK guards FILES, QUEUE, ACTIVE (the thread still
+ * takes from the queue) and STOP (the owner wants the symbolizer back:
+ * the thread ends after the item it does); JOINABLE and THREAD are the
+ * owner's alone, and so are LAST_PATH/LAST_FD/LAST_FILE (the file the
+ * last call named, found without a stat).  A file's FD is closed once its
+ * module is opened (libdwfl has its own copy).
+ */
+struct sym_ahead_file {
+	char *path;
+	int fd;
+	struct stat st;
+	struct sym_module *mod; /* set by the thread once opened */
+	bool failed;		/* module_get refused it */
+};
+
+struct sym_ahead_item {
+	size_t file;
+	uint64_t addr;
+	bool resolve; /* name ADDR; else only open the file */
+	bool return_addr;
+};
+
+struct sym_ahead {
+	pthread_mutex_t lock;
+	struct sym_ahead_file *files;
+	size_t nfiles, files_cap;
+	struct sym_ahead_item *queue;
+	size_t head, n, cap;
+	bool active, stop;
+	bool joinable;
+	pthread_t thread;
+	const char *last_path;
+	int last_fd;
+	size_t last_file;
 };
 
 /* One lookup while it runs: the client's user data, for fetch_progress(). */
@@ -197,13 +241,240 @@ int sym_fetch_miss_text(const struct sym_fetch_miss *m, char **out)
 	return 0;
 }
 
+static int module_get(struct symbolizer *s, const char *path, int fd, struct sym_module **out);
+static int sym_module_resolve_unlocked(struct sym_module *m, uint64_t addr, bool return_addr,
+				       const struct sym_frame **frames, size_t *n, bool *owned);
+
+/* Takes S back from its thread: the item the thread does is finished,
+ * the rest of the queue dropped (a report names what it needs itself).
+ * Every call on S but the two prepares begins with it. */
+static void ahead_wait(const struct symbolizer *s)
+{
+	struct sym_ahead *a = s->ahead;
+
+	if (!a || !a->joinable)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->stop = true;
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->thread, NULL);
+	a->joinable = false;
+	/* the thread is gone: nothing else touches A now */
+	a->head = a->n = 0;
+	a->stop = false;
+}
+
+/* The thread: each queued item done as a report would do it (a file's
+ * module, its symbol table and its DWARF: the debug file found and its
+ * compressed sections inflated; an address named into its module's
+ * cache), until the queue is empty or its owner wants S back. */
+static void *ahead_run(void *arg)
+{
+	struct symbolizer *s = arg;
+	struct sym_ahead *a = s->ahead;
+	struct sym_ahead_item it;
+	struct sym_ahead_file f;
+	const struct sym_frame *shared;
+	struct sym_module *m;
+	Dwarf_Addr bias;
+	size_t nf;
+	bool owned;
+
+	for (;;) {
+		pthread_mutex_lock(&a->lock);
+		if (a->stop || a->head == a->n) {
+			a->active = false;
+			pthread_mutex_unlock(&a->lock);
+			return NULL;
+		}
+		it = a->queue[a->head++];
+		f = a->files[it.file];
+		pthread_mutex_unlock(&a->lock);
+		m = f.mod;
+		if (!m && !f.failed) {
+			bool failed = module_get(s, f.path, f.fd, &m) != 0;
+
+			if (!failed) {
+				dwfl_module_getsymtab(m->mod);
+				dwfl_module_getdwarf(m->mod, &bias);
+			}
+			pthread_mutex_lock(&a->lock);
+			a->files[it.file].mod = failed ? NULL : m;
+			a->files[it.file].failed = failed;
+			close(a->files[it.file].fd); /* the module has its own copy */
+			a->files[it.file].fd = -1;
+			pthread_mutex_unlock(&a->lock);
+		}
+		if (m && it.resolve && !sym_module_resolve_unlocked(m, it.addr, it.return_addr, &shared, &nf, &owned) &&
+		    owned)
+			sym_frames_free((struct sym_frame *)shared, nf);
+	}
+}
+
+static void *array_grow(void *v, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *w;
+
+	if (need <= *cap)
+		return v;
+	while (n < need)
+		n *= 2;
+	w = realloc(v, n * size);
+	if (w)
+		*cap = n;
+	return w;
+}
+
+/* The file PATH (FD) is in A's files: its index at *FILE; added (with a
+ * dup of FD; *ADDED set) when it was not.  The last call's PATH pointer
+ * and FD are taken for the same file without a stat: were they another
+ * file's by now, addresses would be named into the wrong module's cache,
+ * which wastes the work but names nothing wrong.  Returns 0 or a
+ * negative errno. */
+static int ahead_file(struct sym_ahead *a, const char *path, int fd, size_t *file, bool *added)
+{
+	struct sym_ahead_file f = { NULL, -1, { 0 }, NULL, false };
+	void *grown;
+	size_t i;
+
+	*added = false;
+	if (a->last_path == path && a->last_fd == fd && a->nfiles) {
+		*file = a->last_file;
+		return 0;
+	}
+	if (fstat(fd, &f.st))
+		return -errno;
+	/* the thread writes only MOD and FAILED: the rest is read unlocked */
+	for (i = 0; i < a->nfiles; i++) {
+		const struct stat *st = &a->files[i].st;
+
+		if (st->st_dev == f.st.st_dev && st->st_ino == f.st.st_ino && st->st_size == f.st.st_size &&
+		    st->st_mtim.tv_sec == f.st.st_mtim.tv_sec && st->st_mtim.tv_nsec == f.st.st_mtim.tv_nsec &&
+		    !strcmp(a->files[i].path, path))
+			break;
+	}
+	if (i == a->nfiles) {
+		f.path = strdup(path);
+		f.fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (!f.path || f.fd < 0) {
+			int err = f.fd < 0 ? -errno : -ENOMEM;
+
+			free(f.path);
+			if (f.fd >= 0)
+				close(f.fd);
+			return err;
+		}
+		pthread_mutex_lock(&a->lock);
+		grown = array_grow(a->files, &a->files_cap, a->nfiles + 1, sizeof(*a->files));
+		if (grown) {
+			a->files = grown;
+			a->files[a->nfiles++] = f;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!grown) {
+			free(f.path);
+			close(f.fd);
+			return -ENOMEM;
+		}
+		*added = true;
+	}
+	a->last_path = path;
+	a->last_fd = fd;
+	a->last_file = *file = i;
+	return 0;
+}
+
+/* Queues IT, starting the thread when none takes from the queue. */
+static int ahead_queue(struct symbolizer *s, const struct sym_ahead_item *it)
+{
+	struct sym_ahead *a = s->ahead;
+	bool start;
+	void *grown;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->head == a->n)
+		a->head = a->n = 0;
+	grown = array_grow(a->queue, &a->cap, a->n + 1, sizeof(*a->queue));
+	if (grown) {
+		a->queue = grown;
+		a->queue[a->n++] = *it;
+	}
+	start = grown && !a->active;
+	if (start)
+		a->active = true;
+	pthread_mutex_unlock(&a->lock);
+	if (!grown)
+		return -ENOMEM;
+	if (!start)
+		return 0; /* the running thread takes it */
+	if (a->joinable) /* ended (ACTIVE was false), perhaps still returning */
+		pthread_join(a->thread, NULL);
+	a->joinable = !pthread_create(&a->thread, NULL, ahead_run, s);
+	if (!a->joinable) {
+		pthread_mutex_lock(&a->lock);
+		a->active = false;
+		a->head = a->n = 0;
+		pthread_mutex_unlock(&a->lock);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* What both prepares do: PATH's file known (FILE; ADDED: new), or why
+ * not (-ECANCELED: lookups are on). */
+static int ahead_begin(struct symbolizer *s, const char *path, int fd, size_t *file, bool *added)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	struct sym_ahead *a = s->ahead;
+
+	/* a server is asked when a report is made, never while the traced
+	 * command runs */
+	if (s->fetch.on || (urls && *urls))
+		return -ECANCELED;
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a || pthread_mutex_init(&a->lock, NULL)) {
+			free(a);
+			return -ENOMEM;
+		}
+		a->last_fd = -1;
+		s->ahead = a;
+	}
+	return ahead_file(a, path, fd, file, added);
+}
+
+int symbolizer_prepare(struct symbolizer *s, const char *path, int fd)
+{
+	struct sym_ahead_item it = { 0 };
+	bool added;
+	int err = ahead_begin(s, path, fd, &it.file, &added);
+
+	if (err)
+		return err == -ECANCELED ? 0 : err;
+	return added ? ahead_queue(s, &it) : 0; /* each file opened ahead once */
+}
+
+int symbolizer_prepare_addr(struct symbolizer *s, const char *path, int fd, uint64_t addr, bool return_addr)
+{
+	struct sym_ahead_item it = { .addr = addr, .resolve = true, .return_addr = return_addr };
+	bool added;
+	int err = ahead_begin(s, path, fd, &it.file, &added);
+
+	if (err)
+		return err == -ECANCELED ? 0 : err;
+	return ahead_queue(s, &it);
+}
+
 void symbolizer_set_fetch(struct symbolizer *s, const struct sym_fetch *f)
 {
+	ahead_wait(s);
 	s->fetch = *f;
 }
 
 size_t symbolizer_fetch_misses(const struct symbolizer *s, const struct sym_fetch_miss **out)
 {
+	ahead_wait(s);
 	*out = s->misses;
 	return s->nmisses;
 }
@@ -292,6 +563,7 @@ int symbolizer_fetch_debuginfo(struct symbolizer *s, const char *path, const cha
 	struct fetch_lookup l;
 	int fd;
 
+	ahead_wait(s);
 	*file = NULL;
 	if (!s->fetch.on)
 		return -ENOSYS;
@@ -428,6 +700,18 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	ahead_wait(s);
+	if (s->ahead) {
+		for (size_t i = 0; i < s->ahead->nfiles; i++) {
+			free(s->ahead->files[i].path);
+			if (s->ahead->files[i].fd >= 0)
+				close(s->ahead->files[i].fd);
+		}
+		pthread_mutex_destroy(&s->ahead->lock);
+		free(s->ahead->files);
+		free(s->ahead->queue);
+		free(s->ahead);
+	}
 	for (size_t b = 0; s->modules && b < s->n_buckets; b++) {
 		struct sym_module *m = s->modules[b], *next;
 
@@ -555,6 +839,12 @@ static int module_report(struct symbolizer *s, struct sym_module *m, int fd, boo
 }
 
 int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym_module **out)
+{
+	ahead_wait(s);
+	return module_get(s, path, fd, out);
+}
+
+static int module_get(struct symbolizer *s, const char *path, int fd, struct sym_module **out)
 {
 	struct sym_module *m = NULL;
 	char *build_id = NULL;
@@ -960,6 +1250,14 @@ static bool cache_reserve(struct sym_module *m)
 
 int sym_module_resolve_shared(struct sym_module *m, uint64_t addr, bool return_addr,
 			      const struct sym_frame **frames, size_t *n, bool *owned)
+{
+	ahead_wait(m->owner);
+	return sym_module_resolve_unlocked(m, addr, return_addr, frames, n, owned);
+}
+
+/* sym_module_resolve_shared, from the thread that has M's symbolizer. */
+static int sym_module_resolve_unlocked(struct sym_module *m, uint64_t addr, bool return_addr,
+				       const struct sym_frame **frames, size_t *n, bool *owned)
 {
 	struct frame_list fl = { 0 };
 	struct addr_entry *e;

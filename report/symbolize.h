@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 /* Owns every registered object and their caches; one per report run.
- * Not thread-safe: libdwfl handles are not, so use one from one thread. */
+ * Not thread-safe: libdwfl handles are not, so use one from one thread
+ * (symbolizer_prepare's own thread gives it back before any other call). */
 struct symbolizer;
 
 /* One registered object (executable or shared library), owned by its
@@ -157,6 +158,30 @@ int symbolizer_fetch_debuginfo(struct symbolizer *s, const char *path, const cha
  * accepts, -errno from open()/dup()/fstat(), -ENOMEM.
  */
 int symbolizer_module(struct symbolizer *s, const char *path, int fd, struct sym_module **out);
+
+/*
+ * Opens PATH (FD as for symbolizer_module(): dup'ed, the caller's still)
+ * ahead of a report, in a thread of S's own while the caller goes on: its
+ * module, its symbol table and its DWARF (the separate debug file found,
+ * its compressed sections inflated, the largest part of naming a
+ * program's first frame), so that the report at the command's end finds
+ * them ready.  Each file is prepared once.  Every other call on S (but
+ * symbolizer_prepare_addr) waits for the item the thread is at and drops
+ * the rest of its queue (what a report needs it does itself), so S is
+ * still used from one thread at a time.  Does nothing while debuginfod
+ * lookups are on (DEBUGINFOD_URLS set): a server is asked when a report
+ * is made, never while the traced command runs.  Returns 0, or a negative
+ * errno (from fstat() or dup(), -ENOMEM, -EAGAIN: no thread) when nothing
+ * was queued.
+ */
+int symbolizer_prepare(struct symbolizer *s, const char *path, int fd);
+
+/* The same for ELF address ADDR of PATH (as sym_module_resolve() takes
+ * it, RETURN_ADDR too): named by the thread into its module's cache (the
+ * module opened first when it is not), so that the report's lookup of it
+ * is a cache hit.  Never waits for the thread: a caller that must not
+ * block (a drain loop) calls this.  Returns what symbolizer_prepare does. */
+int symbolizer_prepare_addr(struct symbolizer *s, const char *path, int fd, uint64_t addr, bool return_addr);
 
 /* The path M was registered under.  Owned by M. */
 const char *sym_module_path(const struct sym_module *m);

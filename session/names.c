@@ -63,3 +63,24 @@ void stack_names_free(struct stack_names *n)
 	free(n->own_maps);
 	memset(n, 0, sizeof(*n));
 }
+
+int stack_names_warm(const struct stack_names *n, const struct stack_trace *st)
+{
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < st->nframes && i < DWLEAK_MAX_FRAMES; i++) {
+		bool ret = i > 0 && !(st->pcs[i] & DWLEAK_FRAME_EXACT);
+		uint64_t pc = st->pcs[i] & ~DWLEAK_FRAME_EXACT;
+		const struct probes_mapping *m = mapping_find(n, pc);
+		const struct unwind_object *o = m ? unwinder_find(n->uw, &m->file) : NULL;
+
+		if (!o || o->fd < 0)
+			continue; /* the report's to name as it can */
+		err = symbolizer_prepare_addr(n->sym, o->path, o->fd, unwind_object_elf_addr(o, m->start, m->pgoff, pc),
+					      ret);
+		if (err == -ENOMEM)
+			return err;
+	}
+	return 0;
+}

@@ -37,4 +37,10 @@ int stack_names_open(struct stack_names *n, const struct stack_store *stacks, co
 		     const struct probes_mapping *maps, size_t n_maps, struct stack_source *src);
 void stack_names_free(struct stack_names *n);
 
+/* Hands the frames of walk ST to N's symbolizer to name ahead, in its
+ * own thread, into its caches (symbolizer_prepare_addr): a report later
+ * finds them there.  Never waits for the symbolizer.  Returns 0 or
+ * -ENOMEM. */
+int stack_names_warm(const struct stack_names *n, const struct stack_trace *st);
+
 #endif

@@ -663,6 +663,22 @@ void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp)
 	}
 }
 
+void procs_names_warm(const struct proc_services *sv, struct procs *ps, double until)
+{
+	const uint64_t *ids;
+	size_t i, n;
+
+	for (i = 0; sv->names_warm && i < ps->n; i++) {
+		struct proc *p = ps->v[i];
+
+		if (p->exited || p->untraced || !(n = proc_rings_fresh(&p->rings, &ids)))
+			continue;
+		proc_rings_fresh_done(&p->rings, sv->names_warm(sv->ctx, p->pid, ids, n, until));
+		if (session_now_s() >= until)
+			return;
+	}
+}
+
 void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 {
 	size_t i;

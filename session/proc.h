@@ -182,6 +182,11 @@ struct proc_services {
 	/* P walks its stacks in itself now (--walk process): its library took
 	 * an unwind image, or walks frame pointers (may be NULL) */
 	void (*walking)(void *ctx, const struct proc *p);
+	/* hands the frames of the N stacks IDS of live process PID to the
+	 * symbolizer to name ahead (stack_names_warm), until UNTIL
+	 * (session_now_s); returns how many it handed (may be NULL: none
+	 * are) */
+	size_t (*names_warm)(void *ctx, pid_t pid, const uint64_t *ids, size_t n, double until);
 };
 
 /* --- A process's life (each returns 0 unless the session cannot go on:
@@ -247,6 +252,12 @@ void proc_objects_changed(struct procs *ps, uint32_t tgid);
 /* --leak-check: thread TID of TGID called exit(), with stack pointer SP
  * there (it stops, and its check runs at the stop). */
 void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp);
+
+/* Hands the frames of the stacks the live processes' rings gave since
+ * the last call to the symbolizer to name ahead (SV->names_warm), until
+ * UNTIL: the report at their end then finds most names made while they
+ * ran. */
+void procs_names_warm(const struct proc_services *sv, struct procs *ps, double until);
 
 /* Loads the tables of objects the processes mapped since (or of every
  * live one, with ALL) and republishes their mappings. */

@@ -297,6 +297,37 @@ static int held_push(struct proc_rings *r, const struct ring_held *h)
 	return 0;
 }
 
+/* ID stored first (or again, after a miss of IDS_SEEN): its names to warm. */
+static void fresh_push(struct proc_rings *r, uint64_t id)
+{
+	if (r->nfresh == r->fresh_cap) {
+		size_t cap = r->fresh_cap ? r->fresh_cap * 2 : 256;
+		uint64_t *v = realloc(r->fresh, cap * sizeof(*v));
+
+		if (!v)
+			return; /* named by the report instead */
+		r->fresh = v;
+		r->fresh_cap = cap;
+	}
+	r->fresh[r->nfresh++] = id;
+}
+
+size_t proc_rings_fresh(const struct proc_rings *r, const uint64_t **ids)
+{
+	*ids = r->fresh;
+	return r->nfresh;
+}
+
+void proc_rings_fresh_done(struct proc_rings *r, size_t n)
+{
+	if (n >= r->nfresh) {
+		r->nfresh = 0;
+		return;
+	}
+	memmove(r->fresh, r->fresh + n, (r->nfresh - n) * sizeof(*r->fresh));
+	r->nfresh -= n;
+}
+
 /* Allocation record REC (its ring's time in H) held: its stack id, the
  * stack stored unless it was already. */
 static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec, const struct ring_held *h0)
@@ -326,10 +357,12 @@ static int ring_alloc_held(struct drain_ctx *d, const struct walk_ring_rec *rec,
 		st->fp = (uint8_t)rec->fp;
 		st->image = r->image_seed;
 		memcpy(st->pcs, rec->pcs, rec->nframes * sizeof(*rec->pcs));
-		if (stack_store_put(d->stacks, h.stack_id, st))
+		if (stack_store_put(d->stacks, h.stack_id, st)) {
 			h.stack_id = DWLEAK_STACK_NOT_STORED; /* no memory: counted as the kernel's would be */
-		else
+		} else {
 			*seen = h.stack_id;
+			fresh_push(r, h.stack_id);
+		}
 	}
 	h.seq = r->seq++;
 	return held_push(r, &h);
@@ -687,6 +720,9 @@ void proc_rings_free(struct proc_rings *r)
 {
 	walk_ring_names_free(r->names);
 	r->names = NULL;
+	free(r->fresh);
+	r->fresh = NULL;
+	r->nfresh = r->fresh_cap = 0;
 	free(r->blob);
 	free(r->held);
 	free(r->merge);

@@ -114,6 +114,12 @@ struct proc_rings {
 	uint64_t drains;
 	uint32_t fill_ppm;    /* the last drain: its fullest ring's unread bytes, parts per
 			       * million of the ring (how soon the next drain is due) */
+	/* stack ids stored for the first time since the report's names were
+	 * last warmed with them (proc_rings_fresh): the session names their
+	 * frames while the process runs, so that the report finds the
+	 * symbolizer's caches warm */
+	uint64_t *fresh;
+	size_t nfresh, fresh_cap;
 	uint64_t fault_ns;    /* when its memory was first found not there (0: it is) */
 	int err;	      /* the first error that stopped a drain (0: none) */
 	char why[192];	      /* and what it was */
@@ -191,6 +197,14 @@ void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r
  * hashes).  Never an id at or below DWLEAK_STACK_SPECIAL_MAX. */
 uint64_t proc_rings_stack_id(uint32_t image, uint32_t kind, uint32_t end, bool fp, const uint64_t *pcs,
 			     uint32_t nframes);
+
+/* The stack ids R stored first since the last proc_rings_fresh_done, at
+ * *IDS (R's; valid until R's next drain).  Returns how many.  An id
+ * missed (no memory to note it) only leaves its names to the report. */
+size_t proc_rings_fresh(const struct proc_rings *r, const uint64_t **ids);
+
+/* The first N of them (all of them, when N is more) need no warming. */
+void proc_rings_fresh_done(struct proc_rings *r, size_t n);
 
 /* Frees what R holds (the process needs nothing written back). */
 void proc_rings_free(struct proc_rings *r);

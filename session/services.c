@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "clock.h"
 #include "leak_scan.h"
+#include "names.h"
 #include "seccomp_filters.h"
 #include "session_private.h"
 
@@ -304,11 +306,58 @@ static uint64_t sv_control_addr(void *ctx, pid_t pid, const struct preload_sites
 
 /* The first process traced: the line scripts wait for; a later one whose
  * allocator differs from the first's gets a line of its own. */
+/* Every stack the report names passes through the program (main), its
+ * C library (__libc_start_main) and mostly its allocator's object: their
+ * symbols and debug information are opened ahead (symbolizer_prepare),
+ * while the command runs, instead of after it ends. */
+static void names_prepare(struct session *s, const struct proc *p)
+{
+	const char *want[3] = { p->objs.n ? p->objs.paths[0] : NULL, NULL,
+				p->alloc.nobjs ? p->alloc.objs[0].path : NULL };
+	struct stat w, st;
+	uint64_t off;
+	size_t i, k;
+
+	if (proc_objects_function(&p->objs, "__libc_start_main", &want[1], &off))
+		want[1] = NULL;
+	for (k = 0; k < 3; k++) {
+		if (!want[k] || stat(want[k], &w))
+			continue;
+		for (i = 0; i < unwinder_count(s->uw); i++) {
+			const struct unwind_object *o = unwinder_object(s->uw, i);
+
+			if (o->fd >= 0 && !fstat(o->fd, &st) && st.st_dev == w.st_dev && st.st_ino == w.st_ino) {
+				symbolizer_prepare(s->sym, o->path, o->fd);
+				break;
+			}
+		}
+	}
+}
+
+static size_t sv_names_warm(void *ctx, pid_t pid, const uint64_t *ids, size_t n, double until)
+{
+	struct session *s = of(ctx);
+	struct stack_names names;
+	struct stack_source src;
+	struct stack_trace st;
+	size_t i = 0;
+
+	if (stack_names_open(&names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)pid, false, NULL, 0, &src))
+		return 0; /* the report names them */
+	for (; i < n && session_now_s() < until; i++)
+		if (!stack_store_get(s->stacks, ids[i], &st) && stack_names_warm(&names, &st))
+			break;
+	stack_names_free(&names);
+	return i;
+}
+
 static void sv_traced(void *ctx, const struct proc *p)
 {
 	struct session *s = of(ctx);
 	struct unwinder_stats us;
 	char how[64];
+
+	names_prepare(s, p);
 
 	if (s->announced && s->first_alloc && p->alloc.description && strcmp(s->first_alloc, p->alloc.description))
 		session_say(&s->log, SESSION_INFO, "pid %d (%s) allocates with %s%s", p->pid, p->command,
@@ -372,6 +421,7 @@ void session_services_init(struct session *s)
 		.leak_scan = sv_leak_scan,
 		.traced = sv_traced,
 		.walking = sv_walking,
+		.names_warm = sv_names_warm,
 		.rings_io = { .ctx = s, .mem_read = sv_mem_read, .mem_write = sv_mem_write,
 			      .image_build = sv_image_build, .seccomp_mode = sv_seccomp_mode },
 		.control_addr = sv_control_addr,

@@ -31,6 +31,13 @@
 /* Every live process's tables are looked at again this often, unless the
  * settings say (rescan_s). */
 #define RESCAN_INTERVAL_S 1.0
+/* The report's names, made ahead while the processes run (procs_names_warm):
+ * from this long after the first process was traced (its start-up, when
+ * most new stacks come, is its own), handing at most this long of each
+ * wakeup to the symbolizer's thread (a mapping lookup and a queued item
+ * per frame of each new stack; the thread names them on the other CPU). */
+#define NAMES_WARM_AFTER_S 0.1
+#define NAMES_WARM_SLICE_S 0.002
 /* --walk process: how often the libraries' rings are drained, and their
  * size (2^SESSION_RING_BITS bytes a thread that allocates, touched as it
  * fills): a thread that allocates three million times a second, 100-200
@@ -519,6 +526,10 @@ int session_poll(struct session *s, int timeout_ms)
 	proc_tables_due(&s->sv, &s->procs, now >= s->next_scan);
 	if (now >= s->next_scan)
 		s->next_scan = now + rescan_interval(s);
+	/* the report's names made while the processes run (by the
+	 * symbolizer's thread), past their first moments, which are theirs */
+	if (s->t_traced && now >= s->t_traced + NAMES_WARM_AFTER_S)
+		procs_names_warm(&s->sv, &s->procs, now + NAMES_WARM_SLICE_S);
 	if (err)
 		return err;
 	if (s->tracees)

@@ -680,6 +680,119 @@ out:
 	free(gone), free(dbg), free(dbg2), free(src);
 }
 
+/*
+ * symbolizer_prepare: objects opened ahead in the symbolizer's thread
+ * name frames as the ones opened on demand do (addr2line the oracle),
+ * whether the thread finished (the prepared module is the one a report
+ * then asks for) or is still at work when the owner asks (it waits);
+ * its fd is dup'ed (the caller closes its own at once), each file is
+ * prepared once, a queue not taken yet is dropped, and no fd is left.
+ */
+static void test_prepare(void)
+{
+	char *full = path_in("leak"), *dl = path_in("dl/leak"), *bare = path_in("bare/leak");
+	char *mini = path_in("mini/leak");
+	struct nm_syms syms = { 0 };
+	struct symbolizer *s = NULL;
+	struct sym_module *m, *again;
+	int fd, err, round, fds = count_fds();
+
+	if (nm_read(full, false, &syms) != 0) {
+		EXPECT(0, "nm %s failed", full);
+		goto out;
+	}
+	for (round = 0; round < 2; round++) {
+		err = symbolizer_new(NULL, &s);
+		EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
+		if (err)
+			goto out;
+		fd = open(dl, O_RDONLY | O_CLOEXEC);
+		EXPECT(fd >= 0, "open %s", dl);
+		if (fd < 0)
+			goto out;
+		err = symbolizer_prepare(s, dl, fd);
+		EXPECT(err == 0, "prepare %s: %s", dl, strerror(-err));
+		EXPECT(symbolizer_prepare(s, dl, fd) == 0, "preparing %s twice fails", dl);
+		close(fd); /* the symbolizer has its own */
+		if (round == 1)
+			usleep(300000); /* time for the thread to finish (either way is right) */
+		m = must_module(s, dl, -1);
+		again = must_module(s, dl, -1);
+		EXPECT(m && m == again, "round %d: the prepared %s is two modules", round, dl);
+		if (m)
+			compare_fixture(m, round ? "prepared, thread done" : "prepared, asked at once", full, &syms,
+					true);
+		/* a queue the owner takes back from: dropped, fds closed */
+		fd = open(bare, O_RDONLY | O_CLOEXEC);
+		EXPECT(fd >= 0 && symbolizer_prepare(s, bare, fd) == 0, "prepare %s", bare);
+		if (fd >= 0)
+			close(fd);
+		fd = open(mini, O_RDONLY | O_CLOEXEC);
+		EXPECT(fd >= 0 && symbolizer_prepare(s, mini, fd) == 0, "prepare %s", mini);
+		if (fd >= 0)
+			close(fd);
+		if (round == 0) {
+			m = must_module(s, mini, -1);
+			if (m)
+				check_symbol_only(m, "minidebuginfo, prepared", nm_find(&syms, "lonely(")->addr + 1,
+						  nm_find(&syms, "lonely(")->name);
+		}
+		symbolizer_free(s);
+		s = NULL;
+		EXPECT(count_fds() == fds, "round %d: fds leaked: %d open before, %d after", round, fds,
+		       count_fds());
+	}
+	/* addresses named ahead into the module's cache, and a non-ELF file
+	 * handed too: the names the report then gets are addr2line's */
+	err = symbolizer_new(NULL, &s);
+	EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
+	if (err)
+		goto out;
+	fd = open(dl, O_RDONLY | O_CLOEXEC);
+	EXPECT(fd >= 0, "open %s", dl);
+	if (fd >= 0) {
+		static const char *const funcs[] = { "LeakLib::compute(", "LeakLib::slowMemoryLeak(", "lonely(",
+						     "main" };
+
+		for (size_t k = 0; k < sizeof(funcs) / sizeof(funcs[0]); k++) {
+			const struct nm_sym *sym = nm_find(&syms, funcs[k]);
+
+			for (uint64_t a = 0; sym && a < sym->size; a++) {
+				EXPECT(!symbolizer_prepare_addr(s, dl, fd, sym->addr + a, false), "prepare_addr");
+				EXPECT(!symbolizer_prepare_addr(s, dl, fd, sym->addr + a + 1, true), "prepare_addr");
+			}
+		}
+		close(fd);
+	}
+	{
+		char *src = path_in("leak.cpp");
+
+		fd = open(src, O_RDONLY | O_CLOEXEC);
+		EXPECT(fd >= 0 && !symbolizer_prepare_addr(s, src, fd, 0x1000, false),
+		       "a non-ELF file is handed without an error (the report says it)");
+		if (fd >= 0)
+			close(fd);
+		usleep(300000); /* time for the thread to name them (either way is right) */
+		EXPECT(symbolizer_module(s, src, -1, &m) == -ENOEXEC, "non-ELF prepared should still be -ENOEXEC");
+		free(src);
+	}
+	m = must_module(s, dl, -1);
+	if (m)
+		compare_fixture(m, "named ahead", full, &syms, true);
+	symbolizer_free(s);
+	s = NULL;
+	EXPECT(count_fds() == fds, "named ahead: fds leaked: %d open before, %d after", fds, count_fds());
+
+	/* an fd that is none: nothing queued */
+	err = symbolizer_new(NULL, &s);
+	EXPECT(!err && symbolizer_prepare(s, dl, -1) == -EBADF, "prepare of fd -1 should be -EBADF");
+out:
+	symbolizer_free(s);
+	EXPECT(count_fds() == fds, "fds leaked: %d open before, %d after", fds, count_fds());
+	nm_free(&syms);
+	free(full), free(dl), free(bare), free(mini);
+}
+
 /* malloc in the distro libc, which has .dynsym only. */
 static void test_libc(void)
 {
@@ -743,6 +856,7 @@ int main(void)
 		return 1;
 	}
 	test_fixture();
+	test_prepare();
 	test_libc();
 	if (check_status())
 		return 1;
