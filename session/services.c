@@ -304,8 +304,6 @@ static uint64_t sv_control_addr(void *ctx, pid_t pid, const struct preload_sites
 	return preload_control_addr(pid, sites);
 }
 
-/* The first process traced: the line scripts wait for; a later one whose
- * allocator differs from the first's gets a line of its own. */
 /* Every stack the report names passes through the program (main), its
  * C library (__libc_start_main) and mostly its allocator's object: their
  * symbols and debug information are opened ahead (symbolizer_prepare),
@@ -351,6 +349,8 @@ static size_t sv_names_warm(void *ctx, pid_t pid, const uint64_t *ids, size_t n,
 	return i;
 }
 
+/* The first process traced: the line scripts wait for; a later one whose
+ * allocator differs from the first's gets a line of its own. */
 static void sv_traced(void *ctx, const struct proc *p)
 {
 	struct session *s = of(ctx);

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "elf_symbols.h"
@@ -36,13 +38,51 @@ static bool sym_wanted(const GElf_Sym *sym, const struct elf_sym_want *w)
 	return type == STT_FUNC || (w->data && type == STT_OBJECT);
 }
 
-static void scan_symbols(Elf *elf, Elf_Scn *scn, bool dynsym, struct elf_sym_want *want, size_t n)
+/* The wanted names by hash, so that each symbol of a table of thousands
+ * is looked up once instead of compared with every wanted name (the
+ * allocator's detection asks ~150 names of each object a process maps:
+ * 10 ms of every start of python3.11 went to those compares).  SLOTS
+ * (a power of two, at least twice N) hold an index into WANT plus one,
+ * 0 when empty; a name wanted twice has two slots. */
+struct want_index {
+	uint32_t *slots;
+	size_t mask;
+};
+
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 16777619u;
+	return h;
+}
+
+static int want_index_make(struct want_index *x, const struct elf_sym_want *want, size_t n)
+{
+	size_t cap = 16, k, j;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	x->slots = calloc(cap, sizeof(*x->slots));
+	if (!x->slots)
+		return -ENOMEM;
+	x->mask = cap - 1;
+	for (k = 0; k < n; k++) {
+		for (j = name_hash(want[k].name) & x->mask; x->slots[j]; j = (j + 1) & x->mask)
+			;
+		x->slots[j] = (uint32_t)k + 1;
+	}
+	return 0;
+}
+
+static void scan_symbols(Elf *elf, Elf_Scn *scn, bool dynsym, struct elf_sym_want *want, const struct want_index *x)
 {
 	GElf_Shdr sh;
 	Elf_Data *data;
 	GElf_Sym sym;
 	const char *name;
-	size_t i, k, nsyms;
+	size_t i, j, k, nsyms;
 
 	if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize)
 		return;
@@ -56,7 +96,8 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, bool dynsym, struct elf_sym_wan
 		name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		for (k = 0; k < n; k++) {
+		for (j = name_hash(name) & x->mask; x->slots[j]; j = (j + 1) & x->mask) {
+			k = x->slots[j] - 1;
 			if (want[k].found || (want[k].dynsym_only && !dynsym) || strcmp(name, want[k].name) ||
 			    !sym_wanted(&sym, &want[k]))
 				continue;
@@ -88,19 +129,26 @@ static Elf *elf_open(int fd)
 int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n)
 {
 	static const GElf_Word order[] = { SHT_DYNSYM, SHT_SYMTAB };
-	Elf *elf = elf_open(fd);
+	struct want_index x;
+	Elf *elf;
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 	size_t t;
 
-	if (!elf)
+	if (want_index_make(&x, want, n))
+		return -ENOMEM;
+	elf = elf_open(fd);
+	if (!elf) {
+		free(x.slots);
 		return -ENOEXEC;
+	}
 	for (t = 0; t < 2; t++) {
 		for (scn = NULL; (scn = elf_nextscn(elf, scn));)
 			if (gelf_getshdr(scn, &sh) && sh.sh_type == order[t])
-				scan_symbols(elf, scn, order[t] == SHT_DYNSYM, want, n);
+				scan_symbols(elf, scn, order[t] == SHT_DYNSYM, want, &x);
 	}
 	elf_end(elf);
+	free(x.slots);
 	return 0;
 }
 

@@ -21,7 +21,7 @@ struct elf_sym_want {
 /*
  * Fills WANT[0..N) from the defined symbols of the ELF object open at FD
  * (the first definition wins; .dynsym is read before .symtab).  Returns
- * 0 (check each .found), or -ENOEXEC when FD is not an ELF object.
+ * 0 (check each .found), -ENOEXEC when FD is not an ELF object, or -ENOMEM.
  */
 int elf_symbols_find(int fd, struct elf_sym_want *want, size_t n);
 
