@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,8 +318,20 @@ static void *entry_load(void *arg)
 {
 	struct probes *p = arg;
 
+	/* only a CPU nothing else wants, until a process needs the program
+	 * (entry_ready) */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){ 0 });
 	p->entry.err = dwleak_bpf__load(p->entry.skel);
 	return NULL;
+}
+
+static void entry_join(struct probes *p)
+{
+	if (!p->entry.running)
+		return;
+	pthread_setschedparam(p->entry.thread, SCHED_OTHER, &(struct sched_param){ 0 });
+	pthread_join(p->entry.thread, NULL);
+	p->entry.running = false;
 }
 
 /* Opens the late object (P's loaded maps, only the entry program to
@@ -358,7 +371,7 @@ static int entry_start(struct probes *p)
 	p->entry.skel = s;
 	p->entry.running = !pthread_create(&p->entry.thread, NULL, entry_load, p);
 	if (!p->entry.running)
-		entry_load(p);
+		p->entry.err = dwleak_bpf__load(p->entry.skel);
 	return 0;
 }
 
@@ -366,10 +379,7 @@ static int entry_start(struct probes *p)
  * loads), at *PROG.  Returns 0 or why it could not be loaded. */
 static int entry_ready(struct probes *p, struct bpf_program **prog)
 {
-	if (p->entry.running) {
-		pthread_join(p->entry.thread, NULL);
-		p->entry.running = false;
-	}
+	entry_join(p);
 	if (!p->entry.skel) {
 		*prog = entry_program(p, p->skel);
 		return 0;
@@ -853,8 +863,7 @@ void probes_close(struct probes *p)
 	if (!p)
 		return;
 	attach_close_wait();
-	if (p->entry.running)
-		pthread_join(p->entry.thread, NULL);
+	entry_join(p);
 	dwleak_bpf__destroy(p->entry.skel);
 	bpf_link__destroy(p->mmap_links[0]);
 	bpf_link__destroy(p->mmap_links[1]);

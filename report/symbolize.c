@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,8 @@ static void ahead_wait(const struct symbolizer *s)
 	pthread_mutex_lock(&a->lock);
 	a->stop = true;
 	pthread_mutex_unlock(&a->lock);
+	/* waited for now: back to the CPU share of any thread (it may be gone) */
+	pthread_setschedparam(a->thread, SCHED_OTHER, &(struct sched_param){ 0 });
 	pthread_join(a->thread, NULL);
 	a->joinable = false;
 	/* the thread is gone: nothing else touches A now */
@@ -280,6 +283,10 @@ static void *ahead_run(void *arg)
 	size_t nf;
 	bool owned;
 
+	/* work ahead takes only a CPU nothing else wants: on two CPUs, a
+	 * program busy on both is not slowed by it (the report does what is
+	 * left when it comes) */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){ 0 });
 	for (;;) {
 		pthread_mutex_lock(&a->lock);
 		if (a->stop || a->head == a->n) {
