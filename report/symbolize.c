@@ -392,6 +392,12 @@ static int ahead_file(struct sym_ahead *a, const char *path, int fd, size_t *fil
 	return 0;
 }
 
+/* Items waiting at most: 24 MiB.  Past it an address is not queued (the
+ * thread runs on idle CPU only, and a busy machine may give it none while
+ * a service makes new stacks for days); the report names it when it
+ * comes, as it names everything the thread did not: nothing is lost. */
+#define AHEAD_QUEUE_MAX (1u << 20)
+
 /* Queues IT, starting the thread when none takes from the queue. */
 static int ahead_queue(struct symbolizer *s, const struct sym_ahead_item *it)
 {
@@ -402,6 +408,15 @@ static int ahead_queue(struct symbolizer *s, const struct sym_ahead_item *it)
 	pthread_mutex_lock(&a->lock);
 	if (a->head == a->n)
 		a->head = a->n = 0;
+	if (it->resolve && a->n - a->head >= AHEAD_QUEUE_MAX) {
+		pthread_mutex_unlock(&a->lock);
+		return 0;
+	}
+	if (a->head > a->cap / 2) { /* the taken half reused */
+		memmove(a->queue, a->queue + a->head, (a->n - a->head) * sizeof(*a->queue));
+		a->n -= a->head;
+		a->head = 0;
+	}
 	grown = array_grow(a->queue, &a->cap, a->n + 1, sizeof(*a->queue));
 	if (grown) {
 		a->queue = grown;
