@@ -136,6 +136,7 @@ struct sym_ahead {
 	const char *last_path;
 	int last_fd;
 	size_t last_file;
+	bool servers; /* DEBUGINFOD_URLS named servers when A was made */
 };
 
 /* One lookup while it runs: the client's user data, for fetch_progress(). */
@@ -447,22 +448,24 @@ static int ahead_queue(struct symbolizer *s, const struct sym_ahead_item *it)
  * not (-ECANCELED: lookups are on). */
 static int ahead_begin(struct symbolizer *s, const char *path, int fd, size_t *file, bool *added)
 {
-	const char *urls = getenv("DEBUGINFOD_URLS");
 	struct sym_ahead *a = s->ahead;
 
-	/* a server is asked when a report is made, never while the traced
-	 * command runs */
-	if (s->fetch.on || (urls && *urls))
-		return -ECANCELED;
 	if (!a) {
+		const char *urls = getenv("DEBUGINFOD_URLS"); /* read once: this runs for every frame */
+
 		a = calloc(1, sizeof(*a));
 		if (!a || pthread_mutex_init(&a->lock, NULL)) {
 			free(a);
 			return -ENOMEM;
 		}
 		a->last_fd = -1;
+		a->servers = urls && *urls;
 		s->ahead = a;
 	}
+	/* a server is asked when a report is made, never while the traced
+	 * command runs */
+	if (s->fetch.on || a->servers)
+		return -ECANCELED;
 	return ahead_file(a, path, fd, file, added);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "constants.h"
 #include "elf_symbols.h"
 
 /* File offset of ELF address VADDR, through the PT_LOAD holding it. */
@@ -38,23 +39,24 @@ static bool sym_wanted(const GElf_Sym *sym, const struct elf_sym_want *w)
 	return type == STT_FUNC || (w->data && type == STT_OBJECT);
 }
 
-/* The wanted names by hash, so that each symbol of a table of thousands
- * is looked up once instead of compared with every wanted name (the
- * allocator's detection asks ~150 names of each object a process maps:
- * 10 ms of every start of python3.11 went to those compares).  SLOTS
- * (a power of two, at least twice N) hold an index into WANT plus one,
- * 0 when empty; a name wanted twice has two slots. */
+/* The wanted names by hash (base/constants.h's FNV-1a), so that each
+ * symbol of a table of thousands is looked up once instead of compared
+ * with every wanted name (the allocator's detection asks ~150 names of
+ * each object a process maps: 10 ms of every start of python3.11 went to
+ * those compares).  SLOTS (a power of two, at least twice N) hold an
+ * index into WANT plus one, 0 when empty; a name wanted twice has two
+ * slots. */
 struct want_index {
 	uint32_t *slots;
 	size_t mask;
 };
 
-static uint32_t name_hash(const char *name)
+static uint64_t name_hash(const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = FNV64_OFFSET;
 
 	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 16777619u;
+		h = (h ^ (uint8_t)*name) * FNV64_PRIME;
 	return h;
 }
 
