@@ -526,18 +526,19 @@ static int build_fixtures(void)
 }
 
 /* Every address of the fixture's functions in M against addr2line. */
+/* The fixture's functions compared with addr2line, address by address. */
+static const char *const fixture_funcs[] = { "LeakLib::compute(", "LeakLib::slowMemoryLeak(", "lonely(", "main" };
+
 static void compare_fixture(struct sym_module *m, const char *label, const char *full,
 			    const struct nm_syms *syms, bool with_returns)
 {
-	static const char *const funcs[] = { "LeakLib::compute(", "LeakLib::slowMemoryLeak(",
-					     "lonely(", "main" };
 	int longest = 0;
 
-	for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
-		const struct nm_sym *sym = nm_find(syms, funcs[i]);
+	for (size_t i = 0; i < sizeof(fixture_funcs) / sizeof(fixture_funcs[0]); i++) {
+		const struct nm_sym *sym = nm_find(syms, fixture_funcs[i]);
 		int l;
 
-		EXPECT(sym, "%s: no symbol %s in nm output", label, funcs[i]);
+		EXPECT(sym, "%s: no symbol %s in nm output", label, fixture_funcs[i]);
 		if (!sym)
 			continue;
 		l = compare_range(m, label, full, sym, false);
@@ -680,6 +681,30 @@ out:
 	free(gone), free(dbg), free(dbg2), free(src);
 }
 
+static struct symbolizer *must_symbolizer(void)
+{
+	struct symbolizer *s = NULL;
+	int err = symbolizer_new(NULL, &s);
+
+	EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
+	return s;
+}
+
+/* PATH opened, handed to symbolizer_prepare (ADDR: to
+ * symbolizer_prepare_addr, for that address), closed again: the
+ * symbolizer keeps its own descriptor.  Returns what the prepare did, or
+ * -errno from open(). */
+static int prepare_path(struct symbolizer *s, const char *path, bool addr, uint64_t at)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = addr ? symbolizer_prepare_addr(s, path, fd, at, false) : symbolizer_prepare(s, path, fd);
+	close(fd);
+	return err;
+}
+
 /*
  * symbolizer_prepare: objects opened ahead in the symbolizer's thread
  * name frames as the ones opened on demand do (addr2line the oracle),
@@ -702,9 +727,8 @@ static void test_prepare(void)
 		goto out;
 	}
 	for (round = 0; round < 2; round++) {
-		err = symbolizer_new(NULL, &s);
-		EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
-		if (err)
+		s = must_symbolizer();
+		if (!s)
 			goto out;
 		fd = open(dl, O_RDONLY | O_CLOEXEC);
 		EXPECT(fd >= 0, "open %s", dl);
@@ -723,14 +747,8 @@ static void test_prepare(void)
 			compare_fixture(m, round ? "prepared, thread done" : "prepared, asked at once", full, &syms,
 					true);
 		/* a queue the owner takes back from: dropped, fds closed */
-		fd = open(bare, O_RDONLY | O_CLOEXEC);
-		EXPECT(fd >= 0 && symbolizer_prepare(s, bare, fd) == 0, "prepare %s", bare);
-		if (fd >= 0)
-			close(fd);
-		fd = open(mini, O_RDONLY | O_CLOEXEC);
-		EXPECT(fd >= 0 && symbolizer_prepare(s, mini, fd) == 0, "prepare %s", mini);
-		if (fd >= 0)
-			close(fd);
+		EXPECT(prepare_path(s, bare, false, 0) == 0, "prepare %s", bare);
+		EXPECT(prepare_path(s, mini, false, 0) == 0, "prepare %s", mini);
 		if (round == 0) {
 			m = must_module(s, mini, -1);
 			if (m)
@@ -744,18 +762,14 @@ static void test_prepare(void)
 	}
 	/* addresses named ahead into the module's cache, and a non-ELF file
 	 * handed too: the names the report then gets are addr2line's */
-	err = symbolizer_new(NULL, &s);
-	EXPECT(err == 0, "symbolizer_new: %s", strerror(-err));
-	if (err)
+	s = must_symbolizer();
+	if (!s)
 		goto out;
 	fd = open(dl, O_RDONLY | O_CLOEXEC);
 	EXPECT(fd >= 0, "open %s", dl);
 	if (fd >= 0) {
-		static const char *const funcs[] = { "LeakLib::compute(", "LeakLib::slowMemoryLeak(", "lonely(",
-						     "main" };
-
-		for (size_t k = 0; k < sizeof(funcs) / sizeof(funcs[0]); k++) {
-			const struct nm_sym *sym = nm_find(&syms, funcs[k]);
+		for (size_t k = 0; k < sizeof(fixture_funcs) / sizeof(fixture_funcs[0]); k++) {
+			const struct nm_sym *sym = nm_find(&syms, fixture_funcs[k]);
 
 			for (uint64_t a = 0; sym && a < sym->size; a++) {
 				EXPECT(!symbolizer_prepare_addr(s, dl, fd, sym->addr + a, false), "prepare_addr");
@@ -767,11 +781,8 @@ static void test_prepare(void)
 	{
 		char *src = path_in("leak.cpp");
 
-		fd = open(src, O_RDONLY | O_CLOEXEC);
-		EXPECT(fd >= 0 && !symbolizer_prepare_addr(s, src, fd, 0x1000, false),
+		EXPECT(prepare_path(s, src, true, 0x1000) == 0,
 		       "a non-ELF file is handed without an error (the report says it)");
-		if (fd >= 0)
-			close(fd);
 		usleep(300000); /* time for the thread to name them (either way is right) */
 		EXPECT(symbolizer_module(s, src, -1, &m) == -ENOEXEC, "non-ELF prepared should still be -ENOEXEC");
 		free(src);
