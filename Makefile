@@ -698,7 +698,7 @@ $(BUILD)/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/vmlinux.h
 BENCH_LOADER_SRCS := bpf/attach.c target/elf_symbols.c
 $(BUILD)/bench/uprobe_floor $(BUILD)/bench/op_cost: $(BUILD)/bench/%: bench/%.c $(BENCH_LOADER_SRCS) \
 		bpf/attach.h bench/op_cost.h $(BUILD)/bench/%.bpf.o
-	$(CC) -O2 -Wall -Wextra -Werror -I bpf -I target -I bench $(shell pkg-config --cflags libbpf libelf) -o $@ \
+	$(CC) -O2 -Wall -Wextra -Werror -I bpf -I target -I bench $(INC_base) $(shell pkg-config --cflags libbpf libelf) -o $@ \
 		$< $(BENCH_LOADER_SRCS) $(shell pkg-config --libs libbpf libelf) -lpthread
 
 # The leak check's cost (issue 15): dwleak's scanner and memcheck's check

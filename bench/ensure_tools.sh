@@ -34,7 +34,7 @@ ensure_bench_programs() {
 			[ "$ROOT/bench/$p.bpf.c" -nt "$BUILD/bench/$p.bpf.o" ]; then
 			clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I "$BUILD" -I "$ROOT/bench" \
 				-c "$ROOT/bench/$p.bpf.c" -o "$BUILD/bench/$p.bpf.o" &&
-				gcc -O2 -I "$ROOT/bpf" -I "$ROOT/target" -I "$ROOT/bench" -o "$BUILD/bench/$p" \
+				gcc -O2 -I "$ROOT/bpf" -I "$ROOT/target" -I "$ROOT/base" -I "$ROOT/bench" -o "$BUILD/bench/$p" \
 					"$ROOT/bench/$p.c" "$ROOT/bpf/attach.c" "$ROOT/target/elf_symbols.c" \
 					$(pkg-config --cflags --libs libbpf libelf) -lpthread ||
 				rm -f "$BUILD/bench/$p"
