@@ -17,7 +17,8 @@
 # and -- CMD with --leak-check --sample-bytes: the totals by kind exact
 # (every block, from the library's index), each site's kinds within 4.5 sd
 # of its true bytes, and the report's stated standard errors (bytes_stderr,
-# leak_kinds_stderr) within a factor 3 of sqrt(N * B).
+# leak_kinds_stderr) within a factor 3 of sqrt(N * B) (a site with no
+# sample, chance exp(-B/N), fails only where that chance is under 1e-6).
 # Then -- CMD with --walk process under the four allocators: the same
 # ledgers, walked in the process.
 # LT_ONLY=g|t|j|m|s|w selects glibc / tcmalloc / jemalloc / mimalloc /
@@ -185,7 +186,13 @@ for site, want in sorted(led["sites"].items()):
     sd = math.sqrt(n * b)
     judged += 1
     line = "%-24s true %9d  kinds %9d (stated +- %.0f, expected +- %.0f)" % (site, b, e, math.sqrt(v), sd)
-    if abs(e - b) > 4.5 * sd:
+    if e == 0 and v == 0:
+        # no block of the site was sampled: its stated error is 0 by
+        # construction, so judge the chance of no sample, exp(-B/N)
+        # (3e-4 at the 8 samples expected where judging starts)
+        chance = math.exp(-b / n)
+        (fail if chance < 1e-6 else ok)("no sample (chance %.1e): %s" % (chance, line))
+    elif abs(e - b) > 4.5 * sd:
         fail("kinds off by more than 4.5 sd: " + line)
     elif not sd / 3 <= math.sqrt(v) <= 3 * sd or not sd / 3 <= math.sqrt(vb) <= 3 * sd:
         fail("stated error far from the expected one: " + line + " (bytes +- %.0f)" % math.sqrt(vb))
