@@ -649,8 +649,10 @@ void proc_objects_changed(struct procs *ps, uint32_t tgid)
 {
 	struct proc *p = procs_find(ps, (pid_t)tgid);
 
-	if (p)
+	if (p) {
 		p->refresh = true;
+		p->maps_gen++;
+	}
 }
 
 void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp)
@@ -673,7 +675,7 @@ void procs_names_warm(const struct proc_services *sv, struct procs *ps, double u
 
 		if (p->exited || p->untraced || !(n = proc_rings_fresh(&p->rings, &ids)))
 			continue;
-		proc_rings_fresh_done(&p->rings, sv->names_warm(sv->ctx, p->pid, ids, n, until));
+		proc_rings_fresh_done(&p->rings, sv->names_warm(sv->ctx, p, ids, n, until));
 		if (session_now_s() >= until)
 			return;
 	}
@@ -691,6 +693,7 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (p->exited || p->untraced || !(event || all))
 			continue;
 		p->refresh = false;
+		p->maps_gen++; /* a rescan may tell the map of mappings it missed */
 		if (p->awaiting_linker) {
 			linker_done(sv, p);
 			continue;

@@ -55,6 +55,10 @@ struct proc {
 	bool maps_kept;		  /* its exit was followed: MAPS were taken out of the map */
 	struct probes_mapping *maps; /* then: its file mappings, to name its frames */
 	size_t nmaps;
+	uint32_t maps_gen;	  /* bumped whenever its mappings may have changed */
+	struct probes_mapping *warm_maps; /* a copy of them to name ahead with (SV->names_warm's: */
+	size_t warm_nmaps;		  /* read again only when WARM_GEN is not MAPS_GEN, so a */
+	uint32_t warm_gen;		  /* wakeup does not read every process's mappings) */
 	struct probes_proc pp;	  /* its procs entry and links */
 	struct ledger ledger;	  /* what it has outstanding */
 	struct proc_rings rings;  /* the walk in the process: its library's rings (mode 0: off) */
@@ -182,11 +186,11 @@ struct proc_services {
 	/* P walks its stacks in itself now (--walk process): its library took
 	 * an unwind image, or walks frame pointers (may be NULL) */
 	void (*walking)(void *ctx, const struct proc *p);
-	/* hands the frames of the N stacks IDS of live process PID to the
+	/* hands the frames of the N stacks IDS of live process P to the
 	 * symbolizer to name ahead (stack_names_warm), until UNTIL
-	 * (session_now_s); returns how many it handed (may be NULL: none
-	 * are) */
-	size_t (*names_warm)(void *ctx, pid_t pid, const uint64_t *ids, size_t n, double until);
+	 * (session_now_s), with P's mappings as of its MAPS_GEN (kept in its
+	 * WARM_MAPS); returns how many it handed (may be NULL: none are) */
+	size_t (*names_warm)(void *ctx, struct proc *p, const uint64_t *ids, size_t n, double until);
 };
 
 /* --- A process's life (each returns 0 unless the session cannot go on:

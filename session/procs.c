@@ -127,6 +127,7 @@ void proc_free(struct proc *p)
 	ledger_free(&p->ledger);
 	proc_rings_free(&p->rings);
 	free(p->maps);
+	free(p->warm_maps);
 	free(p->command);
 	free(p->untraced);
 	free(p);

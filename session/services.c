@@ -332,7 +332,7 @@ static void names_prepare(struct session *s, const struct proc *p)
 	}
 }
 
-static size_t sv_names_warm(void *ctx, pid_t pid, const uint64_t *ids, size_t n, double until)
+static size_t sv_names_warm(void *ctx, struct proc *p, const uint64_t *ids, size_t n, double until)
 {
 	struct session *s = of(ctx);
 	struct stack_names names;
@@ -340,8 +340,22 @@ static size_t sv_names_warm(void *ctx, pid_t pid, const uint64_t *ids, size_t n,
 	struct stack_trace st;
 	size_t i = 0;
 
-	if (stack_names_open(&names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)pid, false, NULL, 0, &src))
-		return 0; /* the report names them */
+	/* the mappings map holds every process's: read (a walk over all of
+	 * it) once per change of P's, not at every wakeup */
+	if (!p->warm_maps || p->warm_gen != p->maps_gen) {
+		struct probes_mapping *maps;
+		size_t nmaps;
+
+		if (probes_mappings(s->probes, (uint32_t)p->pid, &maps, &nmaps))
+			return 0; /* the report names them */
+		free(p->warm_maps);
+		p->warm_maps = maps;
+		p->warm_nmaps = nmaps;
+		p->warm_gen = p->maps_gen;
+	}
+	if (stack_names_open(&names, s->stacks, s->probes, s->uw, s->sym, (uint32_t)p->pid, true, p->warm_maps,
+			     p->warm_nmaps, &src))
+		return 0;
 	for (; i < n && session_now_s() < until; i++)
 		if (!stack_store_get(s->stacks, ids[i], &st) && stack_names_warm(&names, &st))
 			break;
