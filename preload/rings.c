@@ -273,6 +273,9 @@ __attribute__((noinline)) void rings_alloc(const struct call *c, void *p)
 	struct walk_regs regs;
 	bool memo = false;
 
+	/* the block's word in the table of recent allocations, written once
+	 * the record is: a random line, fetched while the stack is walked */
+	walk_ring_prefetch((uint64_t)(uintptr_t)p);
 	/* rbp (x29) through walk_regs_capture, the library's one reader of it
 	 * (tests/preload_transparency.sh and tests/arm64_build.sh check that
 	 * no other touches it) */

@@ -351,6 +351,14 @@ static __attribute__((noinline, cold)) uint64_t *recent_map(void)
 }
 
 /* The allocation of ADDR just recorded at POS of slot SLOT's ring. */
+void walk_ring_prefetch(uint64_t addr)
+{
+	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
+
+	if (tab)
+		__builtin_prefetch(recent_word(tab, addr), 1, 3);
+}
+
 static inline void recent_note(uint64_t addr, uint32_t slot, uint64_t pos)
 {
 	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
@@ -534,6 +542,11 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 	BARRIER();
 	rec->check = WALK_RING_CHECK(h & WALK_RING_POS_MASK, type);
 	inc_local(&r->records);
+	/* the line after the next record's: written a lap ago and read by
+	 * dwleak since, it is not this CPU's; fetched for writing now, the
+	 * store that reaches it does not wait for it (a locked instruction
+	 * the program makes next would wait for the store) */
+	__builtin_prefetch(data + ((off + len + 64) & mask), 1, 3);
 	if (type == WALK_RING_REC_ALLOC)
 		recent_note(addr, t->slot, h & WALK_RING_POS_MASK);
 	BARRIER();

@@ -63,6 +63,13 @@ int walk_ring_put(uint32_t type, uint32_t kind, uint32_t end, uint32_t fp, uint6
 bool walk_ring_cancel(uint64_t addr, bool may_take_back);
 
 /*
+ * A hint that the calling thread is about to record the allocation of
+ * ADDR: the line walk_ring_put will note it in is fetched for writing
+ * meanwhile.  Changes nothing a reader sees; no system call.
+ */
+void walk_ring_prefetch(uint64_t addr);
+
+/*
  * The calling thread's scratch memory: WALK_RING_SCRATCH_BYTES after its
  * ring's data (walk_ring_abi.h), 64-byte aligned, zeroed when the ring
  * was mapped or wiped by a fork, left as it was when the ring passes from
