@@ -122,6 +122,7 @@ static int tables_refresh(const struct proc_services *sv, struct proc *p, enum r
 		rings_walking_say(sv, p);
 		return 0;
 	}
+	p->maps_gen++; /* its mappings as the map holds them may have changed */
 	if (why != REFRESH_FIRST && p->injected)
 		sv->route(sv->ctx, p->pid, &p->sites); /* the objects loaded since, routed too */
 	/* the library's walk needs them too: its image anew (handed over now,
@@ -649,10 +650,8 @@ void proc_objects_changed(struct procs *ps, uint32_t tgid)
 {
 	struct proc *p = procs_find(ps, (pid_t)tgid);
 
-	if (p) {
+	if (p)
 		p->refresh = true;
-		p->maps_gen++;
-	}
 }
 
 void proc_exit_called(struct procs *ps, uint32_t tgid, pid_t tid, uint64_t sp)
@@ -693,7 +692,6 @@ void proc_tables_due(const struct proc_services *sv, struct procs *ps, bool all)
 		if (p->exited || p->untraced || !(event || all))
 			continue;
 		p->refresh = false;
-		p->maps_gen++; /* a rescan may tell the map of mappings it missed */
 		if (p->awaiting_linker) {
 			linker_done(sv, p);
 			continue;

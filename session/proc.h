@@ -55,7 +55,7 @@ struct proc {
 	bool maps_kept;		  /* its exit was followed: MAPS were taken out of the map */
 	struct probes_mapping *maps; /* then: its file mappings, to name its frames */
 	size_t nmaps;
-	uint32_t maps_gen;	  /* bumped whenever its mappings may have changed */
+	uint32_t maps_gen;	  /* bumped by each tables refresh that may change its mappings */
 	struct probes_mapping *warm_maps; /* a copy of them to name ahead with (SV->names_warm's: */
 	size_t warm_nmaps;		  /* read again only when WARM_GEN is not MAPS_GEN, so a */
 	uint32_t warm_gen;		  /* wakeup does not read every process's mappings) */
