@@ -350,7 +350,6 @@ static __attribute__((noinline, cold)) uint64_t *recent_map(void)
 	return __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
 }
 
-/* The allocation of ADDR just recorded at POS of slot SLOT's ring. */
 void walk_ring_prefetch(uint64_t addr)
 {
 	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);
@@ -359,6 +358,7 @@ void walk_ring_prefetch(uint64_t addr)
 		__builtin_prefetch(recent_word(tab, addr), 1, 3);
 }
 
+/* The allocation of ADDR just recorded at POS of slot SLOT's ring. */
 static inline void recent_note(uint64_t addr, uint32_t slot, uint64_t pos)
 {
 	uint64_t *tab = __atomic_load_n(&recent, __ATOMIC_ACQUIRE);

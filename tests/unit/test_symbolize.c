@@ -525,10 +525,10 @@ static int build_fixtures(void)
 	return rc ? -1 : 0;
 }
 
-/* Every address of the fixture's functions in M against addr2line. */
 /* The fixture's functions compared with addr2line, address by address. */
 static const char *const fixture_funcs[] = { "LeakLib::compute(", "LeakLib::slowMemoryLeak(", "lonely(", "main" };
 
+/* Every address of the fixture's functions in M against addr2line. */
 static void compare_fixture(struct sym_module *m, const char *label, const char *full,
 			    const struct nm_syms *syms, bool with_returns)
 {
