@@ -620,6 +620,14 @@ bool proc_top_alive(struct procs *ps)
 	return top && !top->exited;
 }
 
+void proc_top_gone(struct procs *ps)
+{
+	struct proc *top = ps->n ? ps->v[0] : NULL;
+
+	if (top && top->exited)
+		proc_rings_gone(&top->rings, &top->ledger, session_now_ns());
+}
+
 void proc_record(const struct proc_services *sv, struct procs *ps, uint64_t now_ns, const void *data, size_t size)
 {
 	const struct free_event *f = data;

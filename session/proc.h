@@ -232,8 +232,13 @@ void proc_on_exit(const struct proc_services *sv, struct procs *ps, pid_t pid, i
 int proc_forget(const struct proc_services *sv, struct procs *ps, pid_t pid);
 
 /* Without ptrace (-p alone): whether PS's first process still lives
- * (marked exited when the kernel no longer has it). */
+ * (marked exited when the kernel no longer has it: then call
+ * proc_top_gone once the kernel's records are read). */
 bool proc_top_alive(struct procs *ps);
+
+/* PS's first process, found exited by proc_top_alive: what its rings
+ * held is applied (proc_rings_gone). */
+void proc_top_gone(struct procs *ps);
 
 /* --- What the programs report --- */
 

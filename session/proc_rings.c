@@ -408,13 +408,18 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec0)
 	 * Allocated before the drain's time and freed after it (cancelled
 	 * while the drain read the header): an allocation now, as a record
 	 * read then would have been, and its free held for its time.  Both
-	 * after it: nothing either, as the two records would be next time.
-	 * Beside probes, but none has recorded anything since the library
-	 * began to write its rings (KERNEL_BESIDE): as alone, exactly.  A
-	 * probe's record of that address would have to come between the
-	 * allocation and the free, after the rings began, and before this
-	 * drain's time; the kernel's records up to that time were read before
-	 * these (session_drain), and none was there. */
+	 * after it: alone, nothing, as the two records would be next time;
+	 * beside probes, the free held for its time: a probe's record of the
+	 * block made after the drain's time is read by the next drain (a
+	 * complement probe inside the library's forwarded call records the
+	 * allocation the library cancelled: mimalloc's posix_memalign calls
+	 * mi_posix_memalign), and the free must follow it.
+	 * Both before it, beside probes, but none has recorded anything
+	 * since the library began to write its rings (KERNEL_BESIDE): as
+	 * alone, exactly.  A probe's record of that address would have to
+	 * come between the allocation and the free, after the rings began,
+	 * and before this drain's time; the kernel's records up to that time
+	 * were read before these (session_drain), and none was there. */
 	if (rec->type == WALK_RING_REC_CANCELLED) {
 		struct ring_held f = h;
 		bool straddles;
@@ -428,7 +433,7 @@ static int on_record(void *ctx, const struct walk_ring_rec *rec0)
 			err = ring_alloc_held(d, rec, &h);
 			r->straddled++;
 		}
-		if (!err && (straddles || (!r->alone && r->kernel_beside))) {
+		if (!err && (straddles || (!r->alone && (r->kernel_beside || f.tsc >= d->cut)))) {
 			f.seq = r->seq++;
 			err = held_push(r, &f);
 		}
@@ -687,6 +692,14 @@ int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 	if (!err)
 		err = rings_release(io, r, pid);
 	return err;
+}
+
+void proc_rings_gone(struct proc_rings *r, struct ledger *l, uint64_t now_ns)
+{
+	if (!r->mode)
+		return;
+	l->now_ns = now_ns;
+	held_apply(r, l, UINT64_MAX);
 }
 
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l)

@@ -176,6 +176,14 @@ int proc_rings_image(const struct proc_rings_io *io, struct proc_rings *r, pid_t
 int proc_rings_drain(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l,
 		     struct stack_store *stacks, uint64_t now_ns, bool final, uint64_t before);
 
+/* PID is gone without a last drain (-p, not its parent: its exit is
+ * learnt from kill(2), after the reaping): every record R holds is
+ * applied to L (all its records were read already, or are lost with its
+ * memory; the library waits at exit() until dwleak read them), after the
+ * kernel's last records of it.  The process's memory is not touched (its
+ * pid may be another's now). */
+void proc_rings_gone(struct proc_rings *r, struct ledger *l, uint64_t now_ns);
+
 /* The clock the library stamps its records with (the TSC), for
  * proc_rings_drain's BEFORE. */
 uint64_t proc_rings_clock(void);

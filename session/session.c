@@ -538,7 +538,14 @@ int session_poll(struct session *s, int timeout_ms)
 	 * hear of yet is alive, whatever kill(0) says meanwhile */
 	if (s->set->exits_from_host)
 		return 1;
-	return proc_top_alive(&s->procs);
+	if (proc_top_alive(&s->procs))
+		return 1;
+	/* its library's last ring records may wait for a drain's time that
+	 * never comes (read while the last drain ran, then it exited): applied
+	 * after the kernel's last records of it */
+	session_drain(s);
+	proc_top_gone(&s->procs);
+	return 0;
 }
 
 void session_exited(struct session *s, pid_t pid, int status)

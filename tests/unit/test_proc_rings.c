@@ -393,11 +393,80 @@ static void test_cancel(void)
 	}
 }
 
+/* Beside probes, before any kernel record of the process: an allocation
+ * cancelled after the drain's time (both records after it) is read now,
+ * but a probe's record of the block made after that time comes with the
+ * next drain's kernel records (mimalloc's posix_memalign calls
+ * mi_posix_memalign, probed beside the library, inside the call the
+ * library records).  The free is held for its time and takes that block;
+ * the run of preload_ledger's mimalloc -p that left such blocks
+ * outstanding, one in ten, is what this was. */
+static void test_cancel_after_cut(void)
+{
+	struct alloc_event probe = { .type = AEV_ALLOC, .kind = ALLOC_POSIX_MEMALIGN, .addr = 0xb0000, .size = 40,
+				     .stack_id = 78 };
+	struct ledger l = { 0 };
+	struct stack_store *stacks = NULL;
+	struct proc_rings r;
+	uint32_t image = 0;
+	uint64_t cut;
+
+	walk_ring_directory.stopped = 0;
+	walk_ring_directory.stopped_acked = 0;
+	CHECK(!stack_store_new(&stacks));
+	CHECK(!stack_store_image_new(stacks, &image));
+	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, false));
+	cut = proc_rings_clock();
+	put(WALK_RING_REC_ALLOC, 0xb0000, 40, pcs_of[1], 3, NULL);
+	CHECK(walk_ring_cancel(0xb0000, false));
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, cut));
+	CHECK(r.cancelled == 1 && !r.kernel_beside && r.nheld == 1, "%llu cancelled, %zu held",
+	      (unsigned long long)r.cancelled, r.nheld);
+	/* the next drain: the kernel's records first, then the rings' */
+	proc_rings_site_record(&io, &r, getpid(), &l);
+	ledger_record(&l, &probe, sizeof(probe));
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
+	CHECK(!alloc_table_find(&l.allocs, 0xb0000) && r.nheld == 0, "the probe's block outlived its free");
+	proc_rings_free(&r);
+	ledger_free(&l);
+	stack_store_free(stacks);
+}
+
+/* A process found gone (-p, not its parent) after a drain read records
+ * past its time: they are applied then, not left held (a drain of its
+ * memory fails once it is reaped). */
+static void test_gone(void)
+{
+	struct ledger l = { 0 };
+	struct stack_store *stacks = NULL;
+	struct proc_rings r;
+	uint32_t image = 0;
+	uint64_t cut;
+
+	CHECK(!stack_store_new(&stacks));
+	CHECK(!stack_store_image_new(stacks, &image));
+	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
+	cut = proc_rings_clock();
+	put(WALK_RING_REC_ALLOC, 0xc0000, 56, pcs_of[2], 3, NULL);
+	put(WALK_RING_REC_ALLOC, 0xc0100, 8, pcs_of[2], 3, NULL);
+	put(WALK_RING_REC_FREE, 0xc0100, 0, NULL, 0, NULL);
+	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, cut));
+	CHECK(l.allocs.n == 0 && r.nheld >= 2, "%zu blocks, %zu held", l.allocs.n, r.nheld);
+	proc_rings_gone(&r, &l, 2);
+	CHECK(r.nheld == 0 && l.allocs.n == 1 && alloc_table_find(&l.allocs, 0xc0000), "%zu held, %zu blocks", r.nheld,
+	      l.allocs.n);
+	proc_rings_free(&r);
+	ledger_free(&l);
+	stack_store_free(stacks);
+}
+
 int main(void)
 {
 	test_stack_ids();
 	test_causal_order();
 	test_stop();
 	test_cancel();
+	test_cancel_after_cut();
+	test_gone();
 	return check_failures ? 1 : 0;
 }
