@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "constants.h"
@@ -717,8 +718,21 @@ void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r
 		return;
 	/* the drain that acknowledged the stop applied everything (the
 	 * library waits for that, up to 200 ms); past that wait, the
-	 * directory says it, while the process lives */
+	 * directory says it, while the process lives.  Read again only
+	 * RINGS_STOP_READ_NS after the last read: a site record made after a
+	 * stop dwleak did not acknowledge comes 200 ms after the stop's word,
+	 * so a read that recent saw it; per record, a mimalloc process's
+	 * complement probes (a record per aligned call) made the kernel's
+	 * batch a system call each, and the drain tens of ms long */
 	if (!r->stopped) {
+		struct timespec ts;
+		uint64_t now;
+
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (r->stop_read_ns && now - r->stop_read_ns < RINGS_STOP_READ_NS)
+			return;
+		r->stop_read_ns = now;
 		if (!r->dir || !io->mem_read ||
 		    io->mem_read(io->ctx, pid, r->dir + offsetof(struct walk_ring_dir, stopped), &stopped,
 				 sizeof(stopped)) ||

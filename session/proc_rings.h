@@ -41,6 +41,11 @@ struct proc_rings_io {
  * before that is said: an exec is told within a poll, a few ms */
 #define RINGS_FAULT_SAY_NS (100ull * 1000 * 1000)
 
+/* How long proc_rings_site_record trusts its last read of the directory's
+ * STOPPED word: well under the library's 200 ms wait for the drain that
+ * acknowledges a stop */
+#define RINGS_STOP_READ_NS (50ull * 1000 * 1000)
+
 /* A record read and not yet applied: held until it is known that no
  * record it depends on can still come (see proc_rings_drain). */
 struct ring_held {
@@ -74,6 +79,7 @@ struct proc_rings {
 	bool recording;
 	bool kernel_beside;
 	bool stopped_acked;  /* the directory's stopped_acked written */
+	uint64_t stop_read_ns; /* CLOCK_MONOTONIC_COARSE of proc_rings_site_record's last read of STOPPED */
 	int image_err;	     /* the library's image_error, as last read */
 	/* records read, not applied yet, by tsc once sorted */
 	struct ring_held *held;
@@ -195,8 +201,9 @@ uint64_t proc_rings_clock(void);
  * record held is older than this one and is applied to L now; R->stopped
  * then says why.  Otherwise (a call that chose its site just before the
  * image was installed) nothing is done.  The drains learn the stop; past
- * the library's wait for them, one read of that word per site record
- * while records are held, until the stop is seen. */
+ * the library's wait for them, a read of that word for a site record
+ * while records are held, at most every RINGS_STOP_READ_NS, until the
+ * stop is seen. */
 void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r, pid_t pid, struct ledger *l);
 
 /* The stack id the kernel program gives a walk of KIND in a process of
