@@ -84,6 +84,11 @@ struct probes {
 	struct probes_array_mem rows_mem, rules_mem;
 	struct probes_stacks_stats stacks; /* moves of the stacks map */
 	struct probes_entry entry;
+	/* alloc_events' consumer and producer positions (its first two
+	 * pages), mapped read-only: libbpf 1.1 reads them but does not tell */
+	const uint64_t *alloc_cons, *alloc_prod;
+	size_t page;
+	struct probes_drain_stats drains;
 };
 
 bool probes_privileged(void)
@@ -293,6 +298,27 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* Maps alloc_events' position pages read-only into P (left NULL when
+ * the kernel refuses: probes_drain then cannot tell a short read). */
+static void alloc_pos_map(struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.alloc_events);
+	void *cons, *prod;
+
+	p->page = (size_t)sysconf(_SC_PAGESIZE);
+	cons = mmap(NULL, p->page, PROT_READ, MAP_SHARED, fd, 0);
+	prod = mmap(NULL, p->page, PROT_READ, MAP_SHARED, fd, (off_t)p->page);
+	if (cons == MAP_FAILED || prod == MAP_FAILED) {
+		if (cons != MAP_FAILED)
+			munmap(cons, p->page);
+		if (prod != MAP_FAILED)
+			munmap(prod, p->page);
+		return;
+	}
+	p->alloc_cons = cons;
+	p->alloc_prod = prod;
+}
+
 /* MAP (an array made BPF_F_MMAPABLE) mapped into dwleak, into *M; left
  * unmapped (batch updates then) when the kernel refuses. */
 static void array_mem_map(const struct bpf_map *map, struct probes_array_mem *m)
@@ -418,6 +444,8 @@ int probes_open(const struct probes_settings *s, const struct probes_events *ev,
 		    ring_buffer__add(p->rb, bpf_map__fd(p->skel->maps.alloc_events), on_alloc_record, p))
 			err = -errno ?: -ENOMEM;
 	}
+	if (!err)
+		alloc_pos_map(p);
 	if (err) {
 		probes_close(p);
 		return err;
@@ -624,9 +652,40 @@ int probes_poll(struct probes *p, int timeout_ms)
 	return ring_buffer__poll(p->rb, timeout_ms);
 }
 
-void probes_drain(struct probes *p)
+/* How long probes_drain waits for a record another CPU is still writing:
+ * a program runs for microseconds, but its CPU may be taken from it (a
+ * VM's vCPU descheduled by the host, or the task preempted) */
+#define DRAIN_WAIT_TRIES 2000
+
+int probes_drain(struct probes *p)
 {
+	uint64_t end = p->alloc_prod ? __atomic_load_n(p->alloc_prod, __ATOMIC_ACQUIRE) : 0;
+	int tries;
+
 	ring_buffer__consume(p->rb);
+	p->drains.drains++;
+	if (!p->alloc_prod)
+		return 0;
+	/* libbpf's consumer stops at the first record still reserved (its
+	 * busy bit set), though records after it may be complete: every
+	 * record reserved before END must be read for the caller's cut to
+	 * hold, so wait for the one being written */
+	for (tries = 0; __atomic_load_n(p->alloc_cons, __ATOMIC_ACQUIRE) < end; tries++) {
+		if (tries == DRAIN_WAIT_TRIES) {
+			p->drains.short_drains++;
+			return -EAGAIN;
+		}
+		if (!tries)
+			p->drains.waited++;
+		sched_yield();
+		ring_buffer__consume(p->rb);
+	}
+	return 0;
+}
+
+void probes_drain_stats(const struct probes *p, struct probes_drain_stats *out)
+{
+	*out = p->drains;
 }
 
 /*
@@ -869,6 +928,10 @@ void probes_close(struct probes *p)
 	bpf_link__destroy(p->mmap_links[1]);
 	bpf_link__destroy(p->exec_link);
 	ring_buffer__free(p->rb);
+	if (p->alloc_cons) {
+		munmap((void *)p->alloc_cons, p->page);
+		munmap((void *)p->alloc_prod, p->page);
+	}
 	if (p->rows_mem.mem)
 		munmap(p->rows_mem.mem, p->rows_mem.len);
 	if (p->rules_mem.mem)

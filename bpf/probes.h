@@ -184,8 +184,20 @@ int probes_epoll_fd(const struct probes *p);
 int probes_poll(struct probes *p, int timeout_ms);
 
 /* Delivers every alloc_events record written so far (they come without
- * wakeups). */
-void probes_drain(struct probes *p);
+ * wakeups).  Returns 0 when every record reserved before the call was
+ * delivered, or -EAGAIN when one was still being written by another CPU
+ * after a wait (~ms; the records after it are delivered at a later call):
+ * a caller that orders other records after the kernel's must then not
+ * count on any of them. */
+int probes_drain(struct probes *p);
+
+/* probes_drain's calls, for --stats. */
+struct probes_drain_stats {
+	uint64_t drains;
+	uint64_t waited;       /* found a record still being written, and waited */
+	uint64_t short_drains; /* returned -EAGAIN */
+};
+void probes_drain_stats(const struct probes *p, struct probes_drain_stats *out);
 
 /*
  * Moves every walk in the stacks map out to the caller: PUT gets each

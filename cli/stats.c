@@ -79,6 +79,13 @@ void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const stru
 		(unsigned long long)s->freed, (unsigned long long)s->put_late, s->images_ended, s->images);
 }
 
+void stats_print_drains(FILE *f, const struct probes_drain_stats *d)
+{
+	fprintf(f, "dwleak: stats: kernel records drained %llu times; %llu met a record another CPU was still "
+		   "writing and waited for it, %llu in vain (the processes' own rings then waited a drain)\n",
+		(unsigned long long)d->drains, (unsigned long long)d->waited, (unsigned long long)d->short_drains);
+}
+
 void stats_print_leak_check(FILE *f, int pid, const struct leak_scan_result *c, uint32_t checks,
 			    uint64_t changed_all)
 {

@@ -27,6 +27,10 @@ void stats_print_rings(FILE *f, int pid, const struct proc_rings *r);
 
 void stats_print_stacks(FILE *f, const struct probes_stacks_stats *m, const struct stack_store_stats *s);
 
+/* The kernel's allocation records' drains: how many met a record another
+ * CPU was still writing. */
+void stats_print_drains(FILE *f, const struct probes_drain_stats *d);
+
 /* Prints to F how the last --leak-check of process PID went (C): what was
  * read and how, what could not be, and the scan's own counts; CHECKS
  * checks in all, CHANGED_ALL blocks changed while indexed over them. */

@@ -97,6 +97,7 @@ static void stats_say(const struct env *env, const struct session *s, const uint
 	stats_print(stderr, &st.unwinder, &st.probes, ps->n && !ps->v[0]->preload ? &ps->v[0]->alloc : NULL,
 		    counters);
 	stats_print_stacks(stderr, &st.kernel_stacks, &st.stacks);
+	stats_print_drains(stderr, &st.kernel_drains);
 	for (i = 0; i < ps->n; i++)
 		if (ps->v[i]->rings.drains)
 			stats_print_rings(stderr, ps->v[i]->pid, &ps->v[i]->rings);

@@ -173,7 +173,11 @@ void session_drain(struct session *s)
 	uint64_t read;
 
 	s->records_now = session_now_ns();
-	probes_drain(s->probes);
+	/* a kernel record still being written keeps the ones after it unread
+	 * (a record of this cut among them, maybe): no ring record is applied
+	 * now, all wait for a drain that read the kernel's up to its cut */
+	if (probes_drain(s->probes) == -EAGAIN)
+		before = 0;
 	read = procs_rings_drain(&s->sv, &s->procs, before, &fill_ppm);
 	rings_pace(s, read, fill_ppm);
 }
@@ -601,6 +605,7 @@ void session_stats(const struct session *s, struct session_stats *out)
 	unwinder_stats(s->uw, &out->unwinder);
 	probes_info(s->probes, &out->probes);
 	probes_stacks_stats(s->probes, &out->kernel_stacks);
+	probes_drain_stats(s->probes, &out->kernel_drains);
 	stack_store_stats(s->stacks, &out->stacks);
 }
 

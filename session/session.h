@@ -198,6 +198,7 @@ struct session_stats {
 	struct unwinder_stats unwinder;
 	struct probes_info probes;
 	struct probes_stacks_stats kernel_stacks;
+	struct probes_drain_stats kernel_drains;
 	struct stack_store_stats stacks;
 };
 
