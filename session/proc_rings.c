@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "constants.h"
 #include "dwleak.h"
 #include "preload.h"
@@ -725,11 +725,8 @@ void proc_rings_site_record(const struct proc_rings_io *io, struct proc_rings *r
 	 * complement probes (a record per aligned call) made the kernel's
 	 * batch a system call each, and the drain tens of ms long */
 	if (!r->stopped) {
-		struct timespec ts;
-		uint64_t now;
+		uint64_t now = session_now_ns();
 
-		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 		if (r->stop_read_ns && now - r->stop_read_ns < RINGS_STOP_READ_NS)
 			return;
 		r->stop_read_ns = now;

@@ -79,7 +79,7 @@ struct proc_rings {
 	bool recording;
 	bool kernel_beside;
 	bool stopped_acked;  /* the directory's stopped_acked written */
-	uint64_t stop_read_ns; /* CLOCK_MONOTONIC_COARSE of proc_rings_site_record's last read of STOPPED */
+	uint64_t stop_read_ns; /* session_now_ns of proc_rings_site_record's last read of STOPPED */
 	int image_err;	     /* the library's image_error, as last read */
 	/* records read, not applied yet, by tsc once sorted */
 	struct ring_held *held;
