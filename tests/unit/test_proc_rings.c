@@ -121,6 +121,23 @@ static void put(uint32_t type, uint64_t addr, uint64_t size, const uint64_t *pcs
 	CHECK(!err, "%d", err);
 }
 
+/* The rings started over this process's own (FP walks, rings of 2^16
+ * bytes, ALONE as proc_rings_start's), into *STACKS, a new store with
+ * one image, *IMAGE; ended by rings_close with the test's ledger L. */
+static void rings_open(struct proc_rings *r, struct stack_store **stacks, uint32_t *image, bool alone)
+{
+	CHECK(!stack_store_new(stacks));
+	CHECK(!stack_store_image_new(*stacks, image));
+	CHECK(!proc_rings_start(&io, r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, *image, alone));
+}
+
+static void rings_close(struct proc_rings *r, struct ledger *l, struct stack_store *stacks)
+{
+	proc_rings_free(r);
+	ledger_free(l);
+	stack_store_free(stacks);
+}
+
 static void *allocator_run(void *arg)
 {
 	uintptr_t who = (uintptr_t)arg;
@@ -177,10 +194,8 @@ static void test_causal_order(void)
 	for (i = 0; i < 4; i++)
 		for (k = 0; k < 3; k++)
 			pcs_of[i][k] = 0x400000 + i * 0x1000 + k * 0x10;
-	CHECK(!stack_store_new(&stacks));
-	CHECK(!stack_store_image_new(stacks, &image));
 	ctl.rings_addr = (uint64_t)(uintptr_t)&walk_ring_directory;
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
+	rings_open(&r, &stacks, &image, true);
 	CHECK(ctl.rings_request == DWLEAK_PRELOAD_WALK_FP);
 	CHECK(walk_ring_directory.data_bits == 16);
 	for (a = 0; a < ADDRS; a++)
@@ -242,9 +257,7 @@ static void test_causal_order(void)
 	 * (not a proof: two threads on two CPUs make it likely) */
 	CHECK(r.drains > 1);
 	(void)held;
-	proc_rings_free(&r);
-	ledger_free(&l);
-	stack_store_free(stacks);
+	rings_close(&r, &l, stacks);
 }
 
 /* The ids: the DWARF walk's seed is FNV-1a's offset basis, the FP walk's
@@ -277,9 +290,7 @@ static void test_stop(void)
 	struct proc_rings r;
 	uint32_t image = 0;
 
-	CHECK(!stack_store_new(&stacks));
-	CHECK(!stack_store_image_new(stacks, &image));
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
+	rings_open(&r, &stacks, &image, true);
 	put(WALK_RING_REC_ALLOC, 0x90000, 24, pcs_of[1], 3, NULL);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(!r.stopped && !walk_ring_directory.stopped_acked, "no stop yet: %u", r.stopped);
@@ -296,9 +307,7 @@ static void test_stop(void)
 	proc_rings_site_record(&io, &r, getpid(), &l);
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(!walk_ring_directory.stopped_acked, "acknowledged twice");
-	proc_rings_free(&r);
-	ledger_free(&l);
-	stack_store_free(stacks);
+	rings_close(&r, &l, stacks);
 }
 
 /* A free that cancels its allocation's record before the drain read it:
@@ -323,10 +332,7 @@ static void test_cancel(void)
 
 		walk_ring_directory.stopped = 0;
 		walk_ring_directory.stopped_acked = 0;
-		CHECK(!stack_store_new(&stacks));
-		CHECK(!stack_store_image_new(stacks, &image));
-		CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image,
-					alone));
+		rings_open(&r, &stacks, &image, alone);
 #if defined(__x86_64__)
 		CHECK(ctl.rings_cancel == (alone ? DWLEAK_PRELOAD_CANCEL_RETRACT : DWLEAK_PRELOAD_CANCEL_STAMPED), "%u",
 		      ctl.rings_cancel);
@@ -387,9 +393,7 @@ static void test_cancel(void)
 			      "%llu taken back, %llu cancelled", (unsigned long long)r.retracted,
 			      (unsigned long long)r.cancelled);
 		}
-		proc_rings_free(&r);
-		ledger_free(&l);
-		stack_store_free(stacks);
+		rings_close(&r, &l, stacks);
 	}
 }
 
@@ -413,9 +417,7 @@ static void test_cancel_after_cut(void)
 
 	walk_ring_directory.stopped = 0;
 	walk_ring_directory.stopped_acked = 0;
-	CHECK(!stack_store_new(&stacks));
-	CHECK(!stack_store_image_new(stacks, &image));
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, false));
+	rings_open(&r, &stacks, &image, false);
 	cut = proc_rings_clock();
 	put(WALK_RING_REC_ALLOC, 0xb0000, 40, pcs_of[1], 3, NULL);
 	CHECK(walk_ring_cancel(0xb0000, false));
@@ -427,9 +429,7 @@ static void test_cancel_after_cut(void)
 	ledger_record(&l, &probe, sizeof(probe));
 	CHECK(!proc_rings_drain(&io, &r, getpid(), &l, stacks, 1, false, UINT64_MAX));
 	CHECK(!alloc_table_find(&l.allocs, 0xb0000) && r.nheld == 0, "the probe's block outlived its free");
-	proc_rings_free(&r);
-	ledger_free(&l);
-	stack_store_free(stacks);
+	rings_close(&r, &l, stacks);
 }
 
 /* A process found gone (-p, not its parent) after a drain read records
@@ -443,9 +443,7 @@ static void test_gone(void)
 	uint32_t image = 0;
 	uint64_t cut;
 
-	CHECK(!stack_store_new(&stacks));
-	CHECK(!stack_store_image_new(stacks, &image));
-	CHECK(!proc_rings_start(&io, &r, getpid(), (uint64_t)(uintptr_t)&ctl, DWLEAK_PRELOAD_WALK_FP, 16, image, true));
+	rings_open(&r, &stacks, &image, true);
 	cut = proc_rings_clock();
 	put(WALK_RING_REC_ALLOC, 0xc0000, 56, pcs_of[2], 3, NULL);
 	put(WALK_RING_REC_ALLOC, 0xc0100, 8, pcs_of[2], 3, NULL);
@@ -455,9 +453,7 @@ static void test_gone(void)
 	proc_rings_gone(&r, &l, 2);
 	CHECK(r.nheld == 0 && l.allocs.n == 1 && alloc_table_find(&l.allocs, 0xc0000), "%zu held, %zu blocks", r.nheld,
 	      l.allocs.n);
-	proc_rings_free(&r);
-	ledger_free(&l);
-	stack_store_free(stacks);
+	rings_close(&r, &l, stacks);
 }
 
 int main(void)
